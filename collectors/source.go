@@ -1,0 +1,192 @@
+package collectors
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Source is where collectors read from. Names are slash-separated and
+// relative to the source's root ("proc/cmdline"), as in io/fs; helpers in this
+// package also accept a leading "/".
+type Source interface {
+	fs.ReadDirFS
+	fs.StatFS
+	fs.ReadLinkFS
+}
+
+// Describer is implemented by sources that can say more about where a file
+// came from than its path (a config-repo layer, a remote host).
+type Describer interface {
+	Describe(name string) string
+}
+
+// Dir returns a Source over a directory tree treated as a host's "/": symbolic
+// links resolve inside the tree, absolute targets included, the way they would
+// after chroot. Nothing outside root is ever opened through a link.
+func Dir(root string) Source {
+	return dirSource{root: filepath.Clean(root)}
+}
+
+type dirSource struct{ root string }
+
+const maxSymlinks = 40
+
+var errTooManyLinks = errors.New("too many levels of symbolic links")
+
+// resolve maps a source name to a path on the local file system, following
+// symbolic links in every component (the last one too when followLast).
+func (d dirSource) resolve(name string, followLast bool) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	pending := strings.Split(name, "/")
+	if name == "." {
+		pending = nil
+	}
+	var resolved []string
+	links := 0
+	for len(pending) > 0 {
+		part := pending[0]
+		pending = pending[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(resolved) > 0 {
+				resolved = resolved[:len(resolved)-1]
+			}
+			continue
+		}
+		candidate := append(resolved[:len(resolved):len(resolved)], part)
+		if len(pending) == 0 && !followLast {
+			resolved = candidate
+			break
+		}
+		local := filepath.Join(d.root, filepath.FromSlash(strings.Join(candidate, "/")))
+		info, err := os.Lstat(local)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			// A missing component is reported by the final open.
+			resolved = candidate
+			continue
+		}
+		links++
+		if links > maxSymlinks {
+			return "", &fs.PathError{Op: "open", Path: name, Err: errTooManyLinks}
+		}
+		target, err := os.Readlink(local)
+		if err != nil {
+			return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+		}
+		if strings.HasPrefix(target, "/") {
+			resolved = nil
+		}
+		pending = append(strings.Split(target, "/"), pending...)
+	}
+	return filepath.Join(d.root, filepath.FromSlash(strings.Join(resolved, "/"))), nil
+}
+
+func (d dirSource) Open(name string) (fs.File, error) {
+	local, err := d.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(local)
+	if err != nil {
+		return nil, rename(err, "open", name)
+	}
+	return f, nil
+}
+
+func (d dirSource) ReadDir(name string) ([]fs.DirEntry, error) {
+	local, err := d.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(local)
+	return entries, rename(err, "readdir", name)
+}
+
+func (d dirSource) Stat(name string) (fs.FileInfo, error) {
+	local, err := d.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(local)
+	return info, rename(err, "stat", name)
+}
+
+func (d dirSource) Lstat(name string) (fs.FileInfo, error) {
+	local, err := d.resolve(name, false)
+	if err != nil {
+		return nil, err
+	}
+	info, err := os.Lstat(local)
+	return info, rename(err, "lstat", name)
+}
+
+func (d dirSource) ReadLink(name string) (string, error) {
+	local, err := d.resolve(name, false)
+	if err != nil {
+		return "", err
+	}
+	target, err := os.Readlink(local)
+	return target, rename(err, "readlink", name)
+}
+
+// rename reports errors with the source name, never the local path, so
+// messages read the same for a fixture tree and a live host.
+func rename(err error, op, name string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: op, Path: "/" + name, Err: pe.Err}
+	}
+	return err
+}
+
+// FS adapts an fs.FS (fstest.MapFS in tests) to a Source. Links are followed
+// only when fsys supports them.
+func FS(fsys fs.FS) Source { return fsSource{fsys} }
+
+type fsSource struct{ fsys fs.FS }
+
+func (s fsSource) Open(name string) (fs.File, error)          { return s.fsys.Open(name) }
+func (s fsSource) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(s.fsys, name) }
+func (s fsSource) Stat(name string) (fs.FileInfo, error)      { return fs.Stat(s.fsys, name) }
+func (s fsSource) Lstat(name string) (fs.FileInfo, error)     { return fs.Lstat(s.fsys, name) }
+func (s fsSource) ReadLink(name string) (string, error)       { return fs.ReadLink(s.fsys, name) }
+
+// ErrTooLarge is returned when a file exceeds the read cap.
+var ErrTooLarge = errors.New("file exceeds the size cap")
+
+// rel turns "/proc/cmdline" into the io/fs name "proc/cmdline".
+func rel(name string) string {
+	name = path.Clean("/" + name)
+	if name == "/" {
+		return "."
+	}
+	return name[1:]
+}
+
+// readCapped reads a file to EOF, up to max bytes. Sizes reported by stat are
+// not trusted: /proc and /sys files claim 0 or 4096 bytes.
+func readCapped(src Source, name string, max int64) ([]byte, error) {
+	f, err := src.Open(rel(name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: %w (%d bytes)", name, ErrTooLarge, max)
+	}
+	return data, nil
+}

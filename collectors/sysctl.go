@@ -1,0 +1,3 @@
+package collectors
+
+func collectSysctl(c *collection) {}

@@ -1,0 +1,162 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// ErrSchema is returned (wrapped) when a document is not a snapshot this
+// build can read.
+var ErrSchema = errors.New("unsupported snapshot schema")
+
+type rawField = json.RawMessage
+
+// snapshotFields is Snapshot without its methods, so the codec can use the
+// default struct encoding.
+type snapshotFields Snapshot
+
+// New returns an empty snapshot with the current schema and initialised maps.
+func New(host string) *Snapshot {
+	return &Snapshot{
+		Schema:  Schema,
+		Host:    host,
+		Sources: map[string]string{},
+		Errors:  []CollectionError{},
+	}
+}
+
+// MarshalJSON writes the snapshot, including any top-level fields that were
+// read from a newer schema and not understood.
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	known, err := json.Marshal(snapshotFields(s))
+	if err != nil {
+		return nil, err
+	}
+	if len(s.unknown) == 0 {
+		return known, nil
+	}
+	var merged map[string]json.RawMessage
+	if err := json.Unmarshal(known, &merged); err != nil {
+		return nil, err
+	}
+	for k, v := range s.unknown {
+		if _, ok := merged[k]; !ok {
+			merged[k] = v
+		}
+	}
+	return json.Marshal(merged)
+}
+
+// UnmarshalJSON reads a snapshot, checking its schema first and keeping
+// top-level fields it does not know.
+func (s *Snapshot) UnmarshalJSON(data []byte) error {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	var schema string
+	if raw, ok := all["schema"]; ok {
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			return fmt.Errorf("%w: \"schema\" is not a string", ErrSchema)
+		}
+	}
+	if err := CheckSchema(schema); err != nil {
+		return err
+	}
+	var fields snapshotFields
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	*s = Snapshot(fields)
+	known := knownKeys()
+	for k, v := range all {
+		if !known[k] {
+			if s.unknown == nil {
+				s.unknown = map[string]rawField{}
+			}
+			s.unknown[k] = v
+		}
+	}
+	if s.Sources == nil {
+		s.Sources = map[string]string{}
+	}
+	if s.Errors == nil {
+		s.Errors = []CollectionError{}
+	}
+	return nil
+}
+
+// Unknown returns the names of top-level fields kept from a newer schema.
+func (s *Snapshot) Unknown() []string {
+	names := make([]string, 0, len(s.unknown))
+	for k := range s.unknown {
+		names = append(names, k)
+	}
+	return names
+}
+
+func knownKeys() map[string]bool {
+	b, _ := json.Marshal(snapshotFields{Labels: map[string]string{"": ""}, Pods: []Pod{nil}})
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	keys := make(map[string]bool, len(m))
+	for k := range m {
+		keys[k] = true
+	}
+	return keys
+}
+
+// CheckSchema accepts "fleetaudit.snapshot/v1" and minor revisions of it
+// ("v1.2"), and refuses anything else with an error that says what to do.
+func CheckSchema(schema string) error {
+	if schema == "" {
+		return fmt.Errorf("%w: no \"schema\" field; is this a fleetaudit snapshot?", ErrSchema)
+	}
+	rest, ok := strings.CutPrefix(schema, SchemaPrefix+"v")
+	if !ok {
+		return fmt.Errorf("%w: %q is not a fleetaudit snapshot schema (want %s)", ErrSchema, schema, Schema)
+	}
+	majorText, _, _ := strings.Cut(rest, ".")
+	major, err := strconv.Atoi(majorText)
+	if err != nil || major < 1 {
+		return fmt.Errorf("%w: malformed version in %q (want %s)", ErrSchema, schema, Schema)
+	}
+	if major > MajorVersion {
+		return fmt.Errorf("%w: %q was written by a newer fleetaudit; this build reads v%d: upgrade fleetaudit", ErrSchema, schema, MajorVersion)
+	}
+	if major < MajorVersion {
+		return fmt.Errorf("%w: %q is older than this build supports (v%d): re-collect the host", ErrSchema, schema, MajorVersion)
+	}
+	return nil
+}
+
+// Encode writes one snapshot as indented JSON followed by a newline.
+func Encode(w io.Writer, s *Snapshot) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(s)
+}
+
+// Decode reads one snapshot, refusing trailing data after the document.
+func Decode(r io.Reader) (*Snapshot, error) {
+	dec := json.NewDecoder(r)
+	var s Snapshot
+	if err := dec.Decode(&s); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("unexpected data after the snapshot document")
+	}
+	return &s, nil
+}
+
+// DecodeBytes is Decode over a byte slice.
+func DecodeBytes(b []byte) (*Snapshot, error) {
+	return Decode(bytes.NewReader(b))
+}

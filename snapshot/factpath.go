@@ -1,0 +1,42 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Lookup resolves a fact path such as "sysctl.running.vm.max_map_count" in a
+// snapshot's generic JSON form. Map keys may themselves contain dots (sysctl
+// names, boot params), so at each level the longest key that matches wins.
+func Lookup(doc any, path string) (any, bool) {
+	if path == "" {
+		return doc, true
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	parts := strings.Split(path, ".")
+	for n := len(parts); n >= 1; n-- {
+		key := strings.Join(parts[:n], ".")
+		child, ok := m[key]
+		if !ok {
+			continue
+		}
+		if v, ok := Lookup(child, strings.Join(parts[n:], ".")); ok {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// Generic returns the snapshot as the map form that Rego and Lookup see.
+func Generic(s *Snapshot) (map[string]any, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	err = json.Unmarshal(b, &m)
+	return m, err
+}

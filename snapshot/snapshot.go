@@ -1,0 +1,80 @@
+// Package snapshot defines the host snapshot: the facts one host presents to the
+// policy engine, where each fact came from, and what could not be collected.
+//
+// A snapshot is the contract between collectors and policies. Its JSON form is
+// versioned ("fleetaudit.snapshot/v1"); a reader keeps fields it does not know so
+// an older fleetaudit can carry a newer snapshot through unchanged, and refuses a
+// snapshot of a newer major version instead of misreading it.
+package snapshot
+
+import (
+	"time"
+)
+
+// Schema is the schema identifier this package writes.
+const Schema = SchemaPrefix + "v1"
+
+// SchemaPrefix is the part of a schema identifier before the major version.
+const SchemaPrefix = "fleetaudit.snapshot/"
+
+// MajorVersion is the schema major version this package reads and writes.
+const MajorVersion = 1
+
+// Snapshot is everything collected from one host (or one rendered fleet root).
+//
+// Section fields are values, not pointers: an empty section means "collected,
+// nothing present", and a section that could not be read says so in Errors.
+type Snapshot struct {
+	Schema      string            `json:"schema"`
+	Host        string            `json:"host"`
+	CollectedAt time.Time         `json:"collected_at"`
+	Source      Origin            `json:"source"`
+	Labels      map[string]string `json:"labels,omitempty"`
+
+	Boot       Boot       `json:"boot"`
+	Sysctl     Sysctl     `json:"sysctl"`
+	Limits     Limits     `json:"limits"`
+	Logind     Logind     `json:"logind"`
+	Kernel     Kernel     `json:"kernel"`
+	OS         OSRelease  `json:"os"`
+	NVIDIA     NVIDIA     `json:"nvidia"`
+	Modules    Modules    `json:"modules"`
+	Libraries  Libraries  `json:"libraries"`
+	Memory     Memory     `json:"memory"`
+	RDMA       RDMA       `json:"rdma"`
+	IOMMU      IOMMU      `json:"iommu"`
+	PCI        PCI        `json:"pci"`
+	NCCLConfig NCCLConfig `json:"nccl_config"`
+	Pods       []Pod      `json:"pods,omitempty"`
+
+	// Sources maps a fact path (e.g. "boot.configured.params.hugetlb_cma") to
+	// the place its value came from: "file:line", or "default: <why>".
+	Sources map[string]string `json:"sources"`
+	// Errors lists what could not be read or parsed; the rest of the snapshot
+	// is still valid.
+	Errors []CollectionError `json:"errors"`
+
+	// unknown holds top-level fields written by a newer fleetaudit.
+	unknown map[string]rawField
+}
+
+// Origin says how the snapshot was produced.
+type Origin struct {
+	// Kind is "local", "ssh" or "config-repo".
+	Kind string `json:"kind"`
+	// Root is the directory the collectors read as "/".
+	Root string `json:"root"`
+	// Collector is the fleetaudit version that wrote the snapshot.
+	Collector string `json:"collector,omitempty"`
+}
+
+// CollectionError is a source that a collector could not read or parse.
+type CollectionError struct {
+	Collector string `json:"collector"`
+	Path      string `json:"path"`
+	Reason    string `json:"reason"`
+}
+
+// Pod is a pod (or pod template) scheduled on the host, kept as the
+// Kubernetes JSON so pod rules see exactly what the API server holds.
+type Pod = map[string]any
