@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// Fact paths follow the JSON names of the snapshot joined with dots:
+// "boot.configured.params.hugetlb_cma", "sysctl.running.vm.max_map_count",
+// "limits.effective.*.memlock.soft", "logind.remove_ipc".
+//
 // Lookup resolves a fact path such as "sysctl.running.vm.max_map_count" in a
 // snapshot's generic JSON form. Map keys may themselves contain dots (sysctl
 // names, boot params), so at each level the longest key that matches wins.
