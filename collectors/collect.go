@@ -95,6 +95,7 @@ func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot,
 	if snap.Host == "" {
 		snap.Host = c.hostname()
 	}
+	defer snap.Normalize()
 	for _, f := range families {
 		if err := ctx.Err(); err != nil {
 			return snap, fmt.Errorf("collecting %s: %w", f.name, err)

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -10,17 +11,25 @@ import (
 // "limits.effective.*.memlock.soft", "logind.remove_ipc".
 //
 // Lookup resolves a fact path such as "sysctl.running.vm.max_map_count" in a
-// snapshot's generic JSON form. Map keys may themselves contain dots (sysctl
-// names, boot params), so at each level the longest key that matches wins.
+// snapshot's generic JSON form. A numeric part indexes a list. Map keys may
+// contain dots (sysctl names, boot params), so at each level the longest key
+// that matches wins.
 func Lookup(doc any, path string) (any, bool) {
 	if path == "" {
 		return doc, true
+	}
+	parts := strings.Split(path, ".")
+	if list, ok := doc.([]any); ok {
+		i, err := strconv.Atoi(parts[0])
+		if err != nil || i < 0 || i >= len(list) {
+			return nil, false
+		}
+		return Lookup(list[i], strings.Join(parts[1:], "."))
 	}
 	m, ok := doc.(map[string]any)
 	if !ok {
 		return nil, false
 	}
-	parts := strings.Split(path, ".")
 	for n := len(parts); n >= 1; n-- {
 		key := strings.Join(parts[:n], ".")
 		child, ok := m[key]

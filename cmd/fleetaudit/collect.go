@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+func newCollectCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "collect",
+		Short: "Write a snapshot of one host's configuration facts",
+		Long: `collect reads the boot command line, sysctls, pam limits, logind, kernel and OS release,
+NVIDIA driver, kernel modules, NCCL and CUDA libraries, memory, RDMA devices, IOMMU, PCIe
+ACS and NCCL settings of one host, and writes them as one JSON snapshot with the file and
+line each value came from.
+
+Every path is read under --root, so a mounted image or a copied tree can be collected like
+a live host. Files that cannot be read or parsed are listed in the snapshot's "errors" and
+the rest is still collected; running unprivileged only loses the root-only facts.`,
+		Example: `  # This host, to stdout
+  fleetaudit collect
+
+  # A fixture tree or mounted image, to a file
+  fleetaudit collect --root testdata/hosts/gpu-node -o gpu-a-001.json
+
+  # Also read two more sysctls and the limits a job user gets
+  fleetaudit collect --sysctl net.ipv4.tcp_rmem --limits-domain trainer --limits-domain @hpc`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runCollect(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.String("root", "/", "directory to read as the host's /")
+	f.String("hostname", "", "host name to record (default: the root's /proc/sys/kernel/hostname or /etc/hostname)")
+	f.StringP("output", "o", "-", "write the snapshot to FILE (- for stdout)")
+	f.StringSlice("sysctl", nil, "extra sysctl key to read from /proc/sys (repeatable)")
+	f.StringSlice("limits-domain", nil, "user or @group whose effective pam limits to compute besides * (repeatable)")
+	return cmd
+}
+
+func (a *app) runCollect(cmd *cobra.Command) error {
+	v := a.v
+	root := v.GetString("root")
+	info, err := os.Stat(root)
+	if err != nil {
+		return usageError{fmt.Errorf("--root %s: %w", root, err)}
+	}
+	if !info.IsDir() {
+		return usageError{fmt.Errorf("--root %s: not a directory", root)}
+	}
+	label, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
+	snap, err := collectors.Collect(cmd.Context(), collectors.Dir(root), collectors.Options{
+		Hostname:      v.GetString("hostname"),
+		Kind:          "local",
+		RootLabel:     label,
+		ExtraSysctls:  v.GetStringSlice("sysctl"),
+		LimitsDomains: v.GetStringSlice("limits-domain"),
+		Version:       version,
+	})
+	if err != nil {
+		return err
+	}
+	if snap.Host == "" {
+		return usageError{errors.New("no host name under --root (no /proc/sys/kernel/hostname or /etc/hostname): pass --hostname")}
+	}
+	var buf bytes.Buffer
+	if err := snapshot.Encode(&buf, snap); err != nil {
+		return fmt.Errorf("encoding snapshot of %s: %w", snap.Host, err)
+	}
+	if err := writeOutput(a, v.GetString("output"), buf.Bytes()); err != nil {
+		return err
+	}
+	for _, e := range snap.Errors {
+		a.log.Warn("collection error", "host", snap.Host, "collector", e.Collector, "path", e.Path, "reason", e.Reason)
+	}
+	a.log.Info("collected", "host", snap.Host, "root", label, "facts", len(snap.Sources), "errors", len(snap.Errors))
+	return nil
+}
+
+// writeOutput writes to stdout for "-", else atomically replaces the file so a
+// reader never sees half a snapshot.
+func writeOutput(a *app, name string, data []byte) error {
+	if name == "-" || name == "" {
+		_, err := a.out.Write(data)
+		return err
+	}
+	dir := filepath.Dir(name)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}

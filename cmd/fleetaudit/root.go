@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes shared by every command.
+const (
+	exitOK       = 0
+	exitFindings = 1
+	exitError    = 2
+)
+
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// app holds what every command needs; commands never reach for globals.
+type app struct {
+	streams
+	getenv func(string) string
+	v      *viper.Viper
+	log    *slog.Logger
+}
+
+// usageError marks errors that are the caller's fault (exit 2 with usage hint).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func run(ctx context.Context, args []string, s streams, getenv func(string) string) int {
+	a := &app{streams: s, getenv: getenv, v: viper.New()}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var exit exitCodeError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	fmt.Fprintf(s.err, "fleetaudit: %v\n", err)
+	var usage usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintln(s.err, "Run 'fleetaudit --help' for usage.")
+	}
+	return exitError
+}
+
+// exitCodeError ends a command with a specific exit code after it has already
+// reported what happened.
+type exitCodeError struct{ code int }
+
+func (e exitCodeError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func newRootCmd(a *app) *cobra.Command {
+	var configFile, logLevel string
+	root := &cobra.Command{
+		Use:   "fleetaudit",
+		Short: "Audit server fleets for configuration hazards and drift",
+		Long: `fleetaudit checks the configuration each host really runs with (boot command line,
+sysctls, pam limits, logind, drivers, NCCL and CUDA libraries, RDMA devices) against the
+workload of its fleet, and says which file set each value.`,
+		Example: `  # Snapshot this host
+  fleetaudit collect -o /tmp/$(hostname).json
+
+  # Snapshot a mounted image or a fixture tree
+  fleetaudit collect --root /mnt/node-image --hostname gpu-a-001`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.loadConfig(cmd, configFile); err != nil {
+				return err
+			}
+			level, err := parseLevel(a.v.GetString("log-level"))
+			if err != nil {
+				return usageError{err}
+			}
+			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVar(&configFile, "config", "", "config file (default $XDG_CONFIG_HOME/fleetaudit/config.yaml)")
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.AddCommand(newCollectCmd(a))
+	return root
+}
+
+// loadConfig binds flags, FLEETAUDIT_* variables and the config file into one
+// viper instance: flags win over env, env over file. The working directory is
+// never searched: there a fleetaudit.yaml is a config repo's manifest.
+func (a *app) loadConfig(cmd *cobra.Command, explicit string) error {
+	v := a.v
+	v.SetEnvPrefix("FLEETAUDIT")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err := v.BindPFlag(f.Name, f); err != nil && bindErr == nil {
+			bindErr = err
+		}
+	})
+	if bindErr != nil {
+		return bindErr
+	}
+	file := explicit
+	if file == "" {
+		file = a.getenv("FLEETAUDIT_CONFIG")
+	}
+	if file == "" {
+		dir := a.getenv("XDG_CONFIG_HOME")
+		if dir == "" {
+			if home := a.getenv("HOME"); home != "" {
+				dir = filepath.Join(home, ".config")
+			}
+		}
+		if dir == "" {
+			return nil
+		}
+		file = filepath.Join(dir, "fleetaudit", "config.yaml")
+		if _, err := os.Stat(file); err != nil {
+			return nil
+		}
+	}
+	v.SetConfigFile(file)
+	if err := v.ReadInConfig(); err != nil {
+		return fmt.Errorf("reading config file %s: %w", file, err)
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
