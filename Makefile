@@ -1,0 +1,39 @@
+GO        ?= go
+BIN       := bin/fleetaudit
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+FUZZTIME  ?= 30s
+EXAMPLE   := testdata/hosts/gpu-node
+
+.PHONY: build test demo bench fuzz lint clean
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/fleetaudit
+
+# Everything: vet, formatting, unit, golden, fuzz seed corpora and CLI tests, with the race detector.
+test: lint
+	$(GO) test -race -count=1 ./...
+
+# Snapshot the bundled example GPU node (the hugetlb_cma incident host).
+demo: build
+	$(BIN) collect --root $(EXAMPLE) --limits-domain trainer
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.out
+
+# Each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin bench.out
