@@ -113,11 +113,18 @@ workload of its fleet, and says which file set each value.`,
 // never searched: there a fleetaudit.yaml is a config repo's manifest.
 func (a *app) loadConfig(cmd *cobra.Command, explicit string) error {
 	v := a.v
-	v.SetEnvPrefix("FLEETAUDIT")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	v.AutomaticEnv()
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		// Env is applied through the flag (not viper's AutomaticEnv) so the
+		// injected environment is honoured and a flag given on the command
+		// line still wins.
+		env := "FLEETAUDIT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if val := a.getenv(env); val != "" && !f.Changed {
+			if err := f.Value.Set(val); err != nil && bindErr == nil {
+				bindErr = usageError{fmt.Errorf("%s=%q: %w", env, val, err)}
+			}
+			f.Changed = true
+		}
 		if err := v.BindPFlag(f.Name, f); err != nil && bindErr == nil {
 			bindErr = err
 		}
