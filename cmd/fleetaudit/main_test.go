@@ -15,7 +15,7 @@ import (
 const gpuRoot = "../../testdata/hosts/gpu-node"
 
 type result struct {
-	code          int
+	code           int
 	stdout, stderr string
 }
 
