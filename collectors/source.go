@@ -183,6 +183,11 @@ func readCapped(src Source, name string, max int64) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
+		// The file's own error names the local path; keep only its cause.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	if int64(len(data)) > max {
