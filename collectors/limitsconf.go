@@ -33,6 +33,7 @@ const (
 	limitLogins                      // maxlogins, maxsyslogins
 	limitPriority                    // process priority, not an rlimit
 	limitNoNewPrivs                  // PR_SET_NO_NEW_PRIVS
+	limitChroot                      // Debian's patch: a directory to chroot to
 )
 
 type limitItem struct {
@@ -63,6 +64,7 @@ var limitItems = map[string]limitItem{
 	"maxsyslogins": {limitLogins, 1},
 	"priority":     {limitPriority, 1},
 	"nonewprivs":   {limitNoNewPrivs, 1},
+	"chroot":       {limitChroot, 1},
 }
 
 // Kinds of uid/gid range in a domain (LIMIT_RANGE_*).
@@ -287,6 +289,8 @@ func (r *limitRule) parseValue() string {
 	value := strings.ToLower(r.Value)
 	bad := "bad value " + strconv.Quote(r.Value) + " for " + r.Item
 	switch {
+	case info.kind == limitChroot:
+		r.Shown = r.Value
 	case info.kind == limitNoNewPrivs:
 		if value != "0" && value != "1" {
 			return bad + " (want 0 or 1)"
