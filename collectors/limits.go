@@ -30,6 +30,8 @@ func collectLimits(c *collection) {
 			paths = append(paths, path.Join(limitsDir, e.Name()))
 		}
 	}
+	// pam_limits fails the session when limits.conf exists but cannot be
+	// read; here the failure is recorded and the rest still evaluated.
 	var rules []limitRule
 	for _, p := range paths {
 		file := c.realPath(p)

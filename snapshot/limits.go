@@ -26,8 +26,9 @@ type LimitEntry struct {
 }
 
 // LimitValue is an effective soft/hard pair in the unit limits.conf uses
-// (KiB for sizes, minutes for cpu). "unlimited" spells no limit; "" means
-// not set by configuration (the inherited limit applies).
+// (KiB for sizes, minutes for cpu). "unlimited" spells no limit (for nofile
+// pam_limits sets fs.nr_open instead); "" means not set by configuration,
+// so the inherited limit applies.
 type LimitValue struct {
 	Soft string `json:"soft"`
 	Hard string `json:"hard"`

@@ -7,7 +7,8 @@ type Sysctl struct {
 	// newline: multi-field values keep their tabs ("32768\t60999").
 	Running map[string]string `json:"running"`
 	// Configured values are what systemd-sysctl applies at boot after
-	// override by file name and lexical order; glob keys stay as written.
+	// override by file name and lexical order; glob keys are kept, not
+	// expanded, and a "-key" exclusion removes the key.
 	Configured map[string]string `json:"configured"`
 	// Missing lists configured keys that do not exist under /proc/sys.
 	Missing []string `json:"missing"`
