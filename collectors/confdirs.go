@@ -9,26 +9,26 @@ import (
 	"strings"
 )
 
-// parseLineError is a malformed line. It wraps ErrParse and keeps the line
+// confLineError is a malformed line. It wraps ErrParse and keeps the line
 // number so callers (and fuzz tests) can check where it points.
-type parseLineError struct {
+type confLineError struct {
 	Line int
 	Msg  string
 }
 
-func (e *parseLineError) Error() string {
+func (e *confLineError) Error() string {
 	return fmt.Sprintf("%v: line %d: %s", ErrParse, e.Line, e.Msg)
 }
 
-func (e *parseLineError) Unwrap() error { return ErrParse }
+func (e *confLineError) Unwrap() error { return ErrParse }
 
-func lineErrorf(line int, format string, args ...any) error {
-	return &parseLineError{Line: line, Msg: fmt.Sprintf(format, args...)}
+func confLineErrorf(line int, format string, args ...any) error {
+	return &confLineError{Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// splitLines splits a file into lines without their "\n". A final line
+// confFileLines splits a file into lines without their "\n". A final line
 // without a newline counts; the empty string after a final "\n" does not.
-func splitLines(data []byte) []string {
+func confFileLines(data []byte) []string {
 	text := strings.TrimSuffix(string(data), "\n")
 	if text == "" {
 		return nil

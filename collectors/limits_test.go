@@ -184,7 +184,7 @@ func TestParseLimitsConf(t *testing.T) {
 			if diff := cmp.Diff(tt.want, viewRules(rules)); diff != "" {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantErrs, errorLines(t, errs)); diff != "" {
+			if diff := cmp.Diff(tt.wantErrs, confErrorLines(t, errs)); diff != "" {
 				t.Errorf("error lines (-want +got):\n%s", diff)
 			}
 		})
@@ -198,13 +198,13 @@ func TestParseLimitRange(t *testing.T) {
 		min, max uint32
 		ok       bool
 	}{
-		{"alice", rangeNone, 0, 0, true},
-		{"@hpc", rangeNone, 0, 0, true},
-		{":1000", rangeOne, 1000, 1000, true},
-		{"@:2000", rangeOne, 2000, 2000, true},
-		{"1000:", rangeMin, 1000, 0, true},
-		{"1000:1999", rangeMinMax, 1000, 1999, true},
-		{"%5:6", rangeMinMax, 5, 6, true},
+		{"alice", limitRangeNone, 0, 0, true},
+		{"@hpc", limitRangeNone, 0, 0, true},
+		{":1000", limitRangeOne, 1000, 1000, true},
+		{"@:2000", limitRangeOne, 2000, 2000, true},
+		{"1000:", limitRangeMin, 1000, 0, true},
+		{"1000:1999", limitRangeMinMax, 1000, 1999, true},
+		{"%5:6", limitRangeMinMax, 5, 6, true},
 		{":", 0, 0, 0, false},
 		{"a:1", 0, 0, 0, false},
 		{"1:b", 0, 0, 0, false},
@@ -355,11 +355,11 @@ func TestEvaluateLimits(t *testing.T) {
 
 func TestLimitsMemberFor(t *testing.T) {
 	users, errs := parsePasswd([]byte("root:x:0:0:root:/root:/bin/bash\n+nisuser\n# comment\ntrainer:x:1001:1001::/home/trainer:/bin/bash\nbroken:x:abc:1\n"))
-	if diff := cmp.Diff([]int{5}, errorLines(t, errs)); diff != "" {
+	if diff := cmp.Diff([]int{5}, confErrorLines(t, errs)); diff != "" {
 		t.Errorf("passwd errors (-want +got):\n%s", diff)
 	}
 	groups, errs := parseGroup([]byte("trainer:x:1001:\nvideo:x:44:ops,trainer\nhpc:x:2000:trainer\nops:x:1000:\nbad:x:\n"))
-	if diff := cmp.Diff([]int{5}, errorLines(t, errs)); diff != "" {
+	if diff := cmp.Diff([]int{5}, confErrorLines(t, errs)); diff != "" {
 		t.Errorf("group errors (-want +got):\n%s", diff)
 	}
 	tests := []struct {
@@ -383,13 +383,13 @@ func TestLimitsMemberFor(t *testing.T) {
 
 func TestCollectLimits(t *testing.T) {
 	fsys := fstest.MapFS{
-		"etc/security/limits.conf":           textFile(ubuntuLimitsConf + "* soft memlock unlimited\n* hard memlock unlimited\n"),
-		"etc/security/limits.d/50-site.conf": textFile("@hpc - memlock unlimited\n* hard memlock 65536\nops -\n* soft nofile x\n"),
-		"etc/security/limits.d/README":       textFile("not read\n"),
-		"etc/security/limits.d/.hidden.conf": textFile("* hard memlock 1\n"),
-		"etc/security/limits.d/60-off.conf":  symlinkTo("/dev/null"),
-		"etc/passwd":                         textFile("ops:x:1000:1000::/home/ops:/bin/bash\ntrainer:x:1001:1001::/home/trainer:/bin/bash\n"),
-		"etc/group":                          textFile("ops:x:1000:\ntrainer:x:1001:\nhpc:x:2000:trainer\n"),
+		"etc/security/limits.conf":           confTextFile(ubuntuLimitsConf + "* soft memlock unlimited\n* hard memlock unlimited\n"),
+		"etc/security/limits.d/50-site.conf": confTextFile("@hpc - memlock unlimited\n* hard memlock 65536\nops -\n* soft nofile x\n"),
+		"etc/security/limits.d/README":       confTextFile("not read\n"),
+		"etc/security/limits.d/.hidden.conf": confTextFile("* hard memlock 1\n"),
+		"etc/security/limits.d/60-off.conf":  confSymlink("/dev/null"),
+		"etc/passwd":                         confTextFile("ops:x:1000:1000::/home/ops:/bin/bash\ntrainer:x:1001:1001::/home/trainer:/bin/bash\n"),
+		"etc/group":                          confTextFile("ops:x:1000:\ntrainer:x:1001:\nhpc:x:2000:trainer\n"),
 	}
 	c := newConfTestCollection(FS(fsys), Options{LimitsDomains: []string{"trainer", "@hpc", "ops", "*", "trainer", "%bad"}}, snapshot.OSRelease{})
 	collectLimits(c)
@@ -446,7 +446,7 @@ func FuzzLimitsConf(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rules, errs := parseLimitsConf(data)
-		lines := len(splitLines(data))
+		lines := len(confFileLines(data))
 		for _, r := range rules {
 			if r.Line < 1 || r.Line > lines {
 				t.Fatalf("rule line %d outside 1..%d", r.Line, lines)
@@ -459,7 +459,7 @@ func FuzzLimitsConf(f *testing.F) {
 			}
 		}
 		for _, err := range errs {
-			var le *parseLineError
+			var le *confLineError
 			if !errors.As(err, &le) || le.Line < 1 || le.Line > lines {
 				t.Fatalf("bad error %v (lines %d)", err, lines)
 			}

@@ -19,7 +19,6 @@ const (
 	limitsFromAllGroup = 2 // "%hpc" (maxlogins only)
 	limitsFromAll      = 3 // "%" (maxlogins only)
 	limitsFromDefault  = 4 // "*"
-	limitsFromNone     = 6
 )
 
 // rlimInfinity is RLIM_INFINITY on Linux.
@@ -71,10 +70,10 @@ var limitItems = map[string]limitItem{
 type limitRange int
 
 const (
-	rangeNone   limitRange = iota // no ":" in the domain
-	rangeOne                      // ":1000", "@:1000"
-	rangeMin                      // "1000:"
-	rangeMinMax                   // "1000:2000"
+	limitRangeNone   limitRange = iota // no ":" in the domain
+	limitRangeOne                      // ":1000", "@:1000"
+	limitRangeMin                      // "1000:"
+	limitRangeMinMax                   // "1000:2000"
 )
 
 // limitRule is one accepted line of limits.conf(5).
@@ -107,9 +106,9 @@ type limitRule struct {
 func parseLimitsConf(data []byte) ([]limitRule, []error) {
 	var rules []limitRule
 	var errs []error
-	for i, raw := range splitLines(data) {
+	for i, raw := range confFileLines(data) {
 		n := i + 1
-		line := strings.TrimLeft(raw, cSpace)
+		line := strings.TrimLeft(raw, cIsSpace)
 		if j := strings.IndexByte(line, '#'); j >= 0 {
 			line = line[:j]
 		}
@@ -121,20 +120,20 @@ func parseLimitsConf(data []byte) ([]limitRule, []error) {
 		r := limitRule{Line: n, Domain: domain, Type: ltype}
 		var ok bool
 		if r.rng, r.min, r.max, ok = parseLimitRange(domain); !ok {
-			errs = append(errs, lineErrorf(n, "invalid uid/gid range %q", domain))
+			errs = append(errs, confLineErrorf(n, "invalid uid/gid range %q", domain))
 			continue
 		}
 		switch {
 		case count == 4:
 			r.Item, r.Value = strings.ToLower(item), value
 			if msg := r.parseValue(); msg != "" {
-				errs = append(errs, lineErrorf(n, "%s", msg))
+				errs = append(errs, confLineErrorf(n, "%s", msg))
 				continue
 			}
 		case count == 2 && strings.HasPrefix(ltype, "-"):
 			r.Exempt = true
 		default:
-			errs = append(errs, lineErrorf(n, "want \"<domain> <type> <item> <value>\", got %d field(s)", count))
+			errs = append(errs, confLineErrorf(n, "want \"<domain> <type> <item> <value>\", got %d field(s)", count))
 			continue
 		}
 		rules = append(rules, r)
@@ -142,8 +141,8 @@ func parseLimitsConf(data []byte) ([]limitRule, []error) {
 	return rules, errs
 }
 
-// cSpace is what C's isspace() accepts in the "C" locale.
-const cSpace = " \t\n\v\f\r"
+// cIsSpace is what C's isspace() accepts in the "C" locale.
+const cIsSpace = " \t\n\v\f\r"
 
 // splitLimitsLine is pam_limits' split(): three words separated by spaces
 // or tabs, then the rest of the line, trimmed, as the value (so a value may
@@ -175,16 +174,16 @@ func splitLimitsLine(line string) (fields [4]string, count int) {
 func parseLimitRange(domain string) (limitRange, uint32, uint32, bool) {
 	colon := strings.IndexByte(domain, ':')
 	if colon < 0 {
-		return rangeNone, 0, 0, true
+		return limitRangeNone, 0, 0, true
 	}
 	lo, hi := domain[:colon], domain[colon+1:]
 	if lo != "" && (lo[0] == '@' || lo[0] == '%') {
 		lo = lo[1:]
 	}
-	kind := rangeMinMax
+	kind := limitRangeMinMax
 	var min uint32
 	if lo == "" {
-		kind = rangeOne
+		kind = limitRangeOne
 	} else {
 		v, digits, rest, overflow := parseCUnsigned(lo)
 		if !digits || overflow || rest != "" {
@@ -193,17 +192,17 @@ func parseLimitRange(domain string) (limitRange, uint32, uint32, bool) {
 		min = uint32(v) // uid_t truncates strtoul's result
 	}
 	if hi == "" {
-		if kind == rangeOne {
+		if kind == limitRangeOne {
 			return 0, 0, 0, false
 		}
-		return rangeMin, min, 0, true
+		return limitRangeMin, min, 0, true
 	}
 	v, digits, rest, overflow := parseCUnsigned(hi)
 	if !digits || overflow || rest != "" {
 		return 0, 0, 0, false
 	}
 	max := uint32(v)
-	if kind == rangeOne {
+	if kind == limitRangeOne {
 		min = max
 	}
 	return kind, min, max, true
@@ -213,7 +212,7 @@ func parseLimitRange(domain string) (limitRange, uint32, uint32, bool) {
 // optional sign (a minus negates modulo 2^64), digits, then whatever is
 // left. On overflow the value is ULLONG_MAX.
 func parseCUnsigned(s string) (v uint64, digits bool, rest string, overflow bool) {
-	s = strings.TrimLeft(s, cSpace)
+	s = strings.TrimLeft(s, cIsSpace)
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		neg = s[0] == '-'
@@ -244,7 +243,7 @@ func parseCUnsigned(s string) (v uint64, digits bool, rest string, overflow bool
 
 // parseCInt is strtol(3) in base 10, clamped to int as pam_limits clamps it.
 func parseCInt(s string) (int64, bool) {
-	s = strings.TrimLeft(s, cSpace)
+	s = strings.TrimLeft(s, cIsSpace)
 	end := 0
 	if end < len(s) && (s[end] == '+' || s[end] == '-') {
 		end++
@@ -329,7 +328,7 @@ func (r *limitRule) parseValue() string {
 	if strings.HasPrefix(r.Domain, "%") && r.Item != "maxlogins" {
 		return "a \"%\" domain applies to maxlogins only"
 	}
-	if strings.HasPrefix(r.Domain, "%") && (r.rng == rangeMin || r.rng == rangeMinMax) {
+	if strings.HasPrefix(r.Domain, "%") && (r.rng == limitRangeMin || r.rng == limitRangeMinMax) {
 		return "gid ranges are not supported for \"%\" domains"
 	}
 	return ""
@@ -420,11 +419,11 @@ func (m limitsMember) source(r *limitRule) (int, bool) {
 		if d == "%" {
 			return limitsFromAll, true
 		}
-		if r.rng == rangeOne {
+		if r.rng == limitRangeOne {
 			return limitsFromAllGroup, m.GIDs[r.max]
 		}
-		return limitsFromAllGroup, r.rng == rangeNone && m.Groups[d[1:]]
-	case r.rng == rangeNone:
+		return limitsFromAllGroup, r.rng == limitRangeNone && m.Groups[d[1:]]
+	case r.rng == limitRangeNone:
 		return limitsFromDefault, d == "*"
 	default:
 		return limitsFromUser, m.uidInRange(r)
@@ -439,7 +438,7 @@ func (m limitsMember) exemptBy(r *limitRule) bool {
 		return true
 	case strings.HasPrefix(d, "@"):
 		return m.inGroupDomain(r)
-	case r.rng == rangeNone:
+	case r.rng == limitRangeNone:
 		return false
 	default:
 		return m.uidInRange(r)
@@ -448,11 +447,11 @@ func (m limitsMember) exemptBy(r *limitRule) bool {
 
 func (m limitsMember) inGroupDomain(r *limitRule) bool {
 	switch r.rng {
-	case rangeNone:
+	case limitRangeNone:
 		return m.Groups[r.Domain[1:]]
-	case rangeOne:
+	case limitRangeOne:
 		return m.GIDs[r.max]
-	case rangeMinMax:
+	case limitRangeMinMax:
 		return m.HasIDs && m.GID <= r.max && m.GID >= r.min
 	default:
 		return m.HasIDs && m.GID >= r.min
@@ -464,9 +463,9 @@ func (m limitsMember) uidInRange(r *limitRule) bool {
 		return false
 	}
 	switch r.rng {
-	case rangeOne:
+	case limitRangeOne:
 		return m.UID == r.max
-	case rangeMinMax:
+	case limitRangeMinMax:
 		return m.UID <= r.max && m.UID >= r.min
 	default:
 		return m.UID >= r.min
@@ -491,7 +490,7 @@ type groupEntry struct {
 func parsePasswd(data []byte) ([]passwdEntry, []error) {
 	var out []passwdEntry
 	var errs []error
-	for i, line := range splitLines(data) {
+	for i, line := range confFileLines(data) {
 		fields, ok := accountFields(line, 4)
 		if !ok {
 			continue
@@ -499,7 +498,7 @@ func parsePasswd(data []byte) ([]passwdEntry, []error) {
 		uid, err1 := strconv.ParseUint(fields[2], 10, 32)
 		gid, err2 := strconv.ParseUint(fields[3], 10, 32)
 		if err1 != nil || err2 != nil {
-			errs = append(errs, lineErrorf(i+1, "want name:password:uid:gid:..., got %q", line))
+			errs = append(errs, confLineErrorf(i+1, "want name:password:uid:gid:..., got %q", line))
 			continue
 		}
 		out = append(out, passwdEntry{Name: fields[0], UID: uint32(uid), GID: uint32(gid)})
@@ -511,14 +510,14 @@ func parsePasswd(data []byte) ([]passwdEntry, []error) {
 func parseGroup(data []byte) ([]groupEntry, []error) {
 	var out []groupEntry
 	var errs []error
-	for i, line := range splitLines(data) {
+	for i, line := range confFileLines(data) {
 		fields, ok := accountFields(line, 4)
 		if !ok {
 			continue
 		}
 		gid, err := strconv.ParseUint(fields[2], 10, 32)
 		if err != nil {
-			errs = append(errs, lineErrorf(i+1, "want name:password:gid:members, got %q", line))
+			errs = append(errs, confLineErrorf(i+1, "want name:password:gid:members, got %q", line))
 			continue
 		}
 		g := groupEntry{Name: fields[0], GID: uint32(gid)}

@@ -154,7 +154,7 @@ func TestParseLogindConf(t *testing.T) {
 			if got.Stopped != tt.wantStopped {
 				t.Errorf("stopped = %v, want %v", got.Stopped, tt.wantStopped)
 			}
-			if diff := cmp.Diff(tt.wantErrs, errorLines(t, errs)); diff != "" {
+			if diff := cmp.Diff(tt.wantErrs, confErrorLines(t, errs)); diff != "" {
 				t.Errorf("error lines (-want +got):\n%s", diff)
 			}
 		})
@@ -215,12 +215,12 @@ func TestCollectLogind(t *testing.T) {
 		{
 			name: "/etc main file hides the vendor one; drop-ins override both",
 			fsys: fstest.MapFS{
-				"etc/systemd/logind.conf":                    textFile("[Login]\nRemoveIPC=no\n"),
-				"usr/lib/systemd/logind.conf":                textFile("[Login]\nRemoveIPC=maybe\n"),
-				"usr/lib/systemd/logind.conf.d/20-a.conf":    textFile("[Login]\nRemoveIPC=yes\n"),
-				"usr/lib/systemd/logind.conf.d/50-site.conf": textFile("[Login]\nRemoveIPC=no\n"),
-				"etc/systemd/logind.conf.d/50-site.conf":     textFile("[Login]\nRemoveIPC=yes\n"),
-				"run/systemd/logind.conf.d/30-run.conf":      textFile("[Login]\nRemoveIPC=no\n"),
+				"etc/systemd/logind.conf":                    confTextFile("[Login]\nRemoveIPC=no\n"),
+				"usr/lib/systemd/logind.conf":                confTextFile("[Login]\nRemoveIPC=maybe\n"),
+				"usr/lib/systemd/logind.conf.d/20-a.conf":    confTextFile("[Login]\nRemoveIPC=yes\n"),
+				"usr/lib/systemd/logind.conf.d/50-site.conf": confTextFile("[Login]\nRemoveIPC=no\n"),
+				"etc/systemd/logind.conf.d/50-site.conf":     confTextFile("[Login]\nRemoveIPC=yes\n"),
+				"run/systemd/logind.conf.d/30-run.conf":      confTextFile("[Login]\nRemoveIPC=no\n"),
 			},
 			os: ubuntu,
 			want: snapshot.Logind{RemoveIPC: "yes", Files: []string{
@@ -233,7 +233,7 @@ func TestCollectLogind(t *testing.T) {
 		},
 		{
 			name:     "the vendor main file counts when /etc has none",
-			fsys:     fstest.MapFS{"usr/lib/systemd/logind.conf": textFile("[Login]\nRemoveIPC=no\n")},
+			fsys:     fstest.MapFS{"usr/lib/systemd/logind.conf": confTextFile("[Login]\nRemoveIPC=no\n")},
 			os:       ubuntu,
 			want:     snapshot.Logind{RemoveIPC: "no", Files: []string{"/usr/lib/systemd/logind.conf"}},
 			wantFrom: "/usr/lib/systemd/logind.conf:2",
@@ -241,10 +241,10 @@ func TestCollectLogind(t *testing.T) {
 		{
 			name: "an /etc main file linked to /dev/null masks the vendor one",
 			fsys: fstest.MapFS{
-				"etc/systemd/logind.conf":                 symlinkTo("/dev/null"),
-				"usr/lib/systemd/logind.conf":             textFile("[Login]\nRemoveIPC=no\n"),
-				"usr/lib/systemd/logind.conf.d/10-x.conf": textFile("[Login]\nRemoveIPC=no\n"),
-				"etc/systemd/logind.conf.d/10-x.conf":     symlinkTo("/dev/null"),
+				"etc/systemd/logind.conf":                 confSymlink("/dev/null"),
+				"usr/lib/systemd/logind.conf":             confTextFile("[Login]\nRemoveIPC=no\n"),
+				"usr/lib/systemd/logind.conf.d/10-x.conf": confTextFile("[Login]\nRemoveIPC=no\n"),
+				"etc/systemd/logind.conf.d/10-x.conf":     confSymlink("/dev/null"),
 			},
 			os:       ubuntu,
 			want:     snapshot.Logind{RemoveIPC: "yes", RemoveIPCDefault: true, Files: []string{}},
@@ -253,9 +253,9 @@ func TestCollectLogind(t *testing.T) {
 		{
 			name: "a broken drop-in keeps earlier values and stops later files",
 			fsys: fstest.MapFS{
-				"etc/systemd/logind.conf.d/10-a.conf": textFile("[Login]\nRemoveIPC=no\n"),
-				"etc/systemd/logind.conf.d/20-b.conf": textFile("[Login]\nRemoveIPC=maybe\n[Login\n"),
-				"etc/systemd/logind.conf.d/30-c.conf": textFile("[Login]\nRemoveIPC=yes\n"),
+				"etc/systemd/logind.conf.d/10-a.conf": confTextFile("[Login]\nRemoveIPC=no\n"),
+				"etc/systemd/logind.conf.d/20-b.conf": confTextFile("[Login]\nRemoveIPC=maybe\n[Login\n"),
+				"etc/systemd/logind.conf.d/30-c.conf": confTextFile("[Login]\nRemoveIPC=yes\n"),
 			},
 			os: ubuntu,
 			want: snapshot.Logind{RemoveIPC: "no", Files: []string{
@@ -294,7 +294,7 @@ func FuzzLogindConf(f *testing.F) {
 	f.Add([]byte("RemoveIPC=no\n[X]\nRemoveIPC=yes\n[Login]\nRemoveIPC=maybe\nRemoveIPC=\xff\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conf, errs := parseLogindConf(data)
-		lines := len(splitLines(data))
+		lines := len(confFileLines(data))
 		for _, a := range conf.RemoveIPC {
 			if a.Line < 1 || a.Line > lines {
 				t.Fatalf("assignment line %d outside 1..%d", a.Line, lines)
@@ -304,7 +304,7 @@ func FuzzLogindConf(f *testing.F) {
 			}
 		}
 		for _, err := range errs {
-			var le *parseLineError
+			var le *confLineError
 			if !errors.As(err, &le) || !errors.Is(err, ErrParse) || le.Line < 1 || le.Line > lines {
 				t.Fatalf("bad error %v (lines %d)", err, lines)
 			}

@@ -28,7 +28,7 @@ type logindConf struct {
 	Stopped bool
 }
 
-const utf8BOM = "\xef\xbb\xbf"
+const logindBOM = "\xef\xbb\xbf"
 
 // parseLogindConf parses a logind.conf or drop-in the way config_parse
 // does: "#" and ";" lines are comments, a trailing backslash continues a
@@ -41,14 +41,14 @@ func parseLogindConf(data []byte) (logindConf, []error) {
 	p := logindParser{conf: &conf, errs: &errs}
 	bomSeen := false
 	continuation, hasContinuation := "", false
-	lines := splitLines(data)
+	lines := confFileLines(data)
 	for i, buf := range lines {
 		n := i + 1
 		if l := strings.TrimLeft(buf, sysctlWhitespace); l != "" && (l[0] == '#' || l[0] == ';') {
 			continue
 		}
-		if !bomSeen && strings.HasPrefix(buf, utf8BOM) {
-			buf, bomSeen = buf[len(utf8BOM):], true
+		if !bomSeen && strings.HasPrefix(buf, logindBOM) {
+			buf, bomSeen = buf[len(logindBOM):], true
 		}
 		line := buf
 		if hasContinuation {
@@ -92,7 +92,7 @@ type logindParser struct {
 }
 
 func (p *logindParser) fail(n int, format string, args ...any) {
-	*p.errs = append(*p.errs, lineErrorf(n, format, args...))
+	*p.errs = append(*p.errs, confLineErrorf(n, format, args...))
 }
 
 // line handles one logical line; false means systemd stops here.
@@ -111,7 +111,7 @@ func (p *logindParser) line(n int, l string) bool {
 			return false
 		}
 		name := l[1 : len(l)-1]
-		if !stringIsSafe(name) {
+		if !sectionNameIsSafe(name) {
 			p.fail(n, "bad characters in section header %q; systemd stops reading logind configuration here", l)
 			return false
 		}
@@ -158,9 +158,9 @@ func (p *logindParser) line(n int, l string) bool {
 	return true
 }
 
-// stringIsSafe is systemd's string_is_safe(): no control characters,
+// sectionNameIsSafe is systemd's string_is_safe(): no control characters,
 // quotes or backslashes.
-func stringIsSafe(s string) bool {
+func sectionNameIsSafe(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c > 0 && c < ' ') || strings.IndexByte("\"'\\\x7f", c) >= 0 {
 			return false

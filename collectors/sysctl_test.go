@@ -156,20 +156,20 @@ func TestParseSysctlConf(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("assignments (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantErrs, errorLines(t, errs)); diff != "" {
+			if diff := cmp.Diff(tt.wantErrs, confErrorLines(t, errs)); diff != "" {
 				t.Errorf("error lines (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// errorLines returns the line of each parse error, failing on any error
+// confErrorLines returns the line of each parse error, failing on any error
 // that is not a line error wrapping ErrParse.
-func errorLines(t *testing.T, errs []error) []int {
+func confErrorLines(t *testing.T, errs []error) []int {
 	t.Helper()
 	var lines []int
 	for _, err := range errs {
-		var le *parseLineError
+		var le *confLineError
 		if !errors.As(err, &le) || !errors.Is(err, ErrParse) {
 			t.Fatalf("error %v is not a line error wrapping ErrParse", err)
 		}
@@ -209,7 +209,7 @@ func FuzzSysctlConf(f *testing.F) {
 	f.Add([]byte("net/../../etc/passwd = 1\n[x]\nk=v=w"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, errs := parseSysctlConf(data)
-		lines := len(splitLines(data))
+		lines := len(confFileLines(data))
 		for _, a := range got {
 			if a.Line < 1 || a.Line > lines {
 				t.Fatalf("assignment line %d outside 1..%d", a.Line, lines)
@@ -231,7 +231,7 @@ func FuzzSysctlConf(f *testing.F) {
 			}
 		}
 		for _, err := range errs {
-			var le *parseLineError
+			var le *confLineError
 			if !errors.As(err, &le) || !errors.Is(err, ErrParse) || le.Line < 1 || le.Line > lines {
 				t.Fatalf("bad error %v (lines %d)", err, lines)
 			}
@@ -250,29 +250,29 @@ func newConfTestCollection(src Source, opts Options, osr snapshot.OSRelease) *co
 	return &collection{ctx: context.Background(), src: src, snap: snap, opts: opts}
 }
 
-func symlinkTo(target string) *fstest.MapFile {
+func confSymlink(target string) *fstest.MapFile {
 	return &fstest.MapFile{Data: []byte(target), Mode: fs.ModeSymlink | 0o777}
 }
 
-func textFile(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+func confTextFile(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 
 func TestCollectSysctlLayering(t *testing.T) {
 	fsys := fstest.MapFS{
-		"etc/sysctl.conf":                       textFile("vm.swappiness = 1\n"),
-		"etc/sysctl.d/99-sysctl.conf":           symlinkTo("../sysctl.conf"),
-		"etc/sysctl.d/60-tune.conf":             textFile("net.core.somaxconn = 4096\nkernel.numa_balancing = 0\n"),
-		"usr/lib/sysctl.d/60-tune.conf":         textFile("net.core.somaxconn = 128\nvm.overcommit_memory = 1\n"),
-		"usr/lib/sysctl.d/50-coredump.conf":     textFile("kernel.core_pattern=|/usr/lib/systemd/systemd-coredump %P\n"),
-		"etc/sysctl.d/50-coredump.conf":         symlinkTo("/dev/null"),
-		"run/sysctl.d/70-run.conf":              textFile("vm.swappiness = 30\nnet.ipv4.conf.all.rp_filter = 1\n"),
-		"usr/lib/sysctl.d/80-glob.conf":         textFile("net.ipv4.conf.*.rp_filter = 2\n-net.ipv4.conf.all.rp_filter\n"),
-		"usr/local/lib/sysctl.d/.hidden.conf":   textFile("vm.swappiness = 99\n"),
-		"lib/sysctl.d/10-old.conf":              textFile("kernel.pid_max = 4194304\n"),
-		"proc/sys/vm/swappiness":                textFile("1\n"),
-		"proc/sys/net/core/somaxconn":           textFile("4096\n"),
-		"proc/sys/net/ipv4/ip_local_port_range": textFile("32768\t60999\n"),
-		"proc/sys/kernel/pid_max":               textFile("4194304\n"),
-		"proc/sys/kernel/shmmax":                textFile("18446744073692774399\n"),
+		"etc/sysctl.conf":                       confTextFile("vm.swappiness = 1\n"),
+		"etc/sysctl.d/99-sysctl.conf":           confSymlink("../sysctl.conf"),
+		"etc/sysctl.d/60-tune.conf":             confTextFile("net.core.somaxconn = 4096\nkernel.numa_balancing = 0\n"),
+		"usr/lib/sysctl.d/60-tune.conf":         confTextFile("net.core.somaxconn = 128\nvm.overcommit_memory = 1\n"),
+		"usr/lib/sysctl.d/50-coredump.conf":     confTextFile("kernel.core_pattern=|/usr/lib/systemd/systemd-coredump %P\n"),
+		"etc/sysctl.d/50-coredump.conf":         confSymlink("/dev/null"),
+		"run/sysctl.d/70-run.conf":              confTextFile("vm.swappiness = 30\nnet.ipv4.conf.all.rp_filter = 1\n"),
+		"usr/lib/sysctl.d/80-glob.conf":         confTextFile("net.ipv4.conf.*.rp_filter = 2\n-net.ipv4.conf.all.rp_filter\n"),
+		"usr/local/lib/sysctl.d/.hidden.conf":   confTextFile("vm.swappiness = 99\n"),
+		"lib/sysctl.d/10-old.conf":              confTextFile("kernel.pid_max = 4194304\n"),
+		"proc/sys/vm/swappiness":                confTextFile("1\n"),
+		"proc/sys/net/core/somaxconn":           confTextFile("4096\n"),
+		"proc/sys/net/ipv4/ip_local_port_range": confTextFile("32768\t60999\n"),
+		"proc/sys/kernel/pid_max":               confTextFile("4194304\n"),
+		"proc/sys/kernel/shmmax":                confTextFile("18446744073692774399\n"),
 		"proc/sys/kernel/numa_balancing":        &fstest.MapFile{Mode: fs.ModeDir | 0o755},
 	}
 	c := newConfTestCollection(FS(fsys), Options{ExtraSysctls: []string{"kernel/shmmax", "net.*", "net/../../etc/passwd"}}, snapshot.OSRelease{})
@@ -335,8 +335,8 @@ func TestCollectSysctlLayering(t *testing.T) {
 
 func TestCollectSysctlUnlinkedLegacyFileAppliesLast(t *testing.T) {
 	fsys := fstest.MapFS{
-		"etc/sysctl.conf":           textFile("vm.swappiness = 1\n"),
-		"etc/sysctl.d/zz-last.conf": textFile("vm.swappiness = 5\n"),
+		"etc/sysctl.conf":           confTextFile("vm.swappiness = 1\n"),
+		"etc/sysctl.d/zz-last.conf": confTextFile("vm.swappiness = 5\n"),
 	}
 	c := newConfTestCollection(FS(fsys), Options{}, snapshot.OSRelease{})
 	collectSysctl(c)
@@ -349,10 +349,10 @@ func TestCollectSysctlUnlinkedLegacyFileAppliesLast(t *testing.T) {
 }
 
 func TestCollectSysctlMissingNeedsProcSys(t *testing.T) {
-	conf := textFile("net.ipv4.tcp_tw_recycle = 1\nnet.core.somaxconn = 4096\n")
+	conf := confTextFile("net.ipv4.tcp_tw_recycle = 1\nnet.core.somaxconn = 4096\n")
 	withProc := fstest.MapFS{
 		"etc/sysctl.d/60-net.conf":    conf,
-		"proc/sys/net/core/somaxconn": textFile("4096\n"),
+		"proc/sys/net/core/somaxconn": confTextFile("4096\n"),
 	}
 	c := newConfTestCollection(FS(withProc), Options{}, snapshot.OSRelease{})
 	collectSysctl(c)

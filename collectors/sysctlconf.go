@@ -30,7 +30,7 @@ const sysctlWhitespace = " \t\n\r"
 func parseSysctlConf(data []byte) ([]sysctlAssignment, []error) {
 	var out []sysctlAssignment
 	var errs []error
-	for i, raw := range splitLines(data) {
+	for i, raw := range confFileLines(data) {
 		n := i + 1
 		line := strings.Trim(raw, sysctlWhitespace)
 		if line == "" || line[0] == '#' || line[0] == ';' {
@@ -46,13 +46,13 @@ func parseSysctlConf(data []byte) ([]sysctlAssignment, []error) {
 			a.Exclude = true
 			key = line[1:]
 		case !found:
-			errs = append(errs, lineErrorf(n, "not an assignment (no \"=\"): %q", line))
+			errs = append(errs, confLineErrorf(n, "not an assignment (no \"=\"): %q", line))
 			continue
 		}
 		a.Key = sysctlName(strings.Trim(key, sysctlWhitespace))
 		a.Value = strings.Trim(value, sysctlWhitespace)
 		if msg := sysctlKeyProblem(a.Key); msg != "" {
-			errs = append(errs, lineErrorf(n, "%s: %q", msg, line))
+			errs = append(errs, confLineErrorf(n, "%s: %q", msg, line))
 			continue
 		}
 		out = append(out, a)
