@@ -1,3 +1,77 @@
 package collectors
 
-func collectLogind(c *collection) {}
+import "slices"
+
+// systemd ≥ 254 reads the first logind.conf found in these directories
+// (earlier versions only /etc/systemd); drop-ins come from all of them.
+var (
+	logindMainFiles = []string{
+		"/etc/systemd/logind.conf",
+		"/run/systemd/logind.conf",
+		"/usr/local/lib/systemd/logind.conf",
+		"/usr/lib/systemd/logind.conf",
+	}
+	logindDropinDirs = []string{
+		"/etc/systemd/logind.conf.d",
+		"/run/systemd/logind.conf.d",
+		"/usr/local/lib/systemd/logind.conf.d",
+		"/usr/lib/systemd/logind.conf.d",
+	}
+)
+
+const removeIPCFact = "logind.remove_ipc"
+
+func collectLogind(c *collection) {
+	const name = "logind"
+	lg := &c.snap.Logind
+	lg.Files = []string{}
+
+	var files []string
+	for _, f := range c.listConfFiles(name, logindDropinDirs, ".conf") {
+		files = append(files, f.Real)
+	}
+	// A main file that is (or links to) a drop-in is read once, as the
+	// drop-in, as config_parse_many_files does.
+	if main, ok := c.firstExisting(logindMainFiles); ok {
+		if real := c.realPath(main); real != "/dev/null" && !slices.Contains(files, real) {
+			files = append([]string{real}, files...)
+		}
+	}
+
+	var last *logindAssignment
+	var lastFile string
+	for _, file := range files {
+		data, ok := c.read(name, file)
+		if !ok {
+			continue
+		}
+		lg.Files = append(lg.Files, file)
+		conf, errs := parseLogindConf(data)
+		for _, err := range errs {
+			c.fail(name, file, err)
+		}
+		if n := len(conf.RemoveIPC); n > 0 {
+			last, lastFile = &conf.RemoveIPC[n-1], file
+		}
+		if conf.Stopped {
+			break
+		}
+	}
+
+	if last != nil {
+		lg.RemoveIPC = logindBool(last.RemoveIPC)
+		c.from(removeIPCFact, lastFile, last.Line)
+		return
+	}
+	removeIPC, why := removeIPCDefault(c.snap.OS)
+	lg.RemoveIPC = logindBool(removeIPC)
+	lg.RemoveIPCDefault = true
+	c.defaulted(removeIPCFact, why)
+}
+
+func logindBool(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

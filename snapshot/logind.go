@@ -2,9 +2,11 @@ package snapshot
 
 // Logind is systemd-logind configuration that affects jobs.
 type Logind struct {
-	// RemoveIPC is "yes" or "no" after drop-ins and the OS default.
+	// RemoveIPC is "yes" or "no" after logind.conf, its drop-ins and, when
+	// no file sets it, the default of the host's distribution.
 	RemoveIPC string `json:"remove_ipc"`
 	// RemoveIPCDefault is true when no file set RemoveIPC.
-	RemoveIPCDefault bool     `json:"remove_ipc_default"`
-	Files            []string `json:"files"`
+	RemoveIPCDefault bool `json:"remove_ipc_default"`
+	// Files are the configuration files read, in the order applied.
+	Files []string `json:"files"`
 }
