@@ -3,7 +3,6 @@ package collectors
 import (
 	"errors"
 	"io/fs"
-	"path"
 	"strconv"
 	"strings"
 )
@@ -14,7 +13,8 @@ var errLinkLoop = errors.New("too many levels of symbolic links")
 // would after chroot, so that two names of one file or directory compare
 // equal. Missing components are errors (fs.ErrNotExist).
 func realPathIn(src Source, name string) (string, error) {
-	pending := strings.Split(path.Clean("/"+name), "/")
+	// No lexical clean first: ".." after a link climbs from the link's target.
+	pending := strings.Split(name, "/")
 	var resolved []string
 	links := 0
 	for len(pending) > 0 {

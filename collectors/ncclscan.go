@@ -48,9 +48,9 @@ func scanNCCLVersion(r io.Reader, limit int64, chunk int) (version, banner strin
 	}
 }
 
-// findNCCLBanner finds the first complete banner in data. A banner running
-// into the end of data counts only at EOF; otherwise the next chunk, which
-// starts with data's tail, sees it whole.
+// findNCCLBanner finds the first banner in data. One starting within
+// ncclBannerMax of the end counts only at EOF: it may be cut short, and the
+// next chunk, which starts with data's tail, sees it whole.
 func findNCCLBanner(data []byte, atEOF bool) (version, banner string, ok bool) {
 	for off := 0; ; {
 		i := bytes.Index(data[off:], ncclBannerPrefix)
@@ -58,12 +58,12 @@ func findNCCLBanner(data []byte, atEOF bool) (version, banner string, ok bool) {
 			return "", "", false
 		}
 		start := off + i
+		if !atEOF && start+ncclBannerMax > len(data) {
+			return "", "", false
+		}
 		end := min(len(data), start+ncclBannerMax)
 		if m := ncclBanner.FindSubmatchIndex(data[start:end]); m != nil {
-			complete := start+m[1] < len(data) || atEOF
-			if complete {
-				return string(data[start+m[2] : start+m[3]]), string(data[start : start+m[1]]), true
-			}
+			return string(data[start+m[2] : start+m[3]]), string(data[start : start+m[1]]), true
 		}
 		off = start + len(ncclBannerPrefix)
 	}
