@@ -244,7 +244,11 @@ func (s *libraryScan) versionOfFile(fam libraryFamily, real string) (version, ho
 		if v, ok := s.embeddedVersion(real); ok {
 			return v, "embedded-string"
 		}
-	} else if v != "" {
+		// A bare soname major ("2") would read as a release; say unknown.
+		return "unknown", "none"
+	}
+	if v != "" {
+		// A CUDA runtime's soname major ("12") is what driver checks need.
 		return v, "file-name"
 	}
 	return "unknown", "none"

@@ -1,5 +1,12 @@
 package snapshot
 
+// Provenance of these facts: os.* is the os-release file and line;
+// kernel.* the /proc/sys/kernel file; nvidia.* the proc or sys file, the dpkg
+// status line of fabric_manager, and every libnvidia-ml file for
+// nvml_versions; modules.loaded is /proc/modules and each
+// modules.configured.<name> the file and line that loads it;
+// libraries.nccl and libraries.cuda list their entries' Source fields.
+
 // Kernel is the running kernel.
 type Kernel struct {
 	Release string `json:"release"`
