@@ -1,13 +1,10 @@
 package collectors
 
 import (
-	"errors"
 	"io/fs"
 	"strconv"
 	"strings"
 )
-
-var errLinkLoop = errors.New("too many levels of symbolic links")
 
 // realPathIn resolves every symbolic link in name inside src, as realpath(3)
 // would after chroot, so that two names of one file or directory compare
@@ -39,7 +36,7 @@ func realPathIn(src Source, name string) (string, error) {
 			continue
 		}
 		if links++; links > maxSymlinks {
-			return "", &fs.PathError{Op: "realpath", Path: name, Err: errLinkLoop}
+			return "", &fs.PathError{Op: "realpath", Path: name, Err: errTooManyLinks}
 		}
 		target, err := src.ReadLink(rel(candidate))
 		if err != nil {

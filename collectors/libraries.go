@@ -262,7 +262,7 @@ func (s *libraryScan) embeddedVersion(file string) (string, bool) {
 		return "", false
 	}
 	defer f.Close()
-	v, _, err := scanNCCLVersion(ctxReader{s.c.ctx, f}, ncclScanLimit, ncclScanChunk)
+	v, _, err := scanNCCLVersion(ctxScanReader{s.c.ctx, f}, ncclScanLimit, ncclScanChunk)
 	if err != nil {
 		s.c.fail("libraries", file, fmt.Errorf("scanning for the NCCL version: %w", err))
 		return "", false
@@ -270,13 +270,13 @@ func (s *libraryScan) embeddedVersion(file string) (string, bool) {
 	return v, v != ""
 }
 
-// ctxReader stops a long read when the collection is cancelled.
-type ctxReader struct {
+// ctxScanReader stops a long read when the collection is cancelled.
+type ctxScanReader struct {
 	ctx context.Context
 	r   io.Reader
 }
 
-func (r ctxReader) Read(p []byte) (int, error) {
+func (r ctxScanReader) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -186,9 +186,9 @@ func TestCompareDottedVersions(t *testing.T) {
 	}
 }
 
-// hostTree writes files (content) and symbolic links ("-> target") under a
+// versionsHostTree writes files (content) and symbolic links ("-> target") under a
 // temporary root.
-func hostTree(t *testing.T, entries map[string]string) string {
+func versionsHostTree(t *testing.T, entries map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
 	for name, content := range entries {
@@ -212,7 +212,7 @@ func hostTree(t *testing.T, entries map[string]string) string {
 }
 
 func TestRealPathIn(t *testing.T) {
-	src := Dir(hostTree(t, map[string]string{
+	src := Dir(versionsHostTree(t, map[string]string{
 		"usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3":    "x",
 		"usr/lib/x86_64-linux-gnu/libnccl.so.2":         "-> libnccl.so.2.18.3",
 		"usr/lib/x86_64-linux-gnu/libnccl.so":           "-> /usr/lib/x86_64-linux-gnu/libnccl.so.2",
@@ -254,7 +254,7 @@ func TestRealPathIn(t *testing.T) {
 
 func TestCollectLibraries(t *testing.T) {
 	site := "usr/local/lib/python3.10/dist-packages/"
-	root := hostTree(t, map[string]string{
+	root := versionsHostTree(t, map[string]string{
 		// Merged /usr: /lib and /usr/lib are one directory, listed three ways.
 		"lib":                             "-> usr/lib",
 		"etc/ld.so.conf":                  "include ld.so.conf.d/*.conf\n/usr/lib/x86_64-linux-gnu/\n",
