@@ -1,3 +1,440 @@
 package collectors
 
-func collectLibraries(c *collection) {}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+const (
+	ldSoConf = "/etc/ld.so.conf"
+	// maxLdSoConfFiles bounds include chains; ldconfig itself has no guard.
+	maxLdSoConfFiles = 256
+)
+
+// defaultLibraryDirs are searched whatever ld.so.conf says: the trusted
+// directories and the multiarch ones of Debian (x86_64, aarch64) and of
+// NVIDIA's sbsa packages.
+var defaultLibraryDirs = []string{
+	"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib",
+	"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/sbsa-linux-gnu",
+}
+
+// offLoaderPathGlobs are library directories that jobs reach through
+// LD_LIBRARY_PATH or an rpath rather than the loader's configuration.
+var offLoaderPathGlobs = []string{
+	"usr/local/cuda*/lib64",
+	"usr/local/cuda*/targets/*/lib",
+	"opt/conda/lib",
+}
+
+// sitePackagesGlobs are the Python package directories searched for wheels:
+// system and pip-installed Pythons, conda, and virtual environments one or
+// two levels under /opt. Never a walk of the whole disk.
+var sitePackagesGlobs = []string{
+	"usr/lib/python3*/site-packages",
+	"usr/lib/python3*/dist-packages",
+	"usr/lib64/python3*/site-packages",
+	"usr/local/lib/python3*/site-packages",
+	"usr/local/lib/python3*/dist-packages",
+	"usr/local/lib64/python3*/site-packages",
+	"opt/conda/lib/python3*/site-packages",
+	"opt/conda/envs/*/lib/python3*/site-packages",
+	"opt/*/lib/python3*/site-packages",
+	"opt/*/*/lib/python3*/site-packages",
+}
+
+var (
+	ncclFileName   = regexp.MustCompile(`^libnccl\.so(?:\.\d+)*$`)
+	cudartFileName = regexp.MustCompile(`^libcudart\.so(?:\.\d+)*$`)
+	nvmlFileName   = regexp.MustCompile(`^libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)*)$`)
+	// Wheel names as their .dist-info directories spell them (lower-cased):
+	// nvidia-nccl-cu12 is nvidia_nccl_cu12-2.20.5.dist-info.
+	ncclDistInfo   = regexp.MustCompile(`^nvidia_nccl(?:_cu\d+)?-[^-]+\.dist-info$`)
+	cudartDistInfo = regexp.MustCompile(`^nvidia_cuda_runtime(?:_cu\d+)?-[^-]+\.dist-info$`)
+)
+
+// libraryFamily is what tells one library's files and wheels apart.
+type libraryFamily struct {
+	prefix   string // "libnccl.so"
+	fileName *regexp.Regexp
+	// fullParts is how many version parts a file name needs to name the
+	// release; NCCL's soname carries only the major.
+	fullParts int
+	embedded  bool
+	// wheelLib is where the wheel keeps the library, for a RECORD-less install.
+	wheelLib string
+}
+
+var (
+	ncclFamily   = libraryFamily{prefix: "libnccl.so", fileName: ncclFileName, fullParts: 3, embedded: true, wheelLib: "nvidia/nccl/lib/libnccl.so.2"}
+	cudartFamily = libraryFamily{prefix: "libcudart.so", fileName: cudartFileName, fullParts: 1}
+)
+
+// libraryScan gathers every NCCL, CUDA runtime and NVML copy of one host.
+type libraryScan struct {
+	c         *collection
+	seen      map[string]bool // real paths already reported
+	seenDirs  map[string]bool
+	nccl      []snapshot.Library
+	cuda      []snapshot.Library
+	nvml      map[string]bool
+	nvmlFiles []string
+}
+
+func collectLibraries(c *collection) {
+	s := &libraryScan{c: c, seen: map[string]bool{}, seenDirs: map[string]bool{}, nvml: map[string]bool{}}
+	// Wheels first: they claim their library files, whose dist-info version
+	// is better than a scan, even when a loader directory also lists them.
+	for _, dir := range s.globDirs(sitePackagesGlobs) {
+		s.scanSitePackages(dir)
+	}
+	for _, dir := range defaultLibraryDirs {
+		s.scanLibraryDir(dir, "system")
+	}
+	for _, dir := range s.ldSoConfDirs() {
+		s.scanLibraryDir(dir, "system")
+	}
+	for _, dir := range s.globDirs(offLoaderPathGlobs) {
+		s.scanLibraryDir(dir, "other")
+	}
+
+	libs := &c.snap.Libraries
+	libs.NCCL, libs.CUDA = sortLibraries(s.nccl), sortLibraries(s.cuda)
+	for fact, list := range map[string][]snapshot.Library{"libraries.nccl": libs.NCCL, "libraries.cuda": libs.CUDA} {
+		var where []string
+		for _, l := range list {
+			where = append(where, l.Source)
+		}
+		if len(where) > 0 {
+			c.snap.Sources[fact] = strings.Join(where, ", ")
+		}
+	}
+
+	versions := make([]string, 0, len(s.nvml))
+	for v := range s.nvml {
+		versions = append(versions, v)
+	}
+	slices.SortFunc(versions, compareDottedVersions)
+	c.snap.NVIDIA.NVMLVersions = versions
+	if len(s.nvmlFiles) > 0 {
+		var where []string
+		for _, f := range s.nvmlFiles {
+			where = append(where, describeAt(c, f, 0))
+		}
+		c.snap.Sources["nvidia.nvml_versions"] = strings.Join(where, ", ")
+	}
+}
+
+func sortLibraries(libs []snapshot.Library) []snapshot.Library {
+	if libs == nil {
+		return []snapshot.Library{}
+	}
+	slices.SortFunc(libs, func(a, b snapshot.Library) int {
+		if d := compareDottedVersions(a.Version, b.Version); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return libs
+}
+
+// globDirs expands patterns (io/fs syntax, relative to the root) in order.
+func (s *libraryScan) globDirs(patterns []string) []string {
+	var dirs []string
+	for _, p := range patterns {
+		matches, _ := fs.Glob(s.c.src, p) // only ErrBadPattern, and these are constant
+		for _, m := range matches {
+			dirs = append(dirs, "/"+m)
+		}
+	}
+	return dirs
+}
+
+// realDir resolves dir once per scan: the same directory reached through a
+// link or listed twice is read once. Missing directories are skipped.
+func (s *libraryScan) realDir(dir string) (string, bool) {
+	real, err := realPathIn(s.c.src, dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.c.fail("libraries", dir, err)
+		}
+		return "", false
+	}
+	if s.seenDirs[real] {
+		return "", false
+	}
+	s.seenDirs[real] = true
+	return real, true
+}
+
+// realFile resolves a library's links to the file itself, once per scan.
+func (s *libraryScan) realFile(name string) (string, bool) {
+	real, err := realPathIn(s.c.src, name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) { // a dangling link is no library
+			s.c.fail("libraries", name, err)
+		}
+		return "", false
+	}
+	if s.seen[real] {
+		return "", false
+	}
+	info, err := s.c.src.Stat(rel(real))
+	if err != nil || !info.Mode().IsRegular() {
+		return "", false
+	}
+	s.seen[real] = true
+	return real, true
+}
+
+func (s *libraryScan) scanLibraryDir(dir, kind string) {
+	real, ok := s.realDir(dir)
+	if !ok {
+		return
+	}
+	for _, e := range s.c.readDir("libraries", real) {
+		name := e.Name()
+		switch {
+		case nvmlFileName.MatchString(name):
+			s.addNVML(real+"/"+name, nvmlFileName.FindStringSubmatch(name)[1])
+		case ncclFileName.MatchString(name):
+			s.addLibraryFile(&s.nccl, ncclFamily, real+"/"+name, kind)
+		case cudartFileName.MatchString(name):
+			s.addLibraryFile(&s.cuda, cudartFamily, real+"/"+name, kind)
+		}
+	}
+}
+
+func (s *libraryScan) addNVML(file, version string) {
+	s.nvml[version] = true
+	if real, err := realPathIn(s.c.src, file); err == nil && !slices.Contains(s.nvmlFiles, real) {
+		s.nvmlFiles = append(s.nvmlFiles, real)
+	}
+}
+
+// addLibraryFile reports a library found by name, its version taken from the
+// real file's name or, failing that, from the banner inside it.
+func (s *libraryScan) addLibraryFile(list *[]snapshot.Library, fam libraryFamily, file, kind string) {
+	real, ok := s.realFile(file)
+	if !ok {
+		return
+	}
+	lib := snapshot.Library{Path: real, Kind: kind, Source: describeAt(s.c, real, 0)}
+	lib.Version, lib.How = s.versionOfFile(fam, real)
+	*list = append(*list, lib)
+}
+
+// versionOfFile reads a version from a library file's name, or its banner.
+func (s *libraryScan) versionOfFile(fam libraryFamily, real string) (version, how string) {
+	v := strings.TrimPrefix(strings.TrimPrefix(path.Base(real), fam.prefix), ".")
+	if v != "" && strings.Count(v, ".")+1 >= fam.fullParts {
+		return v, "file-name"
+	}
+	if fam.embedded {
+		if v, ok := s.embeddedVersion(real); ok {
+			return v, "embedded-string"
+		}
+		// A bare soname major ("2") would read as a release; say unknown.
+		return "unknown", "none"
+	}
+	if v != "" {
+		// A CUDA runtime's soname major ("12") is what driver checks need.
+		return v, "file-name"
+	}
+	return "unknown", "none"
+}
+
+// embeddedVersion streams a library looking for NCCL's version banner.
+func (s *libraryScan) embeddedVersion(file string) (string, bool) {
+	f, err := s.c.src.Open(rel(file))
+	if err != nil {
+		s.c.fail("libraries", file, err)
+		return "", false
+	}
+	defer f.Close()
+	v, _, err := scanNCCLVersion(ctxScanReader{s.c.ctx, f}, ncclScanLimit, ncclScanChunk)
+	if err != nil {
+		s.c.fail("libraries", file, fmt.Errorf("scanning for the NCCL version: %w", err))
+		return "", false
+	}
+	return v, v != ""
+}
+
+// ctxScanReader stops a long read when the collection is cancelled.
+type ctxScanReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxScanReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+func (s *libraryScan) scanSitePackages(dir string) {
+	real, ok := s.realDir(dir)
+	if !ok {
+		return
+	}
+	for _, e := range s.c.readDir("libraries", real) {
+		switch lower := strings.ToLower(e.Name()); {
+		case ncclDistInfo.MatchString(lower):
+			s.addWheel(&s.nccl, ncclFamily, real, e.Name())
+		case cudartDistInfo.MatchString(lower):
+			s.addWheel(&s.cuda, cudartFamily, real, e.Name())
+		case e.Name() == "torch":
+			// Some torch builds carry their own libnccl next to libtorch.
+			if pathPresent(s.c, "libraries", real+"/torch/lib") {
+				s.scanLibraryDir(real+"/torch/lib", "wheel")
+			}
+		}
+	}
+}
+
+// addWheel reports one wheel: the version from its METADATA, the path of the
+// library it installed (from RECORD), or the dist-info directory when the
+// library is gone.
+func (s *libraryScan) addWheel(list *[]snapshot.Library, fam libraryFamily, siteDir, distInfo string) {
+	distDir := siteDir + "/" + distInfo
+	lib := snapshot.Library{Kind: "wheel"}
+	metadata := distDir + "/METADATA"
+	if data, ok := s.c.read("libraries", metadata); ok {
+		md, errs := parseDistInfoMetadata(data)
+		for _, err := range errs {
+			s.c.fail("libraries", metadata, err)
+		}
+		if md.VersionLine > 0 {
+			lib.Version, lib.How, lib.Source = md.Version, "dist-info", describeAt(s.c, metadata, md.VersionLine)
+		}
+	}
+	file := s.wheelLibrary(fam, siteDir, distDir)
+	if file != "" {
+		real, ok := s.realFile(file)
+		if !ok {
+			return
+		}
+		lib.Path = real
+	} else {
+		if s.seen[distDir] {
+			return
+		}
+		s.seen[distDir] = true
+		lib.Path = distDir
+	}
+	if lib.How == "" {
+		if file != "" {
+			lib.Version, lib.How = s.versionOfFile(fam, lib.Path)
+			lib.Source = describeAt(s.c, lib.Path, 0)
+		} else {
+			lib.Version, lib.How, lib.Source = "unknown", "none", describeAt(s.c, distDir, 0)
+		}
+	}
+	*list = append(*list, lib)
+}
+
+// wheelLibrary finds the library a wheel installed, "" when there is none.
+func (s *libraryScan) wheelLibrary(fam libraryFamily, siteDir, distDir string) string {
+	record := distDir + "/RECORD"
+	var candidates []string
+	if data, ok := s.c.read("libraries", record); ok {
+		files, err := parseRecord(data)
+		if err != nil {
+			s.c.fail("libraries", record, err)
+		}
+		for _, f := range files {
+			if fam.fileName.MatchString(path.Base(f)) {
+				candidates = append(candidates, path.Join(siteDir, f))
+			}
+		}
+	}
+	if fam.wheelLib != "" {
+		candidates = append(candidates, siteDir+"/"+fam.wheelLib)
+	}
+	for _, f := range candidates {
+		if _, err := s.c.src.Stat(rel(f)); err == nil {
+			return f
+		}
+	}
+	return ""
+}
+
+// ldSoConfDirs lists the directories of /etc/ld.so.conf and the files it
+// includes, in order.
+func (s *libraryScan) ldSoConfDirs() []string {
+	c := s.c
+	var dirs []string
+	active := map[string]bool{}
+	visited := 0
+	var visit func(file string)
+	visit = func(file string) {
+		if visited++; visited > maxLdSoConfFiles {
+			if visited == maxLdSoConfFiles+1 {
+				c.fail("libraries", file, fmt.Errorf("%w: more than %d files included", ErrParse, maxLdSoConfFiles))
+			}
+			return
+		}
+		data, ok := c.read("libraries", file)
+		if !ok {
+			return
+		}
+		entries, errs := parseLdSoConf(data)
+		for _, err := range errs {
+			c.fail("libraries", file, err)
+		}
+		active[file] = true
+		defer delete(active, file)
+		for _, e := range entries {
+			if e.Dir != "" {
+				dirs = append(dirs, e.Dir)
+				continue
+			}
+			for _, pattern := range e.Includes {
+				if !strings.HasPrefix(pattern, "/") {
+					pattern = path.Join(path.Dir(file), pattern)
+				}
+				matches, err := fs.Glob(c.src, rel(pattern))
+				if err != nil {
+					c.fail("libraries", file, fmt.Errorf("%w: line %d: include %.60q: %w", ErrParse, e.Line, pattern, err))
+					continue
+				}
+				for _, m := range matches {
+					included := "/" + m
+					if active[included] {
+						c.fail("libraries", file, fmt.Errorf("%w: line %d: %s includes itself", ErrParse, e.Line, included))
+						continue
+					}
+					visit(included)
+				}
+			}
+		}
+	}
+	visit(ldSoConf)
+	return dirs
+}
+
+// describeAt formats a provenance as collection.from records it, for facts
+// kept inside values (a library's source) or listing several files.
+func describeAt(c *collection, file string, line int) string {
+	where := file
+	if d, ok := c.src.(Describer); ok {
+		if desc := d.Describe(rel(file)); desc != "" {
+			where = desc
+		}
+	}
+	if line > 0 {
+		where += ":" + strconv.Itoa(line)
+	}
+	return where
+}

@@ -1,3 +1,90 @@
 package collectors
 
-func collectModules(c *collection) {}
+import (
+	"slices"
+	"strings"
+)
+
+const (
+	procModules = "/proc/modules"
+	etcModules  = "/etc/modules"
+)
+
+// modulesLoadDirs in precedence order (modules-load.d(5)): a file in an
+// earlier directory overrides one of the same name in a later one; /lib is
+// read on split-/usr systems.
+var modulesLoadDirs = []string{
+	"/etc/modules-load.d",
+	"/run/modules-load.d",
+	"/usr/local/lib/modules-load.d",
+	"/usr/lib/modules-load.d",
+	"/lib/modules-load.d",
+}
+
+func collectModules(c *collection) {
+	m := &c.snap.Modules
+	m.Loaded = []string{}
+	m.Configured = map[string]bool{}
+
+	if data, ok := c.read("modules", procModules); ok {
+		mods, errs := parseProcModules(data)
+		for _, err := range errs {
+			c.fail("modules", procModules, err)
+		}
+		for _, mod := range mods {
+			m.Loaded = append(m.Loaded, mod.Name)
+		}
+		slices.Sort(m.Loaded)
+		m.Loaded = slices.Compact(m.Loaded)
+		c.from("modules.loaded", procModules, 0)
+	}
+
+	configure := func(file string, mods []configuredModule) {
+		for _, mod := range mods {
+			if !m.Configured[mod.Name] {
+				m.Configured[mod.Name] = true
+				c.from("modules.configured."+mod.Name, file, mod.Line)
+			}
+		}
+	}
+	// /etc/modules first: Debian and Ubuntu link modules-load.d/modules.conf
+	// to it, and the file itself is the better provenance.
+	if data, ok := c.read("modules", etcModules); ok {
+		mods, errs := parseEtcModules(data)
+		for _, err := range errs {
+			c.fail("modules", etcModules, err)
+		}
+		configure(etcModules, mods)
+	}
+	etcModulesReal, _ := realPathIn(c.src, etcModules)
+
+	chosen := map[string]string{}
+	for _, dir := range modulesLoadDirs {
+		for _, e := range c.readDir("modules", dir) {
+			if _, taken := chosen[e.Name()]; !taken && strings.HasSuffix(e.Name(), ".conf") {
+				chosen[e.Name()] = dir + "/" + e.Name()
+			}
+		}
+	}
+	// systemd applies the winners in file-name order, whatever their directory.
+	names := make([]string, 0, len(chosen))
+	for name := range chosen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		file := chosen[name]
+		if real, err := realPathIn(c.src, file); err == nil && real == etcModulesReal {
+			continue
+		}
+		data, ok := c.read("modules", file)
+		if !ok {
+			continue
+		}
+		mods, errs := parseModulesLoadD(data)
+		for _, err := range errs {
+			c.fail("modules", file, err)
+		}
+		configure(file, mods)
+	}
+}

@@ -1,10 +1,20 @@
 package snapshot
 
+// Provenance of these facts: os.* is the os-release file and line;
+// kernel.* the /proc/sys/kernel file; nvidia.* the proc or sys file, the dpkg
+// status line of fabric_manager, and every libnvidia-ml file for
+// nvml_versions; modules.loaded is /proc/modules and each
+// modules.configured.<name> the file and line that loads it;
+// libraries.nccl and libraries.cuda list their entries' Source fields.
+
 // Kernel is the running kernel.
 type Kernel struct {
 	Release string `json:"release"`
 	Version string `json:"version"`
-	Arch    string `json:"arch"`
+	// Arch is the machine name (uname -m). /proc/sys/kernel/arch exists since
+	// Linux 6.1; older kernels take it from an arch-suffixed release
+	// (5.14.0-427.el9_4.x86_64) or the NVIDIA module banner, else "".
+	Arch string `json:"arch"`
 }
 
 // OSRelease is /etc/os-release (falling back to /usr/lib/os-release).
@@ -25,12 +35,16 @@ type NVIDIA struct {
 	Flavor string `json:"flavor"`
 	// ModuleVersion is /sys/module/nvidia/version.
 	ModuleVersion string `json:"module_version"`
-	// NVMLVersions are the versions of libnvidia-ml.so.<ver> found on the host.
+	// NVMLVersions are the versions of libnvidia-ml.so.<ver> found in the
+	// loader's directories, sorted; set by the libraries collector.
 	NVMLVersions []string `json:"nvml_versions"`
-	GPUs         []GPU    `json:"gpus"`
-	// FabricManager is the installed nvidia-fabricmanager version, "" if absent.
+	// GPUs are sorted by bus id.
+	GPUs []GPU `json:"gpus"`
+	// FabricManager is the installed nvidia-fabricmanager version, "unknown"
+	// when only its binary is present, "" if absent. Its source says which.
 	FabricManager string `json:"fabric_manager"`
-	// NVSwitches is the number of NVSwitch devices seen on the PCI bus.
+	// NVSwitches is the number of NVSwitch devices the driver (or, without
+	// the nvswitch driver, the PCI bus) reports.
 	NVSwitches int `json:"nvswitches"`
 	// Persistenced is true when an nvidia-persistenced process is running.
 	Persistenced bool `json:"persistenced"`
@@ -44,22 +58,37 @@ type GPU struct {
 
 // Modules are kernel modules loaded now and configured to load at boot.
 type Modules struct {
-	Loaded     []string `json:"loaded"`
-	Configured []string `json:"configured"`
+	// Loaded are the names in /proc/modules, sorted.
+	Loaded []string `json:"loaded"`
+	// Configured is the set of modules that modules-load.d or /etc/modules
+	// load at boot (every value is true), so each name has its own fact
+	// path, modules.configured.<name>, and its own file:line provenance.
+	// Names are normalised as kmod does ("nvidia-peermem" is nvidia_peermem).
+	Configured map[string]bool `json:"configured"`
 }
 
 // Libraries are user-space libraries that jobs load.
 type Libraries struct {
+	// NCCL and CUDA (the runtime, libcudart) hold every copy found, sorted
+	// by version then path; one physical file appears once.
 	NCCL []Library `json:"nccl"`
 	CUDA []Library `json:"cuda"`
 }
 
 // Library is one installed copy of a library.
 type Library struct {
+	// Version is "2.18.3", or "unknown" when How is "none".
 	Version string `json:"version"`
-	Path    string `json:"path"`
-	// Kind is "system" (loader path), "wheel" (Python package) or "other".
+	// Path is the library file with links resolved, or the dist-info
+	// directory of a wheel whose library file is missing.
+	Path string `json:"path"`
+	// Kind is "system" (a loader directory: the default ones and
+	// ld.so.conf), "wheel" (Python package) or "other" (a CUDA toolkit or
+	// conda directory not on the loader path).
 	Kind string `json:"kind"`
-	// How says how the version was found: "file-name", "dist-info" or "embedded-string".
+	// How says how the version was found: "file-name", "dist-info",
+	// "embedded-string" or "none".
 	How string `json:"how"`
+	// Source is where the version was read: the file, or METADATA:line.
+	Source string `json:"source"`
 }
