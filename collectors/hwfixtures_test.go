@@ -237,6 +237,7 @@ func dropinsHost() fxHost {
 // (256-byte) config space, no IOMMU.
 func webNodeHost() fxHost {
 	cfg := fxConfigSpace(0x1af4, 0x1000, 0x020000, fxEndpoint, nil)[:pciCfgSpaceSize]
+	cfg[0x40] = 0x09 // virtio's vendor capability: no PCI Express on i440fx
 	return fxHost{
 		root: "web-node",
 		functions: []fxFunction{{

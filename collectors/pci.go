@@ -41,15 +41,36 @@ const (
 
 // pciConfig is what fleetaudit needs from a function's config space.
 type pciConfig struct {
-	// Readable is false when the read stopped at the standard header.
+	// Readable is false when the read stopped before the part of config
+	// space that would hold ACS.
 	Readable bool
 	ACS      *snapshot.ACSControl
 }
 
-// parsePCIConfig reads a sysfs config file; on error it returns nothing. Without CAP_SYS_ADMIN the kernel
-// returns only the first 64 bytes (128 for CardBus bridges): that is not an
-// error, only Readable=false. ACS lives in extended config space, so a
-// 256-byte (conventional PCI) read is readable but has no ACS.
+// pciIsExpress says whether the standard capability list holds a PCI
+// Express capability (ID 0x10), walked as __pci_find_next_cap_ttl does.
+func pciIsExpress(data []byte) bool {
+	if len(data) < pciStdHeaderSize || binary.LittleEndian.Uint16(data[0x06:])&0x10 == 0 {
+		return false
+	}
+	pos := int(data[0x34]) &^ 3
+	for ttl := 48; ttl > 0 && pos >= pciStdHeaderSize && pos+1 < len(data); ttl-- {
+		switch data[pos] {
+		case 0x10:
+			return true
+		case 0xff:
+			return false
+		}
+		pos = int(data[pos+1]) &^ 3
+	}
+	return false
+}
+
+// parsePCIConfig reads a sysfs config file; on error it returns nothing.
+// Without CAP_SYS_ADMIN the kernel returns only the first 64 bytes (128 for
+// CardBus bridges): that is not an error, only Readable=false. ACS lives in
+// PCI Express extended config space, so a PCI Express function needs all
+// 4096 bytes, while a conventional one is fully read at 256 and has no ACS.
 func parsePCIConfig(data []byte) (pciConfig, error) {
 	var cfg pciConfig
 	if len(data) < pciStdHeaderSize {
@@ -61,8 +82,12 @@ func parsePCIConfig(data []byte) (pciConfig, error) {
 	if len(data) < pciCfgSpaceSize {
 		return cfg, nil
 	}
+	express := pciIsExpress(data)
+	if express && len(data) < pciCfgSpaceExpSize {
+		return cfg, nil
+	}
 	cfg.Readable = true
-	if len(data) <= pciExtCapStart {
+	if !express {
 		return cfg, nil
 	}
 	// The walk follows pci_find_next_ext_capability, with its bound on the

@@ -23,11 +23,15 @@ func TestParsePCIConfig(t *testing.T) {
 	for i := range allOnes {
 		allOnes[i] = 0xff
 	}
-	acsAtEnd := make([]byte, 0x10a)
-	copy(acsAtEnd, bridgeWithACS(acsRedirect)[:0x100])
-	binary.LittleEndian.PutUint32(acsAtEnd[0x100:], pciExtCapIDACS|1<<16)
-	binary.LittleEndian.PutUint16(acsAtEnd[0x106:], pciACSRR|pciACSCR)
-	cutACS := acsAtEnd[:0x107]
+	acsOnly := make([]byte, pciCfgSpaceExpSize)
+	copy(acsOnly, bridgeWithACS(acsRedirect)[:0x100])
+	binary.LittleEndian.PutUint32(acsOnly[0x100:], pciExtCapIDACS|1<<16)
+	binary.LittleEndian.PutUint16(acsOnly[0x106:], pciACSRR|pciACSCR)
+	cutACS := bridgeWithACS(0)
+	binary.LittleEndian.PutUint32(cutACS[0x100:], 0x0001|2<<16|0xffc<<20)
+	binary.LittleEndian.PutUint32(cutACS[0xffc:], pciExtCapIDACS|1<<16)
+	conventional := fxConfigSpace(0x1af4, 0x1000, 0x020000, fxEndpoint, nil)[:pciCfgSpaceSize]
+	conventional[0x40] = 0x09 // a vendor capability instead of PCI Express
 
 	tests := []struct {
 		name string
@@ -51,18 +55,18 @@ func TestParsePCIConfig(t *testing.T) {
 			}},
 		},
 		{name: "ACS present, all off", data: bridgeWithACS(0), want: pciConfig{Readable: true, ACS: &snapshot.ACSControl{}}},
-		{name: "ACS as the only capability", data: acsAtEnd, want: pciConfig{Readable: true, ACS: &snapshot.ACSControl{RequestRedirect: true, CompletionRedirect: true}}},
+		{name: "ACS as the only capability", data: acsOnly, want: pciConfig{Readable: true, ACS: &snapshot.ACSControl{RequestRedirect: true, CompletionRedirect: true}}},
 		{name: "endpoint without ACS", data: fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil), want: pciConfig{Readable: true}},
 		{name: "unprivileged read", data: bridgeWithACS(acsRedirect)[:64], want: pciConfig{}},
 		{name: "CardBus unprivileged read", data: bridgeWithACS(0)[:128], want: pciConfig{}},
-		{name: "conventional PCI", data: bridgeWithACS(acsRedirect)[:256], want: pciConfig{Readable: true}},
+		{name: "PCI Express cut at 256 bytes", data: bridgeWithACS(acsRedirect)[:256], want: pciConfig{}},
+		{name: "conventional PCI", data: conventional, want: pciConfig{Readable: true}},
 		{name: "no extended capabilities", data: append(bridgeWithACS(0)[:256], make([]byte, 3840)...), want: pciConfig{Readable: true}},
 		{name: "truncated", data: []byte{0xb3, 0x15, 0x1b, 0x10}, err: "parse error: config space is 4 bytes, shorter than the 64-byte header"},
 		{name: "all ones", data: allOnes, err: "parse error: vendor ID reads 0xffff: the function did not answer"},
 		{name: "loop", data: loop, err: "parse error: extended capability list at 0x100 does not end (loop)"},
 		{name: "next into header", data: intoHeader, err: "parse error: extended capability at 0x100 points to 0x40, inside the conventional header"},
-		{name: "ACS cut off", data: cutACS, err: "parse error: ACS capability at 0x100 is cut off"},
-		{name: "list past the read", data: bridgeWithACS(0)[:0x120], err: "parse error: extended capability at 0x148 lies past the 288 bytes read"},
+		{name: "ACS cut off", data: cutACS, err: "parse error: ACS capability at 0xffc is cut off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,11 +164,12 @@ func FuzzPCIConfig(f *testing.F) {
 			}
 			return
 		}
-		if cfg.Readable != (len(data) >= pciCfgSpaceSize) {
-			t.Fatalf("Readable = %v for %d bytes", cfg.Readable, len(data))
+		express := pciIsExpress(data)
+		if cfg.Readable && (len(data) < pciCfgSpaceSize || express && len(data) < pciCfgSpaceExpSize) {
+			t.Fatalf("Readable from %d bytes (express %v)", len(data), express)
 		}
-		if cfg.ACS != nil && len(data) < pciExtCapStart+pciACSCtrl+2 {
-			t.Fatalf("ACS from %d bytes, too short to hold one", len(data))
+		if cfg.ACS != nil && (!cfg.Readable || !express) {
+			t.Fatalf("ACS from a config that cannot hold one: %d bytes, express %v", len(data), express)
 		}
 	})
 }

@@ -66,7 +66,8 @@ type IOMMU struct {
 	// GroupTypes counts IOMMU groups by default domain type ("identity" is
 	// passthrough; "DMA", "DMA-FQ", "DMA-SQ" translate).
 	GroupTypes map[string]int `json:"group_types"`
-	// Hypervisor is true when the CPU reports it runs under a hypervisor.
+	// Hypervisor is true when the host is a guest: the x86 "hypervisor" CPU
+	// flag, or /sys/hypervisor/type (Xen).
 	Hypervisor bool `json:"hypervisor"`
 }
 
