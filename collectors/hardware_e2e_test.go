@@ -19,7 +19,7 @@ var hwFamilies = []string{"memory", "rdma", "iommu", "pci", "nccl_config", "proc
 // hwFactPrefixes are the fact paths those families set.
 var hwFactPrefixes = []string{"memory.", "rdma.", "iommu.", "pci.", "nccl_config.", "nvidia.persistenced"}
 
-func collectFixtureHost(t *testing.T, root string) *snapshot.Snapshot {
+func hwCollectFixture(t *testing.T, root string) *snapshot.Snapshot {
 	t.Helper()
 	snap, err := Collect(context.Background(), Dir(filepath.Join("..", "testdata", "hosts", root)), Options{
 		Kind: "local", RootLabel: "/", Now: func() time.Time { return time.Unix(0, 0) },
@@ -41,9 +41,9 @@ func hwErrors(snap *snapshot.Snapshot) []string {
 	return out
 }
 
-// checkSources checks wanted provenance and that every hardware fact in
+// hwCheckSources checks wanted provenance and that every hardware fact in
 // Sources resolves in the snapshot.
-func checkSources(t *testing.T, snap *snapshot.Snapshot, want map[string]string) {
+func hwCheckSources(t *testing.T, snap *snapshot.Snapshot, want map[string]string) {
 	t.Helper()
 	for fact, src := range want {
 		if got := snap.Sources[fact]; got != src {
@@ -64,7 +64,7 @@ func checkSources(t *testing.T, snap *snapshot.Snapshot, want map[string]string)
 	}
 }
 
-func countKinds(p snapshot.PCI) map[string]int {
+func hwCountKinds(p snapshot.PCI) map[string]int {
 	kinds := map[string]int{}
 	for _, d := range p.Devices {
 		kinds[d.Kind]++
@@ -74,7 +74,7 @@ func countKinds(p snapshot.PCI) map[string]int {
 
 func TestHardwareFamiliesEndToEnd(t *testing.T) {
 	t.Run("gpu-node", func(t *testing.T) {
-		snap := collectFixtureHost(t, "gpu-node")
+		snap := hwCollectFixture(t, "gpu-node")
 		m := snap.Memory
 		if !m.Present || !m.CmaPresent || m.CmaTotalKB != 6291456 || m.CmaFreeKB != 6287104 || m.MemTotalKB != 2113413628 || m.HugepagesizeKB != 2048 || m.TransparentHugepages != "madvise" {
 			t.Errorf("memory = %+v", m)
@@ -98,7 +98,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		if diff := cmp.Diff(wantIOMMU, snap.IOMMU); diff != "" {
 			t.Errorf("iommu (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(map[string]int{"gpu": 8, "nvswitch": 4, "network": 9, "bridge": 39}, countKinds(snap.PCI)); diff != "" {
+		if diff := cmp.Diff(map[string]int{"gpu": 8, "nvswitch": 4, "network": 9, "bridge": 39}, hwCountKinds(snap.PCI)); diff != "" {
 			t.Errorf("pci kinds (-want +got):\n%s", diff)
 		}
 		gpu := snap.PCI.Devices["0000:1b:00.0"]
@@ -130,7 +130,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		if !snap.NVIDIA.Persistenced {
 			t.Error("nvidia-persistenced not seen")
 		}
-		checkSources(t, snap, map[string]string{
+		hwCheckSources(t, snap, map[string]string{
 			"memory.cma_total_kb":                      "/proc/meminfo",
 			"memory.transparent_hugepages":             "/sys/kernel/mm/transparent_hugepage/enabled",
 			"rdma.devices.mlx5_0.driver":               "/sys/class/infiniband/mlx5_0/device/driver",
@@ -150,7 +150,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 	})
 
 	t.Run("web-node", func(t *testing.T) {
-		snap := collectFixtureHost(t, "web-node")
+		snap := hwCollectFixture(t, "web-node")
 		if m := snap.Memory; m.CmaTotalKB != 6291456 || m.TransparentHugepages != "always" {
 			t.Errorf("memory = %+v", m)
 		}
@@ -175,7 +175,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		if snap.NVIDIA.Persistenced {
 			t.Error("persistenced on a web node")
 		}
-		checkSources(t, snap, map[string]string{
+		hwCheckSources(t, snap, map[string]string{
 			"iommu.hypervisor":    "/proc/cpuinfo",
 			"nvidia.persistenced": "default: no nvidia-persistenced among 4 processes in /proc",
 		})
@@ -185,7 +185,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 	})
 
 	t.Run("dropins", func(t *testing.T) {
-		snap := collectFixtureHost(t, "dropins")
+		snap := hwCollectFixture(t, "dropins")
 		if m := snap.Memory; m.CmaTotalKB != 1048576 || m.TransparentHugepages != "madvise" {
 			t.Errorf("memory = %+v", m)
 		}
@@ -208,7 +208,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		if diff := cmp.Diff(wantNCCL, snap.NCCLConfig); diff != "" {
 			t.Errorf("nccl_config (-want +got):\n%s", diff)
 		}
-		checkSources(t, snap, map[string]string{
+		hwCheckSources(t, snap, map[string]string{
 			"pci.config_unreadable":                    "/sys/bus/pci/devices",
 			"nccl_config.file.NCCL_DEBUG":              "/etc/nccl.conf:2",
 			"nccl_config.effective.NCCL_DEBUG":         "/etc/environment:2",
@@ -222,7 +222,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 	})
 
 	t.Run("rhel-node", func(t *testing.T) {
-		snap := collectFixtureHost(t, "rhel-node")
+		snap := hwCollectFixture(t, "rhel-node")
 		if m := snap.Memory; !m.CmaPresent || m.CmaTotalKB != 0 || m.TransparentHugepages != "always" {
 			t.Errorf("memory = %+v", m)
 		}
@@ -232,14 +232,14 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		if len(snap.NCCLConfig.Env) != 0 {
 			t.Errorf("env = %v", snap.NCCLConfig.Env)
 		}
-		checkSources(t, snap, map[string]string{"memory.cma_total_kb": "/proc/meminfo", "nvidia.persistenced": "/proc/1322/comm"})
+		hwCheckSources(t, snap, map[string]string{"memory.cma_total_kb": "/proc/meminfo", "nvidia.persistenced": "/proc/1322/comm"})
 		if errs := hwErrors(snap); len(errs) > 0 {
 			t.Errorf("errors: %v", errs)
 		}
 	})
 
 	t.Run("garbage", func(t *testing.T) {
-		snap := collectFixtureHost(t, "garbage")
+		snap := hwCollectFixture(t, "garbage")
 		want := []string{
 			"iommu /sys/kernel/iommu_groups/2/type",
 			"memory /proc/meminfo", // MemTotal: lots
@@ -287,6 +287,6 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		if _, ok := snap.PCI.Devices["0000:04:00.0"]; ok {
 			t.Error("a function with an unreadable class was kept")
 		}
-		checkSources(t, snap, nil)
+		hwCheckSources(t, snap, nil)
 	})
 }

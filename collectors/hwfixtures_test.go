@@ -98,11 +98,11 @@ func fxConfigSpace(vendor, device uint16, class uint32, portType int, acsCtrl *u
 	return b
 }
 
-func acs(ctrl uint16) *uint16 { return &ctrl }
+func fxACS(ctrl uint16) *uint16 { return &ctrl }
 
 const (
-	acsOff      = 0x0000
-	acsRedirect = pciACSSV | pciACSRR | pciACSCR | pciACSUF // what pci_std_enable_acs sets
+	fxACSOff      = 0x0000
+	fxACSRedirect = pciACSSV | pciACSRR | pciACSCR | pciACSUF // what pci_std_enable_acs sets
 )
 
 func gpuNodeHost() fxHost {
@@ -136,19 +136,19 @@ func gpuNodeHost() fxHost {
 		downGPU := fmt.Sprintf("0000:%02x:01.0", p.nic-1)
 		// An admin script turns ACS off on every bridge; it missed the
 		// switch of the first pair, where the kernel left redirect on.
-		ctrl := uint16(acsOff)
+		ctrl := uint16(fxACSOff)
 		if i == 0 {
-			ctrl = acsRedirect
+			ctrl = fxACSRedirect
 		}
-		bridge(root, "", 0x8086, 0x352a, fxRootPort, acs(acsOff), addGroup())
+		bridge(root, "", 0x8086, 0x352a, fxRootPort, fxACS(fxACSOff), addGroup())
 		switchGroup := addGroup()
 		bridge(up, root, 0x1000, 0xc030, fxUpstreamPort, nil, switchGroup)
 		nicGroup, gpuGroup := switchGroup, switchGroup
 		if i == 0 {
 			nicGroup, gpuGroup = addGroup(), addGroup()
 		}
-		bridge(downNIC, up, 0x1000, 0xc030, fxDownstreamPort, acs(ctrl), nicGroup)
-		bridge(downGPU, up, 0x1000, 0xc030, fxDownstreamPort, acs(ctrl), gpuGroup)
+		bridge(downNIC, up, 0x1000, 0xc030, fxDownstreamPort, fxACS(ctrl), nicGroup)
+		bridge(downGPU, up, 0x1000, 0xc030, fxDownstreamPort, fxACS(ctrl), gpuGroup)
 		h.functions = append(h.functions,
 			fxFunction{
 				addr: fmt.Sprintf("0000:%02x:00.0", p.nic), parent: downNIC,
@@ -165,12 +165,12 @@ func gpuNodeHost() fxHost {
 			})
 	}
 	// The four NVSwitches hang off one switch on the first root complex.
-	bridge("0000:00:01.0", "", 0x8086, 0x352a, fxRootPort, acs(acsOff), addGroup())
+	bridge("0000:00:01.0", "", 0x8086, 0x352a, fxRootPort, fxACS(fxACSOff), addGroup())
 	nvsGroup := addGroup()
 	bridge("0000:02:00.0", "0000:00:01.0", 0x1000, 0xc030, fxUpstreamPort, nil, nvsGroup)
 	for i := 0; i < 4; i++ {
 		down := fmt.Sprintf("0000:03:%02x.0", i)
-		bridge(down, "0000:02:00.0", 0x1000, 0xc030, fxDownstreamPort, acs(acsOff), nvsGroup)
+		bridge(down, "0000:02:00.0", 0x1000, 0xc030, fxDownstreamPort, fxACS(fxACSOff), nvsGroup)
 		h.functions = append(h.functions, fxFunction{
 			addr: fmt.Sprintf("0000:%02x:00.0", 5+i), parent: down,
 			vendor: 0x10de, device: 0x22a3, class: 0x068000, driver: "nvidia-nvswitch",
@@ -178,7 +178,7 @@ func gpuNodeHost() fxHost {
 		})
 	}
 	// mlx5_8: the RoCE port behind bond0, on its own root port.
-	bridge("0000:a8:01.0", "", 0x8086, 0x352a, fxRootPort, acs(acsOff), addGroup())
+	bridge("0000:a8:01.0", "", 0x8086, 0x352a, fxRootPort, fxACS(fxACSOff), addGroup())
 	h.functions = append(h.functions, fxFunction{
 		addr: "0000:a9:00.0", parent: "0000:a8:01.0",
 		vendor: 0x15b3, device: 0x1021, class: 0x020000, driver: "mlx5_core",
@@ -204,7 +204,7 @@ func dropinsHost() fxHost {
 		iommuKind:  "amd-iommu",
 	}
 	header := func(vendor, device uint16, class uint32, port int) []byte {
-		return fxConfigSpace(vendor, device, class, port, acs(acsRedirect))[:pciStdHeaderSize]
+		return fxConfigSpace(vendor, device, class, port, fxACS(fxACSRedirect))[:pciStdHeaderSize]
 	}
 	endpoints := []struct {
 		root, addr string
@@ -279,8 +279,8 @@ var fxGeneratedDirs = []string{
 	"sys/class/iommu", "sys/kernel/iommu_groups", "dev/infiniband",
 }
 
-// writeFixtureHost writes h's generated trees under dir.
-func writeFixtureHost(t *testing.T, dir string, h fxHost) {
+// fxWriteHost writes h's generated trees under dir.
+func fxWriteHost(t *testing.T, dir string, h fxHost) {
 	t.Helper()
 	write := func(name string, data []byte) {
 		full := filepath.Join(dir, filepath.FromSlash(name))
@@ -383,17 +383,17 @@ func TestHardwareFixtures(t *testing.T) {
 						}
 					}
 				}
-				writeFixtureHost(t, committed, h)
+				fxWriteHost(t, committed, h)
 			}
 			want := t.TempDir()
-			writeFixtureHost(t, want, h)
-			compareTrees(t, want, committed)
+			fxWriteHost(t, want, h)
+			fxCompareTrees(t, want, committed)
 		})
 	}
 }
 
-// compareTrees checks every file and link under want exists alike under got.
-func compareTrees(t *testing.T, want, got string) {
+// fxCompareTrees checks every file and link under want exists alike under got.
+func fxCompareTrees(t *testing.T, want, got string) {
 	t.Helper()
 	err := filepath.WalkDir(want, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

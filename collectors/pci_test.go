@@ -13,7 +13,7 @@ import (
 
 func TestParsePCIConfig(t *testing.T) {
 	bridgeWithACS := func(ctrl uint16) []byte {
-		return fxConfigSpace(0x1000, 0xc030, 0x060400, fxDownstreamPort, acs(ctrl))
+		return fxConfigSpace(0x1000, 0xc030, 0x060400, fxDownstreamPort, fxACS(ctrl))
 	}
 	loop := fxConfigSpace(0x8086, 0xa110, 0x060400, fxRootPort, nil)
 	binary.LittleEndian.PutUint32(loop[0x100:], 0x0001|2<<16|0x100<<20)
@@ -24,7 +24,7 @@ func TestParsePCIConfig(t *testing.T) {
 		allOnes[i] = 0xff
 	}
 	acsOnly := make([]byte, pciCfgSpaceExpSize)
-	copy(acsOnly, bridgeWithACS(acsRedirect)[:0x100])
+	copy(acsOnly, bridgeWithACS(fxACSRedirect)[:0x100])
 	binary.LittleEndian.PutUint32(acsOnly[0x100:], pciExtCapIDACS|1<<16)
 	binary.LittleEndian.PutUint16(acsOnly[0x106:], pciACSRR|pciACSCR)
 	cutACS := bridgeWithACS(0)
@@ -41,7 +41,7 @@ func TestParsePCIConfig(t *testing.T) {
 	}{
 		{
 			name: "switch port with redirect on",
-			data: bridgeWithACS(acsRedirect),
+			data: bridgeWithACS(fxACSRedirect),
 			want: pciConfig{Readable: true, ACS: &snapshot.ACSControl{
 				SourceValidation: true, RequestRedirect: true, CompletionRedirect: true, UpstreamForwarding: true,
 			}},
@@ -57,9 +57,9 @@ func TestParsePCIConfig(t *testing.T) {
 		{name: "ACS present, all off", data: bridgeWithACS(0), want: pciConfig{Readable: true, ACS: &snapshot.ACSControl{}}},
 		{name: "ACS as the only capability", data: acsOnly, want: pciConfig{Readable: true, ACS: &snapshot.ACSControl{RequestRedirect: true, CompletionRedirect: true}}},
 		{name: "endpoint without ACS", data: fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil), want: pciConfig{Readable: true}},
-		{name: "unprivileged read", data: bridgeWithACS(acsRedirect)[:64], want: pciConfig{}},
+		{name: "unprivileged read", data: bridgeWithACS(fxACSRedirect)[:64], want: pciConfig{}},
 		{name: "CardBus unprivileged read", data: bridgeWithACS(0)[:128], want: pciConfig{}},
-		{name: "PCI Express cut at 256 bytes", data: bridgeWithACS(acsRedirect)[:256], want: pciConfig{}},
+		{name: "PCI Express cut at 256 bytes", data: bridgeWithACS(fxACSRedirect)[:256], want: pciConfig{}},
 		{name: "conventional PCI", data: conventional, want: pciConfig{Readable: true}},
 		{name: "no extended capabilities", data: append(bridgeWithACS(0)[:256], make([]byte, 3840)...), want: pciConfig{Readable: true}},
 		{name: "truncated", data: []byte{0xb3, 0x15, 0x1b, 0x10}, err: "parse error: config space is 4 bytes, shorter than the 64-byte header"},
@@ -144,7 +144,7 @@ func TestPCIKind(t *testing.T) {
 }
 
 func FuzzPCIConfig(f *testing.F) {
-	f.Add(fxConfigSpace(0x1000, 0xc030, 0x060400, fxDownstreamPort, acs(acsRedirect)))
+	f.Add(fxConfigSpace(0x1000, 0xc030, 0x060400, fxDownstreamPort, fxACS(fxACSRedirect)))
 	f.Add(fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil))
 	f.Add(fxConfigSpace(0x1000, 0xc030, 0x060400, fxUpstreamPort, nil)[:64])
 	f.Add(fxConfigSpace(0x1af4, 0x1000, 0x020000, fxEndpoint, nil)[:256])
