@@ -1,3 +1,49 @@
 package collectors
 
-func collectProcesses(c *collection) {}
+import (
+	"errors"
+	"io/fs"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// persistencedComm is nvidia-persistenced as /proc/<pid>/comm shows it: the
+// kernel keeps TASK_COMM_LEN-1 = 15 bytes of a task's name.
+const persistencedComm = "nvidia-persiste"
+
+// isPersistencedComm matches the truncated name, and the full one a source
+// that does not truncate may show.
+func isPersistencedComm(comm string) bool {
+	comm = strings.TrimSpace(comm)
+	return comm == persistencedComm || comm == "nvidia-persistenced"
+}
+
+func collectProcesses(c *collection) {
+	const collector = "processes"
+	scanned := 0
+	for _, e := range c.readDir(collector, "/proc") {
+		if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
+			continue
+		}
+		name := "/proc/" + e.Name() + "/comm"
+		data, err := readCapped(c.src, name, c.opts.MaxFileSize)
+		if err != nil {
+			// Processes exit mid-scan (ENOENT, or ESRCH from a dying
+			// task); that, or a hidden process, is no error.
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.ESRCH) {
+				c.fail(collector, name, err)
+			}
+			continue
+		}
+		scanned++
+		if isPersistencedComm(string(data)) {
+			c.snap.NVIDIA.Persistenced = true
+			c.from("nvidia.persistenced", name, 0)
+			return
+		}
+	}
+	if _, set := c.snap.Sources["nvidia.persistenced"]; scanned > 0 && !set {
+		c.defaulted("nvidia.persistenced", "no nvidia-persistenced among "+strconv.Itoa(scanned)+" processes in /proc")
+	}
+}
