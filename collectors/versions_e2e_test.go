@@ -75,7 +75,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 				NVIDIA: snapshot.NVIDIA{
 					Present: true, DriverVersion: "535.104.05", Flavor: "proprietary", ModuleVersion: "535.104.05",
 					NVMLVersions:  []string{"535.104.05"},
-					GPUs:          h100s("0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"),
+					GPUs:          h100s("0000:1b:00.0", "0000:43:00.0", "0000:52:00.0", "0000:61:00.0", "0000:9d:00.0", "0000:c3:00.0", "0000:d1:00.0", "0000:df:00.0"),
 					FabricManager: "535.104.05", NVSwitches: 4,
 				},
 				Modules: snapshot.Modules{
@@ -119,7 +119,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					Configured: map[string]bool{},
 				},
 				Libraries: snapshot.Libraries{NCCL: []snapshot.Library{}, CUDA: []snapshot.Library{}},
-				Sources:   with(ubuntuSources, map[string]string{"kernel.arch": "default: unknown: no /proc/sys/kernel/arch before Linux 6.1"}),
+				Sources:   with(ubuntuSources, map[string]string{"kernel.arch": "default: unknown: no /proc/sys/kernel/arch before Linux 6.1", "nvidia.nvswitches": "/sys/bus/pci/devices"}),
 			},
 		},
 		{
@@ -152,6 +152,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					"nvidia.module_version":             "/sys/module/nvidia/version",
 					"nvidia.gpus":                       "/proc/driver/nvidia/gpus",
 					"nvidia.nvml_versions":              "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07",
+					"nvidia.nvswitches":                 "/sys/bus/pci/devices",
 					"libraries.nccl":                    "/opt/train/venv/lib/python3.12/site-packages/nvidia_nccl_cu12-2.21.5.dist-info/METADATA:3",
 					"libraries.cuda":                    "/opt/train/venv/lib/python3.12/site-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA:3",
 				},
@@ -217,6 +218,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					"modules.loaded":        "/proc/modules",
 					"nvidia.present":        "/sys/module/nvidia",
 					"nvidia.module_version": "/sys/module/nvidia/version",
+					"nvidia.nvswitches":     "/sys/bus/pci/devices",
 					"nvidia.gpus":           "/proc/driver/nvidia/gpus",
 					"libraries.nccl":        "/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2, /usr/lib/x86_64-linux-gnu/libnccl.so",
 				},

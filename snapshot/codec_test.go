@@ -87,21 +87,26 @@ func TestDecodeRefusesFutureAndTrailing(t *testing.T) {
 func TestNormalizeGivesOneShape(t *testing.T) {
 	s := New("h")
 	s.CollectedAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.RDMA.Devices = []RDMADevice{{Name: "mlx5_0"}}
+	s.RDMA.Devices = map[string]RDMADevice{"mlx5_0": {}}
 	s.Normalize()
 	g, err := Generic(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"sysctl.running", "boot.running.params", "limits.entries", "libraries.nccl", "rdma.devices.0.ports"} {
+	for _, path := range []string{"sysctl.running", "boot.running.params", "limits.entries", "libraries.nccl", "memory"} {
 		if _, ok := Lookup(g, path); ok {
 			continue
 		}
-		v, _ := Lookup(g, strings.TrimSuffix(path, ".0.ports"))
-		t.Errorf("%s not present after Normalize (parent %v)", path, v)
+		t.Errorf("%s not present after Normalize", path)
 	}
-	if v, _ := Lookup(g, "sysctl.running"); v == nil {
-		t.Error("sysctl.running is null")
+	for _, path := range []string{"sysctl.running", "libraries.nccl", "modules.configured"} {
+		if v, _ := Lookup(g, path); v == nil {
+			t.Errorf("%s is null", path)
+		}
+	}
+	// Struct values inside maps are filled by their collectors, not Normalize.
+	if v, ok := Lookup(g, "rdma.devices.mlx5_0.ports"); !ok || v != nil {
+		t.Errorf("rdma.devices.mlx5_0.ports = %v, %v", v, ok)
 	}
 }
 
