@@ -647,7 +647,18 @@ type shParser struct {
 	// assignNames are the variables assigned anywhere in the command being
 	// parsed, so a syntax error can make them unknown.
 	assignNames []string
+	// open are the compound commands being parsed, innermost last.
+	open []shOpen
 }
+
+type shOpen struct {
+	word string
+	line int
+}
+
+// opened records a compound command until closed is called.
+func (p *shParser) opened(word string, line int) { p.open = append(p.open, shOpen{word, line}) }
+func (p *shParser) closed()                      { p.open = p.open[:len(p.open)-1] }
 
 func newShParser(file, src string) *shParser {
 	p := &shParser{file: file, lx: &shLexer{src: src, line: 1}}
@@ -727,7 +738,14 @@ func (p *shParser) unexpected() *GrubError {
 // nextCommand parses the next complete command: one line, or more when a
 // compound command or quote spans lines. It returns nil at end of file.
 func (p *shParser) nextCommand() (*shList, *GrubError) {
+	// The current token was read ahead and belongs to this command.
 	p.assignNames = nil
+	if p.tok.kind == tokWord && p.tok.word.assignName != "" {
+		p.assignNames = append(p.assignNames, p.tok.word.assignName)
+	}
+	if p.err != nil && p.err.assignName != "" {
+		p.assignNames = append(p.assignNames, p.err.assignName)
+	}
 	for p.tok.kind == tokNewline {
 		p.advance()
 	}
@@ -779,6 +797,7 @@ func (p *shParser) resync(line int) bool {
 	lx.depth = 0
 	p.err = nil
 	p.depth = 0
+	p.open = nil
 	p.tok = shToken{kind: tokNewline, line: lx.line}
 	return lx.pos < len(lx.src)
 }
@@ -853,11 +872,15 @@ func (p *shParser) parseCommand() (shCmd, *GrubError) {
 	case p.isOp("("):
 		p.advance()
 		c = &shCompound{kind: "(", line: line}
+		p.opened("(", line)
 		err = p.body(c, ")")
+		p.closed()
 	case p.isWord("{"):
 		p.advance()
 		c = &shCompound{kind: "{", line: line}
+		p.opened("{", line)
 		err = p.body(c, "}")
+		p.closed()
 	case p.isWord("if"):
 		c, err = p.parseIf()
 	case p.isWord("while", "until"):
@@ -866,6 +889,8 @@ func (p *shParser) parseCommand() (shCmd, *GrubError) {
 		c, err = p.parseFor()
 	case p.isWord("case"):
 		c, err = p.parseCase()
+	case p.isWord("then", "else", "elif", "fi", "do", "done", "esac", "}"):
+		return nil, p.unexpected()
 	case p.tok.kind == tokWord:
 		if lit, ok := p.tok.word.literal(); ok && validFuncName(lit) && p.peekOp("(") {
 			return p.parseFunc(lit)
@@ -991,6 +1016,10 @@ func (p *shParser) compoundList(stops ...string) (*shList, *GrubError) {
 			return nil, p.syntaxError("")
 		}
 		if p.tok.kind == tokEOF {
+			if n := len(p.open); n > 0 {
+				o := p.open[n-1]
+				return nil, newGrubError(p.file, o.line, "%q is not closed (expecting %q)", o.word, stops[0])
+			}
 			return nil, p.syntaxError("unexpected end of file (expecting %q)", stops[0])
 		}
 		if p.atStop(stops) {
@@ -1046,6 +1075,8 @@ func (p *shParser) body(c *shCompound, end string) *GrubError {
 
 func (p *shParser) parseIf() (*shCompound, *GrubError) {
 	c := &shCompound{kind: "if", line: p.tok.line}
+	p.opened("if", c.line)
+	defer p.closed()
 	p.advance()
 	for {
 		cond, err := p.compoundList("then")
@@ -1055,7 +1086,7 @@ func (p *shParser) parseIf() (*shCompound, *GrubError) {
 		if err := p.expect("then"); err != nil {
 			return nil, err
 		}
-		body, err := p.compoundList("elif", "else", "fi")
+		body, err := p.compoundList("fi", "elif", "else")
 		if err != nil {
 			return nil, err
 		}
@@ -1078,6 +1109,8 @@ func (p *shParser) parseIf() (*shCompound, *GrubError) {
 func (p *shParser) parseLoop() (*shCompound, *GrubError) {
 	lit, _ := p.tok.word.literal()
 	c := &shCompound{kind: lit, line: p.tok.line}
+	p.opened(lit, c.line)
+	defer p.closed()
 	p.advance()
 	cond, err := p.compoundList("do")
 	if err != nil {
@@ -1092,6 +1125,8 @@ func (p *shParser) parseLoop() (*shCompound, *GrubError) {
 
 func (p *shParser) parseFor() (*shCompound, *GrubError) {
 	c := &shCompound{kind: "for", line: p.tok.line}
+	p.opened("for", c.line)
+	defer p.closed()
 	p.advance()
 	name, ok := "", p.tok.kind == tokWord
 	if ok {
@@ -1125,6 +1160,8 @@ func (p *shParser) parseFor() (*shCompound, *GrubError) {
 
 func (p *shParser) parseCase() (*shCompound, *GrubError) {
 	c := &shCompound{kind: "case", line: p.tok.line}
+	p.opened("case", c.line)
+	defer p.closed()
 	p.advance()
 	if p.tok.kind != tokWord {
 		return nil, p.unexpected()
@@ -1152,7 +1189,7 @@ func (p *shParser) parseCase() (*shCompound, *GrubError) {
 		if err := p.expect(")"); err != nil {
 			return nil, err
 		}
-		l, err := p.compoundList(";;", "esac")
+		l, err := p.compoundList("esac", ";;")
 		if err != nil {
 			return nil, err
 		}
