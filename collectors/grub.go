@@ -103,6 +103,9 @@ var grubRuntimeVars = []string{
 	"HOME", "PATH", "LANG", "LC_ALL", "PWD", "USER",
 }
 
+// maxGrubErrorsPerFile stops reading a file that is not shell at all.
+const maxGrubErrorsPerFile = 10
+
 // EvalGrubDefaults sources files in order, as grub-mkconfig does, and
 // returns the two command-line variables that 10_linux passes to Linux.
 func EvalGrubDefaults(files []GrubFile) GrubDefaults {
@@ -191,9 +194,17 @@ func (env *shellEnv) source(file string, data []byte) bool {
 	env.file = file
 	env.fileCond = ""
 	p := newShParser(file, string(data))
+	errs := 0
 	for {
 		list, err := p.nextCommand()
 		if err != nil {
+			if errs++; errs > maxGrubErrorsPerFile {
+				env.errors = append(env.errors, newGrubError(file, err.Line,
+					"more than %d syntax errors; the rest of the file is not read", maxGrubErrorsPerFile))
+				env.makeOpaque(fmt.Sprintf("may be set after line %d, where reading stopped", err.Line), err.Line)
+				env.opaque.reported = true
+				return false
+			}
 			env.errors = append(env.errors, err)
 			unk := &ShellUnknown{Why: "line is not valid shell", At: env.origin(err.Line), reported: true}
 			for _, name := range p.assignNames {
@@ -322,7 +333,7 @@ func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
 		name, known = env.wordText(words[0], mode)
 	}
 	if !known {
-		env.makeOpaque(fmt.Sprintf("runs a command whose name is computed at line %d", c.line), c.line)
+		env.makeOpaque(fmt.Sprintf("may be set by a command whose name is computed at line %d", c.line), c.line)
 		return ctlNext
 	}
 	if specialBuiltins[name] {
@@ -341,7 +352,7 @@ func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
 			text, ok := env.wordText(w, mode)
 			switch {
 			case !ok:
-				env.makeOpaque(fmt.Sprintf("unsets a computed name at line %d", w.line), w.line)
+				env.makeOpaque(fmt.Sprintf("may be unset by name computed at line %d", w.line), w.line)
 			case text == "-f":
 				return ctlNext
 			case strings.HasPrefix(text, "-"):
@@ -350,9 +361,9 @@ func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
 			}
 		}
 	case ".", "source":
-		env.makeOpaque(fmt.Sprintf("sources another file at line %d", c.line), c.line)
+		env.makeOpaque(fmt.Sprintf("may be set by the file sourced at line %d", c.line), c.line)
 	case "eval":
-		env.makeOpaque(fmt.Sprintf("runs eval at line %d", c.line), c.line)
+		env.makeOpaque(fmt.Sprintf("may be set by eval at line %d", c.line), c.line)
 	case "read", "getopts", "local", "declare", "typeset":
 		for i, w := range args {
 			if name == "getopts" && i == 0 {
@@ -377,7 +388,7 @@ func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
 		}
 	default:
 		if env.funcs[name] {
-			env.makeOpaque(fmt.Sprintf("calls shell function %s at line %d", name, c.line), c.line)
+			env.makeOpaque(fmt.Sprintf("may be set by shell function %s, called at line %d", name, c.line), c.line)
 			return ctlNext
 		}
 		// Arguments are expanded for their side effects: ": ${VAR:=default}".
@@ -458,7 +469,7 @@ func (env *shellEnv) markUnknown(name, why string, line int) {
 
 func (env *shellEnv) makeOpaque(why string, line int) {
 	env.vars = map[string]ShellValue{}
-	env.opaque = &ShellUnknown{Why: "may be set by what it " + why, At: env.origin(line)}
+	env.opaque = &ShellUnknown{Why: why, At: env.origin(line)}
 }
 
 func (env *shellEnv) lookup(name string) ShellValue {
@@ -480,14 +491,28 @@ func (env *shellEnv) wordText(w *shWord, mode shMode) (string, bool) {
 	return joinSegments(segs), unk == nil
 }
 
+// Values are capped: no useful command line comes near, and doubling
+// assignments (A=$A$A) must not exhaust memory.
+const (
+	maxShellValueBytes    = 16 << 10
+	maxShellValueSegments = 256
+)
+
 // expand performs parameter expansion and quote removal on a word. As in an
 // assignment, there is no field splitting or pathname expansion.
 func (env *shellEnv) expand(parts []shPart, mode shMode) ([]ShellSegment, *ShellUnknown) {
-	var segs []ShellSegment
+	if len(parts) == 1 && parts[0].kind == partParam && parts[0].param.op == "" {
+		// A plain $VAR shares the variable's segments, which are never
+		// modified in place.
+		return env.expandParam(parts[0].param, mode)
+	}
+	var pieces []ShellSegment
+	size := 0
 	for _, p := range parts {
 		switch p.kind {
 		case partText:
-			segs = appendSegment(segs, ShellSegment{Text: p.text, Origin: env.origin(p.line)})
+			pieces = append(pieces, ShellSegment{Text: p.text, Origin: env.origin(p.line)})
+			size += len(p.text)
 		case partUnknown:
 			return nil, &ShellUnknown{Why: p.text + " at line " + strconv.Itoa(p.line), At: env.origin(p.line)}
 		case partParam:
@@ -495,10 +520,18 @@ func (env *shellEnv) expand(parts []shPart, mode shMode) ([]ShellSegment, *Shell
 			if unk != nil {
 				return nil, unk
 			}
+			pieces = append(pieces, more...)
 			for _, s := range more {
-				segs = appendSegment(segs, s)
+				size += len(s.Text)
 			}
 		}
+		if size > maxShellValueBytes || len(pieces) > 4*maxShellValueSegments {
+			return nil, &ShellUnknown{Why: fmt.Sprintf("value at line %d is too long to evaluate", p.line), At: env.origin(p.line)}
+		}
+	}
+	segs := mergeSegments(pieces)
+	if len(segs) > maxShellValueSegments {
+		return nil, &ShellUnknown{Why: fmt.Sprintf("value at line %d is pieced from too many places", parts[0].line), At: env.origin(parts[0].line)}
 	}
 	return segs, nil
 }
@@ -555,15 +588,30 @@ func (env *shellEnv) expandParam(p *shParam, mode shMode) ([]ShellSegment, *Shel
 	return nil, &ShellUnknown{Why: "unsupported expansion at line " + strconv.Itoa(p.line), At: at}
 }
 
-func appendSegment(segs []ShellSegment, s ShellSegment) []ShellSegment {
-	if s.Text == "" {
-		return segs
+// mergeSegments joins neighbouring pieces written at the same place.
+func mergeSegments(pieces []ShellSegment) []ShellSegment {
+	var segs []ShellSegment
+	for i := 0; i < len(pieces); {
+		j := i + 1
+		for j < len(pieces) && pieces[j].Origin == pieces[i].Origin {
+			j++
+		}
+		if j == i+1 {
+			if pieces[i].Text != "" {
+				segs = append(segs, pieces[i])
+			}
+		} else {
+			var b strings.Builder
+			for _, p := range pieces[i:j] {
+				b.WriteString(p.Text)
+			}
+			if b.Len() > 0 {
+				segs = append(segs, ShellSegment{Text: b.String(), Origin: pieces[i].Origin})
+			}
+		}
+		i = j
 	}
-	if n := len(segs); n > 0 && segs[n-1].Origin == s.Origin {
-		segs[n-1].Text += s.Text
-		return segs
-	}
-	return append(segs, s)
+	return segs
 }
 
 func joinSegments(segs []ShellSegment) string {

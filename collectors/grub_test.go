@@ -241,18 +241,18 @@ GRUB_CMDLINE_LINUX="${E:-colon} ${E-nocolon} ${U:-unset} ${U-unset2} ${E:+alt} $
 		{
 			name:         "sourcing another file makes everything unknown",
 			files:        grubFiles(gd, "GRUB_CMDLINE_LINUX=a\n. /etc/default/site\nGRUB_CMDLINE_LINUX_DEFAULT=quiet\n"),
-			linux:        "unknown at /etc/default/grub:2: may be set by what it sources another file at line 2",
+			linux:        "unknown at /etc/default/grub:2: may be set by the file sourced at line 2",
 			linuxDefault: `[/etc/default/grub:3 "quiet"]`,
-			errs:         []string{"/etc/default/grub: parse error: line 2: GRUB_CMDLINE_LINUX cannot be evaluated: may be set by what it sources another file at line 2"},
+			errs:         []string{"/etc/default/grub: parse error: line 2: GRUB_CMDLINE_LINUX cannot be evaluated: may be set by the file sourced at line 2"},
 		},
 		{
 			name:         "a function call is opaque",
 			files:        grubFiles(gd, "add() {\n  GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX $1\"\n}\nGRUB_CMDLINE_LINUX=a\nadd nosmt\n"),
-			linux:        "unknown at /etc/default/grub:5: may be set by what it calls shell function add at line 5",
-			linuxDefault: "unknown at /etc/default/grub:5: may be set by what it calls shell function add at line 5",
+			linux:        "unknown at /etc/default/grub:5: may be set by shell function add, called at line 5",
+			linuxDefault: "unknown at /etc/default/grub:5: may be set by shell function add, called at line 5",
 			errs: []string{
-				"/etc/default/grub: parse error: line 5: GRUB_CMDLINE_LINUX cannot be evaluated: may be set by what it calls shell function add at line 5",
-				"/etc/default/grub: parse error: line 5: GRUB_CMDLINE_LINUX_DEFAULT cannot be evaluated: may be set by what it calls shell function add at line 5",
+				"/etc/default/grub: parse error: line 5: GRUB_CMDLINE_LINUX cannot be evaluated: may be set by shell function add, called at line 5",
+				"/etc/default/grub: parse error: line 5: GRUB_CMDLINE_LINUX_DEFAULT cannot be evaluated: may be set by shell function add, called at line 5",
 			},
 		},
 		{
@@ -288,6 +288,25 @@ GRUB_CMDLINE_LINUX="${E:-colon} ${E-nocolon} ${U:-unset} ${U-unset2} ${E:+alt} $
 				`/etc/default/grub: parse error: line 3: bad substitution`,
 				`/etc/default/grub: parse error: line 4: "if" is not closed (expecting "fi")`,
 			},
+		},
+		{
+			name:         "a file that is not shell stops being read after 10 errors",
+			files:        grubFiles(gd, strings.Repeat("fi\n", 12)+"GRUB_CMDLINE_LINUX=late\n"),
+			linux:        "unknown at /etc/default/grub:11: may be set after line 11, where reading stopped",
+			linuxDefault: "unknown at /etc/default/grub:11: may be set after line 11, where reading stopped",
+			errs: append(func() (errs []string) {
+				for i := 1; i <= 10; i++ {
+					errs = append(errs, fmt.Sprintf(`/etc/default/grub: parse error: line %d: "fi" unexpected`, i))
+				}
+				return errs
+			}(), "/etc/default/grub: parse error: line 11: more than 10 syntax errors; the rest of the file is not read"),
+		},
+		{
+			name:         "values that grow without bound are capped",
+			files:        grubFiles(gd, "A=x\n"+strings.Repeat("A=$A$A$A$A\n", 8)+"GRUB_CMDLINE_LINUX=\"$A\"\n"),
+			linux:        "unknown at /etc/default/grub:9: value at line 9 is too long to evaluate",
+			linuxDefault: "unset",
+			errs:         []string{"/etc/default/grub: parse error: line 9: GRUB_CMDLINE_LINUX cannot be evaluated: value at line 9 is too long to evaluate"},
 		},
 		{
 			name:         "compound commands parse",

@@ -45,6 +45,11 @@ type shWord struct {
 	assignName string
 	valueStart int
 	ioNumber   bool
+	// pending is literal text not yet closed into a part, so that a long
+	// run of characters costs linear time.
+	pending       []byte
+	pendingLine   int
+	pendingQuoted bool
 }
 
 // literal returns the word's text when it has no quoting or expansion, as
@@ -64,14 +69,26 @@ func (w *shWord) addText(text string, line int, quoted bool) {
 	if text == "" {
 		return
 	}
-	if n := len(w.parts); n > 0 {
-		last := &w.parts[n-1]
-		if last.kind == partText && last.quoted == quoted && last.line == line {
-			last.text += text
-			return
-		}
+	if len(w.pending) > 0 && (w.pendingLine != line || w.pendingQuoted != quoted) {
+		w.flush()
 	}
-	w.parts = append(w.parts, shPart{kind: partText, text: text, line: line, quoted: quoted})
+	if len(w.pending) == 0 {
+		w.pendingLine, w.pendingQuoted = line, quoted
+	}
+	w.pending = append(w.pending, text...)
+}
+
+// flush closes the pending literal text into a part.
+func (w *shWord) flush() {
+	if len(w.pending) > 0 {
+		w.parts = append(w.parts, shPart{kind: partText, text: string(w.pending), line: w.pendingLine, quoted: w.pendingQuoted})
+		w.pending = w.pending[:0]
+	}
+}
+
+func (w *shWord) addPart(p shPart) {
+	w.flush()
+	w.parts = append(w.parts, p)
 }
 
 // splitAssignment recognises NAME=value: the name and "=" must be unquoted.
@@ -130,6 +147,7 @@ type shLexer struct {
 	line     int
 	heredocs []shHeredoc
 	depth    int
+	lines    []int // offset of each line, computed on the first resync
 }
 
 // maxShellDepth bounds nesting so hostile input cannot exhaust the stack.
@@ -206,6 +224,7 @@ func (lx *shLexer) next() (shToken, *shSyntaxError) {
 		}
 	}
 	w, err := lx.readWord()
+	w.flush()
 	if err != nil {
 		w.splitAssignment()
 		err.assignName = w.assignName
@@ -333,7 +352,7 @@ func (lx *shLexer) readDouble(w *shWord) *shSyntaxError {
 			}
 			switch n := lx.src[lx.pos+1]; n {
 			case '$', '`', '"', '\\':
-				w.addText(string(n), lx.line, true)
+				w.addText(lx.src[lx.pos+1:lx.pos+2], lx.line, true)
 				lx.pos += 2
 			case '\n':
 				lx.pos += 2
@@ -355,7 +374,7 @@ func (lx *shLexer) readDouble(w *shWord) *shSyntaxError {
 			lx.line++
 			lx.pos++
 		default:
-			w.addText(string(c), lx.line, true)
+			w.addText(lx.src[lx.pos:lx.pos+1], lx.line, true)
 			lx.pos++
 		}
 	}
@@ -375,7 +394,7 @@ func (lx *shLexer) readBacktick(w *shWord) *shSyntaxError {
 			lx.line++
 		case '`':
 			lx.pos = i + 1
-			w.parts = append(w.parts, shPart{kind: partUnknown, text: "command substitution `...`", line: start})
+			w.addPart(shPart{kind: partUnknown, text: "command substitution `...`", line: start})
 			return nil
 		}
 	}
@@ -458,19 +477,19 @@ func (lx *shLexer) readDollar(w *shWord, inDouble bool) *shSyntaxError {
 		if err := lx.skipParens(); err != nil {
 			return err
 		}
-		w.parts = append(w.parts, shPart{kind: partUnknown, text: why, line: line})
+		w.addPart(shPart{kind: partUnknown, text: why, line: line})
 	case c == '{':
 		p, err := lx.readBraced(inDouble)
 		if err != nil {
 			return err
 		}
-		w.parts = append(w.parts, shPart{kind: partParam, param: p, line: line})
+		w.addPart(shPart{kind: partParam, param: p, line: line})
 	case isNameStart(c):
 		lx.pos++
-		w.parts = append(w.parts, shPart{kind: partParam, param: &shParam{name: lx.readName(), line: line}, line: line})
+		w.addPart(shPart{kind: partParam, param: &shParam{name: lx.readName(), line: line}, line: line})
 	case (c >= '0' && c <= '9') || strings.IndexByte("@*#?-$!", c) >= 0:
 		lx.pos += 2
-		w.parts = append(w.parts, shPart{kind: partParam, param: &shParam{name: string(c), line: line}, line: line})
+		w.addPart(shPart{kind: partParam, param: &shParam{name: string(c), line: line}, line: line})
 	default:
 		w.addText("$", line, inDouble)
 		lx.pos++
@@ -555,6 +574,7 @@ func (lx *shLexer) readBraceWord(start int, inDouble bool) ([]shPart, *shSyntaxE
 		switch {
 		case c == '}':
 			lx.pos++
+			w.flush()
 			return w.parts, nil
 		case c == '\\':
 			if lx.pos+1 >= len(lx.src) {
@@ -587,7 +607,7 @@ func (lx *shLexer) readBraceWord(start int, inDouble bool) ([]shPart, *shSyntaxE
 			lx.line++
 			lx.pos++
 		default:
-			w.addText(string(c), lx.line, true)
+			w.addText(lx.src[lx.pos:lx.pos+1], lx.line, true)
 			lx.pos++
 		}
 	}
@@ -787,7 +807,7 @@ func (p *shParser) resync(line int) bool {
 	if p.err != nil {
 		// The lexer stopped inside a construct that started on line; go
 		// back to the line after it.
-		lx.pos, lx.line = lineStart(lx.src, line+1), line+1
+		lx.pos, lx.line = lx.lineStart(line+1), line+1
 	} else if lx.line <= line {
 		for lx.pos < len(lx.src) && lx.src[lx.pos] != '\n' {
 			lx.pos++
@@ -803,16 +823,19 @@ func (p *shParser) resync(line int) bool {
 }
 
 // lineStart is the offset where line n (1-based) begins.
-func lineStart(src string, n int) int {
-	pos := 0
-	for l := 1; l < n; l++ {
-		i := strings.IndexByte(src[pos:], '\n')
-		if i < 0 {
-			return len(src)
+func (lx *shLexer) lineStart(n int) int {
+	if lx.lines == nil {
+		lx.lines = []int{0}
+		for i := 0; i < len(lx.src); i++ {
+			if lx.src[i] == '\n' {
+				lx.lines = append(lx.lines, i+1)
+			}
 		}
-		pos += i + 1
 	}
-	return pos
+	if n-1 >= len(lx.lines) {
+		return len(lx.src)
+	}
+	return lx.lines[n-1]
 }
 
 func (p *shParser) skipNewlines() {
