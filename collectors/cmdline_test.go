@@ -39,6 +39,15 @@ func TestParseKernelCmdline(t *testing.T) {
 			},
 		},
 		{
+			name: "firecracker microVM with init arguments, from a real host",
+			in:   "mitigations=auto,no_guest_host,no_guest_guest console=ttyS0 quiet reboot=k panic=1 pci=realloc=off fc_dmapin=0xeebe0000,0x3000,0xeebf0000 -- --firecracker-init --addr 0.0.0.0:2024 --max-ws-buffer-size 32768 --auth-required\n",
+			params: map[string]string{
+				"mitigations": "auto,no_guest_host,no_guest_guest", "console": "ttyS0", "quiet": "", "reboot": "k",
+				"panic": "1", "pci": "realloc=off", "fc_dmapin": "0xeebe0000,0x3000,0xeebf0000",
+			},
+			initArgs: []string{"--firecracker-init", "--addr", "0.0.0.0:2024", "--max-ws-buffer-size", "32768", "--auth-required"},
+		},
+		{
 			name: "flag and empty value are both empty",
 			in:   "nosmt mitigations=",
 			args: []arg{{"nosmt", "", false, 0}, {"mitigations", "", true, 6}},
@@ -214,13 +223,15 @@ func TestParseKernelCmdlineFile(t *testing.T) {
 }
 
 // Real command lines: Ubuntu desktop and server, an Ubuntu cloud image, RHEL
-// 9 with crashkernel ranges and LVM, quoted values, init arguments.
+// 9 with crashkernel ranges and LVM, a Firecracker microVM passing init
+// arguments after "--", quoted values.
 var kernelCmdlineSeeds = []string{
 	"BOOT_IMAGE=/boot/vmlinuz-5.15.0-105-generic root=UUID=7c3e1a52-9b1f-4d7e-a0c4-2f6b8e91d3a5 ro quiet splash vt.handoff=7\n",
 	"BOOT_IMAGE=/vmlinuz-6.8.0-45-generic root=/dev/mapper/ubuntu--vg-ubuntu--lv ro\n",
 	"BOOT_IMAGE=/boot/vmlinuz-5.15.0-1019-aws root=PARTUUID=5d1a0b2f-01 ro console=tty1 console=ttyS0 nvme_core.io_timeout=4294967295 panic=-1\n",
 	"BOOT_IMAGE=(hd0,gpt2)/vmlinuz-5.14.0-427.13.1.el9_4.x86_64 root=/dev/mapper/rl-root ro crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rl-swap rd.lvm.lv=rl/root rd.lvm.lv=rl/swap\n",
 	`dyndbg="file drivers/usb/* +p" "acpi_osi=Windows 2020" console="ttyS0 -- init=/bin/sh -- single "x=a b"` + "\n",
+	"mitigations=auto,no_guest_host,no_guest_guest console=ttyS0 quiet reboot=k panic=1 random.trust_cpu=1 swiotlb=noforce psi=1 page_reporting.page_reporting_order=11 deferred_init=lazy nested_pvm=1 rdinit=/process_api pci=realloc=off driver_async_probe=mlx5_core memhp_default_state=online_kernel fc_dmapin=0xeebe0000,0x3000,0xeebf0000 -- --firecracker-init --addr 0.0.0.0:2024 --max-ws-buffer-size 32768 --block-local-connections --log-vsock-port 5002 --control-vsock-port 5001 --listen-vsock-port 2024 --tcp-readiness-only --auth-required\n",
 	"ro\x00", "\"", "\"\"", "=", "a=\"", "\xa0\"=\"\xa0",
 }
 

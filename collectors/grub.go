@@ -52,13 +52,7 @@ type ShellValue struct {
 	AssignedAt ShellOrigin
 }
 
-func (v ShellValue) String() string {
-	var b strings.Builder
-	for _, s := range v.Segments {
-		b.WriteString(s.Text)
-	}
-	return b.String()
-}
+func (v ShellValue) String() string { return joinSegments(v.Segments) }
 
 // GrubFile is one sourced file: its path on the host and its contents.
 type GrubFile struct {
@@ -81,8 +75,8 @@ func newGrubError(file string, line int, format string, args ...any) *GrubError 
 		err: fmt.Errorf("%w: line %d: %s", ErrParse, line, fmt.Sprintf(format, args...))}
 }
 
-// GrubDefaults is the outcome of sourcing the GRUB defaults files.
-type GrubDefaults struct {
+// GrubEvaluation is the outcome of sourcing the GRUB defaults files.
+type GrubEvaluation struct {
 	Linux        ShellValue // GRUB_CMDLINE_LINUX
 	LinuxDefault ShellValue // GRUB_CMDLINE_LINUX_DEFAULT
 	// Errors are syntax errors, and a command-line variable that cannot be
@@ -108,7 +102,7 @@ const maxGrubErrorsPerFile = 10
 
 // EvalGrubDefaults sources files in order, as grub-mkconfig does, and
 // returns the two command-line variables that 10_linux passes to Linux.
-func EvalGrubDefaults(files []GrubFile) GrubDefaults {
+func EvalGrubDefaults(files []GrubFile) GrubEvaluation {
 	env := newShellEnv()
 	for _, name := range grubRuntimeVars {
 		env.runtime[name] = true
@@ -118,7 +112,7 @@ func EvalGrubDefaults(files []GrubFile) GrubDefaults {
 			break
 		}
 	}
-	res := GrubDefaults{
+	res := GrubEvaluation{
 		Linux:        env.lookup("GRUB_CMDLINE_LINUX"),
 		LinuxDefault: env.lookup("GRUB_CMDLINE_LINUX_DEFAULT"),
 		Errors:       env.errors,
