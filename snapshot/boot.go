@@ -6,12 +6,16 @@ type Boot struct {
 	Configured BootConfig `json:"configured"`
 }
 
-// Cmdline is one kernel command line and its parameters. A flag without "=" has
-// the value "". When a parameter repeats, the last occurrence wins, as in the kernel.
+// Cmdline is one kernel command line and its parameters, split as the kernel
+// splits them. A flag without "=" has the value "". When a parameter repeats,
+// the last occurrence wins, as in the kernel.
 type Cmdline struct {
 	Present bool              `json:"present"`
 	Cmdline string            `json:"cmdline"`
 	Params  map[string]string `json:"params"`
+	// InitArgs are the words after a bare "--", which the kernel passes to
+	// init and does not interpret.
+	InitArgs []string `json:"init_args,omitempty"`
 }
 
 // BootConfig is the command line the boot loader configuration will pass at the
@@ -24,14 +28,19 @@ type BootConfig struct {
 	Cmdline
 	// Grub holds the GRUB variables after sourcing /etc/default/grub and grub.d.
 	Grub *GrubDefaults `json:"grub,omitempty"`
-	// KernelCmdline is /etc/kernel/cmdline when present.
+	// KernelCmdline is /etc/kernel/cmdline (or /usr/lib/kernel/cmdline) when present.
 	KernelCmdline *Cmdline `json:"kernel_cmdline,omitempty"`
 }
 
 // GrubDefaults are the two command-line variables grub-mkconfig passes to
 // Linux entries. Normal entries get LINUX followed by LINUX_DEFAULT.
 type GrubDefaults struct {
-	CmdlineLinux        string   `json:"cmdline_linux"`
-	CmdlineLinuxDefault string   `json:"cmdline_linux_default"`
-	Files               []string `json:"files"`
+	CmdlineLinux        string `json:"cmdline_linux"`
+	CmdlineLinuxDefault string `json:"cmdline_linux_default"`
+	// Files are the files sourced, in order.
+	Files []string `json:"files"`
+	// Unknown names the variables (of the two) that cannot be evaluated without
+	// running the shell; they are left out of the configured params and
+	// reported in errors.
+	Unknown []string `json:"unknown,omitempty"`
 }
