@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestCollectBootFixtures(t *testing.T) {
@@ -232,7 +233,7 @@ func TestCollectBootFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.boot, snap.Boot); diff != "" {
+			if diff := cmp.Diff(tt.boot, snap.Boot, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("boot (-want +got):\n%s", diff)
 			}
 			sources := map[string]string{}
@@ -254,7 +255,7 @@ func TestCollectBootFixtures(t *testing.T) {
 					errs = append(errs, e)
 				}
 			}
-			if diff := cmp.Diff(tt.errors, errs); diff != "" {
+			if diff := cmp.Diff(tt.errors, errs, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 			doc, err := snapshot.Generic(snap)
@@ -340,7 +341,7 @@ func TestCollectBootLoaders(t *testing.T) {
 			if cfg.Loader != tt.loader {
 				t.Errorf("loader = %q, want %q", cfg.Loader, tt.loader)
 			}
-			if diff := cmp.Diff(tt.params, cfg.Params); diff != "" {
+			if diff := cmp.Diff(tt.params, cfg.Params, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("params (-want +got):\n%s", diff)
 			}
 			sources := map[string]string{}
