@@ -425,7 +425,7 @@ match:
   labels: {team: batch, node.kubernetes.io/instance-type: "*"}
 `,
 		// Even with a match section, common is never a host's fleet by matching.
-		"common.yaml": "match: {hostnames: ['*']}\n",
+		"common.yaml":     "match: {hostnames: ['*']}\n",
 		"zz-nomatch.yaml": "includes: [common]\n",
 	})
 	s := mustLoad(t, true, dir)
