@@ -21,6 +21,8 @@
 // then group name). One exception, for Fleet: when two groups of a host
 // that are not parent and child set different fleets, or one host is given
 // two fleets, Load fails instead of letting group depth or name order pick.
+// Values are taken literally: Jinja templates are not rendered, and the
+// group_vars and host_vars directories beside an inventory are not read.
 //
 // In every format a relative root resolves against the inventory file's
 // folder. A root that does not exist is not an error here: the audit reports

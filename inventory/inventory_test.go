@@ -428,6 +428,19 @@ func TestNative(t *testing.T) {
 	})
 }
 
+func TestFleetConflictIsTyped(t *testing.T) {
+	for _, src := range []string{
+		"[a]\nh fleetaudit_fleet=x\n[b]\nh fleetaudit_fleet=y\n",
+		"[a]\nh\n[b]\nh\n[a:vars]\nfleetaudit_fleet=x\n[b:vars]\nfleetaudit_fleet=y\n",
+		"[a:vars]\nfleetaudit_fleet=x\n[a:vars]\nfleetaudit_fleet=y\n[a]\nh\n",
+	} {
+		_, err := Parse("/inv/hosts", []byte(src))
+		if !errors.Is(err, ErrFleetConflict) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Parse(%q) = %v, want ErrFleetConflict and ErrInvalid", src, err)
+		}
+	}
+}
+
 func TestRelativeRoots(t *testing.T) {
 	tests := []struct{ path, root, want string }{
 		{"/etc/fleetaudit/inventory.yaml", "roots/a", "/etc/fleetaudit/roots/a"},
