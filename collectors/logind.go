@@ -25,6 +25,12 @@ func collectLogind(c *collection) {
 	const name = "logind"
 	lg := &c.snap.Logind
 	lg.Files = []string{}
+	if bin, ok := c.firstExisting(logindBinaries); ok {
+		lg.Installed = true
+		c.from("logind.installed", bin, 0)
+	} else {
+		c.defaulted("logind.installed", "no systemd-logind binary in /usr/lib/systemd or /lib/systemd")
+	}
 
 	var files []string
 	for _, f := range c.listConfFiles(name, logindDropinDirs, ".conf") {
@@ -68,6 +74,10 @@ func collectLogind(c *collection) {
 	lg.RemoveIPCDefault = true
 	c.defaulted(removeIPCFact, why)
 }
+
+// logindBinaries are where distributions install systemd-logind (split-usr
+// hosts keep it under /lib).
+var logindBinaries = []string{"/usr/lib/systemd/systemd-logind", "/lib/systemd/systemd-logind"}
 
 func logindBool(b bool) string {
 	if b {

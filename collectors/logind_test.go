@@ -1,6 +1,7 @@
 package collectors
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -346,6 +347,31 @@ func TestCollectLogindFixtureDefaults(t *testing.T) {
 			if got.RemoveIPC != tt.want || !got.RemoveIPCDefault || c.snap.Sources["logind.remove_ipc"] != tt.from {
 				t.Errorf("remove_ipc %q default %v from %q, want %q from %q",
 					got.RemoveIPC, got.RemoveIPCDefault, c.snap.Sources["logind.remove_ipc"], tt.want, tt.from)
+			}
+		})
+	}
+}
+
+// TestLogindInstalled: a host without systemd-logind never applies RemoveIPC,
+// so policies must be able to tell (seen on a real GPU VM without systemd).
+func TestLogindInstalled(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		fsys   fstest.MapFS
+		want   bool
+		source string
+	}{
+		{"merged usr", fstest.MapFS{"usr/lib/systemd/systemd-logind": {Mode: 0o755}}, true, "/usr/lib/systemd/systemd-logind"},
+		{"split usr", fstest.MapFS{"lib/systemd/systemd-logind": {Mode: 0o755}}, true, "/lib/systemd/systemd-logind"},
+		{"absent", fstest.MapFS{"etc/os-release": {Data: []byte("ID=ubuntu\n")}}, false, "default: no systemd-logind binary in /usr/lib/systemd or /lib/systemd"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, err := Collect(context.Background(), FS(tt.fsys), Options{Hostname: "h"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Logind.Installed != tt.want || snap.Sources["logind.installed"] != tt.source {
+				t.Errorf("installed = %v from %q, want %v from %q", snap.Logind.Installed, snap.Sources["logind.installed"], tt.want, tt.source)
 			}
 		})
 	}

@@ -44,6 +44,6 @@ func collectProcesses(c *collection) {
 		}
 	}
 	if _, set := c.snap.Sources["nvidia.persistenced"]; scanned > 0 && !set {
-		c.defaulted("nvidia.persistenced", "no nvidia-persistenced among "+strconv.Itoa(scanned)+" processes in /proc")
+		c.defaulted("nvidia.persistenced", "no nvidia-persistenced process in /proc")
 	}
 }

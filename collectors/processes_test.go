@@ -47,7 +47,7 @@ func TestCollectProcesses(t *testing.T) {
 		if c.snap.NVIDIA.Persistenced {
 			t.Error("persistenced = true")
 		}
-		if got := c.snap.Sources["nvidia.persistenced"]; got != "default: no nvidia-persistenced among 2 processes in /proc" {
+		if got := c.snap.Sources["nvidia.persistenced"]; got != "default: no nvidia-persistenced process in /proc" {
 			t.Errorf("source = %q", got)
 		}
 	})
