@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -13,8 +15,6 @@ import (
 // ErrSchema is returned (wrapped) when a document is not a snapshot this
 // build can read.
 var ErrSchema = errors.New("unsupported snapshot schema")
-
-type rawField = json.RawMessage
 
 // snapshotFields is Snapshot without its methods, so the codec can use the
 // default struct encoding.
@@ -30,8 +30,8 @@ func New(host string) *Snapshot {
 	}
 }
 
-// MarshalJSON writes the snapshot, including any top-level fields that were
-// read from a newer schema and not understood.
+// MarshalJSON writes the snapshot, including any fields that were read from
+// a newer schema and not understood, at any depth.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
 	known, err := json.Marshal(snapshotFields(s))
 	if err != nil {
@@ -40,20 +40,11 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	if len(s.unknown) == 0 {
 		return known, nil
 	}
-	var merged map[string]json.RawMessage
-	if err := json.Unmarshal(known, &merged); err != nil {
-		return nil, err
-	}
-	for k, v := range s.unknown {
-		if _, ok := merged[k]; !ok {
-			merged[k] = v
-		}
-	}
-	return json.Marshal(merged)
+	return withUnknown(known, s.unknown)
 }
 
 // UnmarshalJSON reads a snapshot, checking its schema first and keeping
-// top-level fields it does not know.
+// fields it does not know.
 func (s *Snapshot) UnmarshalJSON(data []byte) error {
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(data, &all); err != nil {
@@ -73,15 +64,7 @@ func (s *Snapshot) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*s = Snapshot(fields)
-	known := knownKeys()
-	for k, v := range all {
-		if !known[k] {
-			if s.unknown == nil {
-				s.unknown = map[string]rawField{}
-			}
-			s.unknown[k] = v
-		}
-	}
+	findUnknown(reflect.TypeOf(fields), data, nil, &s.unknown)
 	if s.Sources == nil {
 		s.Sources = map[string]string{}
 	}
@@ -91,24 +74,14 @@ func (s *Snapshot) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Unknown returns the names of top-level fields kept from a newer schema.
+// Unknown returns the fact paths of fields kept from a newer schema.
 func (s *Snapshot) Unknown() []string {
-	names := make([]string, 0, len(s.unknown))
-	for k := range s.unknown {
-		names = append(names, k)
+	paths := make([]string, 0, len(s.unknown))
+	for _, u := range s.unknown {
+		paths = append(paths, strings.Join(append(u.path[:len(u.path):len(u.path)], u.key), "."))
 	}
-	return names
-}
-
-func knownKeys() map[string]bool {
-	b, _ := json.Marshal(snapshotFields{Labels: map[string]string{"": ""}, Pods: []Pod{nil}})
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	keys := make(map[string]bool, len(m))
-	for k := range m {
-		keys[k] = true
-	}
-	return keys
+	slices.Sort(paths)
+	return paths
 }
 
 // CheckSchema accepts "fleetaudit.snapshot/v1" and minor revisions of it

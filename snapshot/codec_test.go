@@ -43,7 +43,10 @@ func TestCheckSchema(t *testing.T) {
 
 func TestRoundTripKeepsUnknownFields(t *testing.T) {
 	in := `{"schema":"fleetaudit.snapshot/v1.1","host":"gpu-a-001","collected_at":"2026-11-30T00:00:00Z",
-	"kernel":{"release":"6.8.0"},"sources":{"kernel.release":"/proc/sys/kernel/osrelease"},"errors":[],
+	"kernel":{"release":"6.8.0","livepatch":"lp-3"},
+	"rdma":{"devices":{"mlx5_0":{"driver":"mlx5_core","ports":{"1":{"state":"ACTIVE","fec":"rs"}},"numa_node":1}}},
+	"libraries":{"nccl":[{"version":"2.21.5","path":"/x","build":"cuda12.4"}]},
+	"sources":{"kernel.release":"/proc/sys/kernel/osrelease"},"errors":[],
 	"gpu_topology":{"nvlink":[1,2,3]},"x_site":"r12"}`
 	s, err := DecodeBytes([]byte(in))
 	if err != nil {
@@ -66,6 +69,22 @@ func TestRoundTripKeepsUnknownFields(t *testing.T) {
 	}
 	if out["x_site"] != "r12" {
 		t.Errorf("x_site = %v, want r12", out["x_site"])
+	}
+	for path, want := range map[string]any{
+		"kernel.livepatch":                  "lp-3",
+		"rdma.devices.mlx5_0.numa_node":     1.0,
+		"rdma.devices.mlx5_0.ports.1.fec":   "rs",
+		"rdma.devices.mlx5_0.ports.1.state": "ACTIVE",
+		"libraries.nccl.0.build":            "cuda12.4",
+		"libraries.nccl.0.version":          "2.21.5",
+	} {
+		if got, ok := Lookup(out, path); !ok || got != want {
+			t.Errorf("%s = %v (%v) after round trip, want %v", path, got, ok, want)
+		}
+	}
+	wantUnknown := []string{"gpu_topology", "kernel.livepatch", "libraries.nccl.0.build", "rdma.devices.mlx5_0.numa_node", "rdma.devices.mlx5_0.ports.1.fec", "x_site"}
+	if diff := cmp.Diff(wantUnknown, s.Unknown()); diff != "" {
+		t.Errorf("Unknown() (-want +got):\n%s", diff)
 	}
 	if out["schema"] != "fleetaudit.snapshot/v1.1" {
 		t.Errorf("schema rewritten to %v", out["schema"])
@@ -137,4 +156,33 @@ func TestLookupDottedKeys(t *testing.T) {
 			t.Errorf("Lookup(%q) = %v, %v; want %v, %v", tt.path, got, ok, tt.want, tt.ok)
 		}
 	}
+}
+
+// FuzzDecode: any input either fails to decode or survives encode and a
+// second decode unchanged, unknown fields included.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"schema":"fleetaudit.snapshot/v1","host":"h","kernel":{"release":"6.8.0","x":1}}`))
+	f.Add([]byte(`{"schema":"fleetaudit.snapshot/v1.9","rdma":{"devices":{"a":{"ports":{"1":{"y":[1]}}}}},"z":null}`))
+	f.Add([]byte(`{"schema":"fleetaudit.snapshot/v2"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeBytes(data)
+		if err != nil {
+			return
+		}
+		var first bytes.Buffer
+		if err := Encode(&first, s); err != nil {
+			t.Fatalf("encode after decode: %v", err)
+		}
+		again, err := DecodeBytes(first.Bytes())
+		if err != nil {
+			t.Fatalf("re-decode: %v\n%s", err, first.Bytes())
+		}
+		var second bytes.Buffer
+		if err := Encode(&second, again); err != nil {
+			t.Fatal(err)
+		}
+		if first.String() != second.String() {
+			t.Fatalf("not stable:\n%s\n%s", first.Bytes(), second.Bytes())
+		}
+	})
 }

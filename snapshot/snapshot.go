@@ -54,8 +54,8 @@ type Snapshot struct {
 	// is still valid.
 	Errors []CollectionError `json:"errors"`
 
-	// unknown holds top-level fields written by a newer fleetaudit.
-	unknown map[string]rawField
+	// unknown holds fields written by a newer fleetaudit.
+	unknown []unknownField
 }
 
 // Origin says how the snapshot was produced.
