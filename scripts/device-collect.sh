@@ -16,5 +16,5 @@ if command -v setpriv >/dev/null; then
   cp "$tmp/nobody.json" "$OUT/nobody.json"
 fi
 bash "$(dirname "$0")/node-facts.sh"
-tail -3 "$OUT/root.stderr" "$OUT/nobody.stderr"
+tail -n 3 "$OUT/root.stderr" "$OUT/nobody.stderr"
 grep -E "Elapsed|Maximum resident" "$OUT/root.stderr"

@@ -27,3 +27,6 @@ echo "== persistenced"; pgrep -a nvidia-persist; cat /proc/*/comm 2>/dev/null | 
 echo "== pci nvidia"; for d in /sys/bus/pci/devices/*; do v=$(cat $d/vendor); c=$(cat $d/class); case $c in 0x0300*|0x0302*|0x0680*|0x0200*|0x0207*) echo $(basename $d) $v $c $(readlink -f $d) $(stat -c %s $d/config);; esac; done | head -40
 echo "== container?"; cat /proc/1/cgroup | head -3; ls -la /.dockerenv 2>&1; cat /proc/1/comm; df -h / | tail -1
 echo "== go"; which go; ls /usr/local/go 2>&1 | head -2
+echo "== sysctl configured but absent"; for k in kernel/sysrq kernel/yama/ptrace_scope; do ls -la /proc/sys/$k 2>&1; done
+echo "== logind binary"; ls -la /usr/lib/systemd/systemd-logind /lib/systemd/systemd-logind 2>&1
+echo "== library dirs"; ls -la /usr/lib/x86_64-linux-gnu/libnccl* /usr/local/nvidia/lib64/libnvidia-ml* /usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart* 2>&1
