@@ -56,6 +56,9 @@ type FleetConfig struct {
 	Rules []string
 	// Params are data.fleetaudit.params for the fleet's rules.
 	Params map[string]any
+	// Severity overrides the severity of findings by rule id; it wins over
+	// both the METADATA severity and a rule's own per-finding severity.
+	Severity map[string]string
 }
 
 // Engine evaluates snapshots against the compiled rules. It is immutable
@@ -71,6 +74,7 @@ type Engine struct {
 
 type fleetQueries struct {
 	host, fleet *preparedScope
+	severity    map[string]string
 }
 
 // preparedScope is one prepared query binding each enabled rule of a scope
@@ -181,11 +185,19 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 			}
 		}
 	}
+	for id, sev := range fc.Severity {
+		if _, ok := e.byID[id]; !ok {
+			return nil, fmt.Errorf("severity: no rule has id %q", id)
+		}
+		if SeverityRank(sev) == 0 {
+			return nil, fmt.Errorf("severity of %s: %q is not one of critical, high, medium, low, info", id, sev)
+		}
+	}
 	store, err := fleetStore(docs, name, fc.Params)
 	if err != nil {
 		return nil, err
 	}
-	var fq fleetQueries
+	fq := fleetQueries{severity: maps.Clone(fc.Severity)}
 	for _, scope := range []Scope{ScopeHost, ScopeFleet} {
 		var rules []*Rule
 		for _, r := range enabled {

@@ -19,6 +19,9 @@ import (
 // in its generic JSON form (numbers as json.Number or float64). Findings
 // come sorted by rule id, then in the rule's own (deterministic) order.
 func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string) ([]Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	fq, ok := e.fleets[fleet]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
@@ -37,13 +40,16 @@ func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string)
 	host, _ := doc["host"].(string)
 	return fq.host.findings(rs, func(*Rule, map[string]any) (string, map[string]any, error) {
 		return host, doc, nil
-	}, fleet)
+	}, fleet, fq.severity)
 }
 
 // EvalFleet evaluates the fleet-wide rules enabled for fleet over the
 // projections (see Project) of its hosts. Host names must be unique.
 // Findings come sorted by host, then rule id.
 func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	fq, ok := e.fleets[fleet]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
@@ -79,7 +85,7 @@ func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string
 			return "", nil, fmt.Errorf("rule %s: finding names host %q, which is not in fleet %q", r.ID, name, fleet)
 		}
 		return name, doc, nil
-	}, fleet)
+	}, fleet, fq.severity)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +97,8 @@ func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string
 // evidence resolves against.
 type hostOf func(r *Rule, f map[string]any) (string, map[string]any, error)
 
-func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string) ([]Finding, error) {
+// findings decodes the query result; severity holds the fleet's overrides.
+func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, severity map[string]string) ([]Finding, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("policy query returned %d results, want 1", len(rs))
 	}
@@ -108,6 +115,9 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string) ([
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 				continue
+			}
+			if s, ok := severity[r.ID]; ok {
+				f.Severity = s
 			}
 			out = append(out, f)
 		}
@@ -145,7 +155,7 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 	if s, ok := m["severity"]; ok {
 		sev, _ := s.(string)
 		if SeverityRank(sev) == 0 {
-			return Finding{}, fmt.Errorf("finding severity %v is not one of critical, high, medium, low", s)
+			return Finding{}, fmt.Errorf("finding severity %v is not one of critical, high, medium, low, info", s)
 		}
 		f.Severity = sev
 	}

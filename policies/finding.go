@@ -6,18 +6,23 @@ const (
 	SeverityHigh     = "high"
 	SeverityMedium   = "medium"
 	SeverityLow      = "low"
+	// SeverityInfo is for fleet profiles that demote a rule to a note.
+	SeverityInfo = "info"
 )
 
-// SeverityRank orders severities: critical 4, high 3, medium 2, low 1, other 0.
+// SeverityRank orders severities from critical (5) to info (1); anything
+// else is 0.
 func SeverityRank(s string) int {
 	switch s {
 	case SeverityCritical:
-		return 4
+		return 5
 	case SeverityHigh:
-		return 3
+		return 4
 	case SeverityMedium:
-		return 2
+		return 3
 	case SeverityLow:
+		return 2
+	case SeverityInfo:
 		return 1
 	}
 	return 0

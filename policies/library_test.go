@@ -23,7 +23,7 @@ func TestLibraryRegoTests(t *testing.T) {
 	}
 	compiler := ast.NewCompiler().WithCapabilities(caps).WithStrict(true).WithDefaultRegoVersion(ast.RegoV1)
 	store := inmem.New()
-	txn := storage_read(t, ctx, store)
+	txn := storageRead(t, ctx, store)
 	ch, err := tester.NewRunner().SetCompiler(compiler).SetStore(store).SetModules(mods).RaiseBuiltinErrors(true).RunTests(ctx, txn)
 	if err != nil {
 		t.Fatal(err)

@@ -215,7 +215,7 @@ func ruleFromAnnotations(a *ast.Annotations, ref ast.Ref, scope Scope) (*Rule, e
 	if r.Severity, ok = customString(a.Custom, "severity"); !ok {
 		missing("custom.severity")
 	} else if SeverityRank(r.Severity) == 0 {
-		problems = append(problems, fmt.Sprintf("custom.severity %q is not one of critical, high, medium, low", r.Severity))
+		problems = append(problems, fmt.Sprintf("custom.severity %q is not one of critical, high, medium, low, info", r.Severity))
 	}
 	if r.Profiles, ok = customStrings(a.Custom, "profiles"); !ok {
 		missing("custom.profiles (a list, e.g. [gpu-training] or [all])")

@@ -6,11 +6,17 @@ import data.fleetaudit.lib.skew
 import data.fleetaudit.lib.version
 
 # A host's NCCL builds as one comparable value: its versions sorted and joined.
-# Hosts without NCCL on the host (containers bring their own) do not vote.
+# Hosts without NCCL on the host (containers bring their own) do not vote,
+# nor do copies whose version could not be read.
 nccl_values := {h.host: concat(",", sort(vs)) |
 	some h in input.hosts
-	vs := {l.version | some l in h.libraries.nccl; is_string(l.version); l.version != ""}
+	vs := {l.version | some l in h.libraries.nccl; known(l.version)}
 	count(vs) > 0
+}
+
+known(v) if {
+	is_string(v)
+	not v in {"", "unknown"}
 }
 
 nccl_expected := skew.expected(nccl_values, nccl_key(nccl_baseline))
@@ -55,8 +61,7 @@ nccl_version_skew contains f if {
 driver_values := {h.host: v |
 	some h in input.hosts
 	v := h.nvidia.driver_version
-	is_string(v)
-	v != ""
+	known(v)
 }
 
 driver_expected := skew.expected(driver_values, driver_baseline)

@@ -92,7 +92,15 @@ test_driver_no_consensus_within_branch_is_medium if {
 	}
 }
 
+test_unknown_nccl_versions_do_not_vote if {
+	fleet := {"fleet": "gpu", "hosts": [
+		nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5", "unknown"]),
+		nccl_host("c", ["unknown"]),
+	]}
+	count(versions.nccl_version_skew) == 0 with input as fleet
+}
+
 test_hosts_without_driver_do_not_vote if {
-	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), {"host": "b", "nvidia": {"driver_version": ""}}, {"host": "c"}]}
+	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), {"host": "b", "nvidia": {"driver_version": ""}}, {"host": "c"}, driver_host("d", "unknown")]}
 	count(versions.driver_version_skew) == 0 with input as fleet
 }

@@ -74,15 +74,18 @@ nonzero_size(v) if {
 }
 
 # Why a pinned page in CMA turns into a failed registration on this host.
-pin_reasons contains "RDMA devices are present" if count(input.rdma.devices) > 0
+# (A helper, so a complete rule: every multi-value rule here is a finding rule.)
+pin_reasons := {why | some kind in ["rdma", "driver", "arm64"]; why := pin_reason(kind)}
 
-pin_reasons contains sprintf("driver %s pins host pages without FOLL_LONGTERM", [v]) if {
+pin_reason("rdma") := "RDMA devices are present" if count(input.rdma.devices) > 0
+
+pin_reason("driver") := sprintf("driver %s pins host pages without FOLL_LONGTERM", [v]) if {
 	v := input.nvidia.driver_version
 	not arm64
 	version.less(v, foll_longterm_min_driver)
 }
 
-pin_reasons contains "the driver pins host pages without FOLL_LONGTERM on aarch64" if {
+pin_reason("arm64") := "the driver pins host pages without FOLL_LONGTERM on aarch64" if {
 	input.nvidia.present == true
 	arm64
 }

@@ -3,8 +3,11 @@ package fleetaudit.rules.boot_test
 import data.fleetaudit.rules.boot
 
 # The incident host: hugetlb_cma=6G from a shared GRUB drop-in, RDMA, R535.
+# patched replaces whole top-level sections of host.
+patched(host, sections) := object.union(object.remove(host, object.keys(sections)), sections)
+
 # with_boot is the incident host with other boot params.
-with_boot(running, configured) := object.union(object.remove(incident, ["boot"]), {"boot": {
+with_boot(running, configured) := patched(incident, {"boot": {
 	"running": {"params": running},
 	"configured": {"params": configured},
 }})
@@ -14,7 +17,7 @@ incident := {
 		"running": {"params": {"hugetlb_cma": "6G", "iommu": "pt"}},
 		"configured": {"params": {"hugetlb_cma": "6G", "iommu": "pt"}},
 	},
-	"rdma": {"devices": [{"name": "mlx5_0", "driver": "mlx5_core", "ports": []}]},
+	"rdma": {"devices": {"mlx5_0": {"driver": "mlx5_core", "ports": {"1": {"state": "ACTIVE"}}}}},
 	"nvidia": {"present": true, "driver_version": "535.104.05", "flavor": "proprietary"},
 	"kernel": {"arch": "x86_64"},
 	"memory": {"cma_total_kb": 6291456},
@@ -33,8 +36,8 @@ test_incident_host_is_critical if {
 }
 
 test_no_rdma_new_driver_is_high if {
-	host := object.union(incident, {
-		"rdma": {"devices": []},
+	host := patched(incident, {
+		"rdma": {"devices": {}},
 		"nvidia": {"present": true, "driver_version": "550.90.07"},
 		"memory": {"cma_total_kb": 0},
 	})
@@ -44,20 +47,20 @@ test_no_rdma_new_driver_is_high if {
 }
 
 test_old_driver_without_rdma_is_critical if {
-	host := object.union(incident, {"rdma": {"devices": []}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
+	host := patched(incident, {"rdma": {"devices": {}}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
 	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
 	f.severity == "critical"
 }
 
 test_driver_boundary_is_a_param if {
-	host := object.union(incident, {"rdma": {"devices": []}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
+	host := patched(incident, {"rdma": {"devices": {}}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
 	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host with data.fleetaudit.params as {"foll_longterm_min_driver": "545.23.06"}]
 	f.severity == "high"
 }
 
 test_aarch64_is_critical_at_any_driver if {
-	host := object.union(incident, {
-		"rdma": {"devices": []},
+	host := patched(incident, {
+		"rdma": {"devices": {}},
 		"nvidia": {"present": true, "driver_version": "570.86.15"},
 		"kernel": {"arch": "aarch64"},
 	})
