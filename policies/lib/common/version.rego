@@ -1,11 +1,14 @@
 # Version strings as fleets report them ("550.90.07", "2.18.3", "5.15.0-105-generic").
 package fleetaudit.lib.version
 
-# parse turns the leading dotted numbers of a version into a list of numbers,
-# so versions compare with < as Rego compares arrays: element by element.
-# Zero-padded parts ("07") compare as numbers; to_number refuses leading zeros.
-parse(v) := [to_number(regex.replace(p, `^0+([0-9])`, "$1")) | some p in split(leading, ".")] if {
-	leading := regex.find_n(`^[0-9]+(\.[0-9]+)*`, v, 1)[0]
+# parse turns the dotted numbers of a version, before any "-" or "+"
+# suffix, into a list of numbers, so versions compare with < as Rego
+# compares arrays: element by element. It is undefined unless every part is
+# a number. units.parse reads zero-padded parts ("07"), which to_number
+# refuses; few builtin calls, as this runs for every host.
+parse(v) := [units.parse(p) | some p in split(core, ".")] if {
+	core := split(split(v, "-")[0], "+")[0]
+	regex.match(`^[0-9]+(\.[0-9]+)*$`, core)
 }
 
 # less is true when version a is older than version b.

@@ -11,6 +11,7 @@ test_parse if {
 test_parse_rejects_non_versions if {
 	not version.parse("unknown")
 	not version.parse("")
+	not version.parse("2.18.x")
 }
 
 test_less if {

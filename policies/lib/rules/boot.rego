@@ -69,8 +69,7 @@ hugetlb_cma_on_gpu contains f if {
 # "64M@0-4G", "0x4000000") reserves memory on some node.
 nonzero_size(v) if {
 	some part in split(v, ",")
-	size := regex.replace(part, `^[0-9]+:`, "")
-	regex.match(`^(0[xX]0*[1-9a-fA-F]|0*[1-9])`, size)
+	regex.match(`^([0-9]+:)?(0[xX]0*[1-9a-fA-F]|0*[1-9])[^:]*$`, part)
 }
 
 # Why a pinned page in CMA turns into a failed registration on this host.

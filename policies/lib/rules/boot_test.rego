@@ -88,13 +88,13 @@ test_zero_size_passes if {
 }
 
 test_zero_sizes if {
-	every v in ["0", "0G", "0M", "0:0,1:0", "0x0", ""] {
+	every v in ["0", "0G", "0M", "0:0,1:0", "1:0", "0x0", "0x000", ""] {
 		not boot.nonzero_size(v)
 	}
 }
 
 test_nonzero_sizes if {
-	every v in ["6G", "1", "0:1G,1:0", "0x40000000", "00012M"] {
+	every v in ["6G", "1", "0:1G,1:0", "1:0,0:2G", "0x40000000", "00012M", "64M@0-4G"] {
 		boot.nonzero_size(v)
 	}
 }
