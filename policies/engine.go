@@ -3,8 +3,10 @@
 // fleet and scope, and evaluates host snapshots and fleet projections
 // concurrently.
 //
-// Host rules are multi-value rules in packages under data.fleetaudit.rules;
-// they see one snapshot as input. Fleet-wide rules live under
+// Host rules are multi-value rules in packages under data.fleetaudit.rules
+// (every `name contains f if` rule there is a finding rule; helpers are
+// complete rules, functions, or live elsewhere); they see one snapshot as
+// input. Fleet-wide rules live under
 // data.fleetaudit.fleet_rules and see {"fleet": name, "hosts": [projection]}.
 // Both read the fleet's parameters at data.fleetaudit.params and its name at
 // data.fleetaudit.fleet. Each rule yields finding objects
@@ -248,28 +250,18 @@ func prepare(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, store
 // data.fleetaudit.fleet and data.fleetaudit.params. Values are kept as AST,
 // so rules read params without a conversion per evaluation.
 func fleetStore(docs map[string]any, fleet string, params map[string]any) (storage.Store, error) {
-	data := make(map[string]any, len(docs)+1)
-	maps.Copy(data, docs)
-	own := map[string]any{}
-	if v, ok := docs["fleetaudit"]; ok {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, errors.New("policy data: data.fleetaudit must be an object")
-		}
-		for k, v := range m {
-			if k == "params" || k == "fleet" {
-				return nil, fmt.Errorf("policy data: data.fleetaudit.%s is reserved for the fleet profile; put the value in the profile's params", k)
-			}
-			own[k] = v
-		}
+	if _, ok := docs["fleetaudit"]; ok {
+		// The engine's params and the rule packages live there; a base
+		// document would collide with them.
+		return nil, errors.New("policy data: data.fleetaudit is reserved for the engine and its rules; put data files under another path (fleet parameters belong in the fleet profile's params)")
 	}
 	p, err := jsonObject(params)
 	if err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
-	own["params"] = p
-	own["fleet"] = fleet
-	data["fleetaudit"] = own
+	data := make(map[string]any, len(docs)+1)
+	maps.Copy(data, docs)
+	data["fleetaudit"] = map[string]any{"params": p, "fleet": fleet}
 	return inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true)), nil
 }
 

@@ -469,7 +469,7 @@ func TestUserDataReservedKeys(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "d.json", `{"fleetaudit": {"params": {"x": 1}}}`)
 	_, err := New(context.Background(), Options{PolicyDirs: []string{dir}})
-	if err == nil || !strings.Contains(err.Error(), "data.fleetaudit.params is reserved") {
+	if err == nil || !strings.Contains(err.Error(), "data.fleetaudit is reserved") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := New(context.Background(), Options{PolicyDirs: []string{dir + "/missing"}}); err == nil {

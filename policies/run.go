@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -69,6 +70,15 @@ func (f Failure) Error() string {
 }
 
 func (f Failure) Unwrap() error { return f.Err }
+
+// MarshalJSON writes the failure with its error as text.
+func (f Failure) MarshalJSON() ([]byte, error) {
+	type plain Failure
+	return json.Marshal(struct {
+		plain
+		Error string `json:"error"`
+	}{plain(f), f.Err.Error()})
+}
 
 type hostResult struct {
 	run      HostRun

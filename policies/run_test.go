@@ -102,6 +102,10 @@ func TestRun(t *testing.T) {
 	if f := rep.Failures[1]; f.File != files[9] || !strings.Contains(f.Error(), "host name also used by "+files[0]) {
 		t.Errorf("failure 1 = %v", f)
 	}
+	b, err = json.Marshal(rep.Failures[0])
+	if err != nil || !strings.Contains(string(b), `"host":"odd","fleet":"not-configured","error":"fleet not configured`) {
+		t.Errorf("failure as JSON = %s, %v", b, err)
+	}
 }
 
 // Output does not depend on how many workers ran.
