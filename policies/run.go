@@ -61,12 +61,10 @@ type Failure struct {
 }
 
 func (f Failure) Error() string {
-	switch {
-	case f.File != "":
+	if f.File != "" {
 		return fmt.Sprintf("%s (host %s, fleet %q): %v", f.File, f.Host, f.Fleet, f.Err)
-	default:
-		return fmt.Sprintf("fleet %q: %v", f.Fleet, f.Err)
 	}
+	return fmt.Sprintf("fleet %q: %v", f.Fleet, f.Err)
 }
 
 func (f Failure) Unwrap() error { return f.Err }
