@@ -1,0 +1,100 @@
+package policies
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// benchHost is a GPU node with a snapshot of realistic size (about 20 KB:
+// a few hundred running sysctls) and a few findings.
+func benchHost(i int) host {
+	h := host{
+		name:    fmt.Sprintf("gpu-%05d", i),
+		labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
+		nccl:    []string{"2.20.5"},
+		driver:  "550.90.07",
+		rdma:    8,
+		sysctls: 300,
+	}
+	switch i % 10 {
+	case 0:
+		h.hugetlbCMA, h.driver = "6G", "535.104.05"
+	case 1:
+		h.removeIPC, h.errors = "yes", 2
+	case 2:
+		h.nccl = []string{"2.18.3", "2.20.5"}
+	}
+	return h
+}
+
+// BenchmarkEvalHost measures one host's evaluation against the built-in
+// library, over a mix of ten hosts (one with the CMA hazard, one with
+// RemoveIPC and collection errors, eight clean of host findings).
+// parsed-input is what EvalHost does (the snapshot converted once with
+// ast.InterfaceToValue); map-input hands OPA the map instead, which it
+// round-trips before converting.
+func BenchmarkEvalHost(b *testing.B) {
+	e := newEngine(b, Options{Fleets: gpuFleets()})
+	ctx := context.Background()
+	docs := make([]map[string]any, 10)
+	for i := range docs {
+		docs[i] = benchHost(i).doc(b)
+	}
+
+	b.Run("parsed-input", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := e.EvalHost(ctx, docs[i%len(docs)], "gpu-training"); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hosts/s")
+	})
+	b.Run("map-input", func(b *testing.B) {
+		ps := e.fleets["gpu-training"].host
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			doc := docs[i%len(docs)]
+			rs, err := ps.query.Eval(ctx, rego.EvalInput(doc))
+			if err != nil {
+				b.Fatal(err)
+			}
+			host := doc["host"].(string)
+			if _, err := ps.findings(rs, func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }, "gpu-training", nil); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hosts/s")
+	})
+}
+
+// BenchmarkRun1k audits 1,000 snapshot files of one fleet from disk: read,
+// decode, host rules, projection, fleet-wide rules.
+func BenchmarkRun1k(b *testing.B) {
+	benchmarkRun(b, 1000)
+}
+
+func benchmarkRun(b *testing.B, n int) {
+	hosts := make([]host, n)
+	for i := range hosts {
+		hosts[i] = benchHost(i)
+	}
+	files := writeSnapshots(b, b.TempDir(), hosts...)
+	e := newEngine(b, Options{Fleets: gpuFleets()})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := e.Run(ctx, files, RunOptions{FleetOf: fleetByLabel})
+		if err != nil || len(rep.Failures) > 0 || len(rep.Findings) == 0 {
+			b.Fatal(err, rep.Failures)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "hosts/s")
+}

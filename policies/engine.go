@@ -1,0 +1,299 @@
+// Package policies is the policy engine. It compiles the Rego rule library
+// (embedded here, plus user policy directories) once, prepares one query per
+// fleet and scope, and evaluates host snapshots and fleet projections
+// concurrently.
+//
+// Host rules are multi-value rules in packages under data.fleetaudit.rules
+// (every `name contains f if` rule there is a finding rule; helpers are
+// complete rules, functions, or live elsewhere); they see one snapshot as
+// input. Fleet-wide rules live under
+// data.fleetaudit.fleet_rules and see {"fleet": name, "hosts": [projection]}.
+// Both read the fleet's parameters at data.fleetaudit.params and its name at
+// data.fleetaudit.fleet. Each rule yields finding objects
+//
+//	{"msg": string, "evidence": [fact path], "severity"?: override,
+//	 "fix"?: object, "expected"?: value, "basis"?: string, "host"?: name}
+//
+// ("host" is required in fleet rules) and carries its id, severity, title,
+// remediation and references in a METADATA block.
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+)
+
+// ErrUnknownFleet is returned (wrapped) for a fleet the engine was not
+// configured with.
+var ErrUnknownFleet = errors.New("fleet not configured in the policy engine")
+
+// Options configure an Engine.
+type Options struct {
+	// PolicyDirs are user policy directories or files (--policies): Rego v1
+	// modules (not _test.rego) and JSON/YAML data files, loaded into the same
+	// compiler and store as the built-in library.
+	PolicyDirs []string
+	// Fleets configures each fleet by name. The fleet "" (hosts that match
+	// no fleet) always exists and runs only rules for profile "all".
+	Fleets map[string]FleetConfig
+}
+
+// FleetConfig is what the engine needs from a fleet profile.
+type FleetConfig struct {
+	// Profiles are the rule profiles the fleet follows: a rule runs when its
+	// custom.profiles lists one of them or "all". Empty means the fleet's name.
+	Profiles []string
+	// Rules, when non-nil, lists exactly the rule ids that run instead.
+	Rules []string
+	// Params are data.fleetaudit.params for the fleet's rules.
+	Params map[string]any
+	// Severity overrides the severity of findings by rule id; it wins over
+	// both the METADATA severity and a rule's own per-finding severity.
+	Severity map[string]string
+}
+
+// Engine evaluates snapshots against the compiled rules. It is immutable
+// after New and safe for concurrent use.
+type Engine struct {
+	rules  []*Rule
+	byID   map[string]*Rule
+	fleets map[string]*fleetQueries
+	// facts are the fact paths fleet rules declare, split at dots, with
+	// paths another one covers removed: what Project keeps.
+	facts [][]string
+}
+
+type fleetQueries struct {
+	host, fleet *preparedScope
+	severity    map[string]string
+}
+
+// preparedScope is one prepared query binding each enabled rule of a scope
+// to a variable: names[i] holds the findings of rules[i].
+type preparedScope struct {
+	query rego.PreparedEvalQuery
+	rules []*Rule
+	names []string
+}
+
+// New loads and compiles the built-in library and opts.PolicyDirs, checks
+// every rule's metadata, and prepares the queries of each fleet. Errors name
+// the file and line at fault.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	caps := capabilities()
+	mods, err := builtinModules(caps, false)
+	if err != nil {
+		return nil, err
+	}
+	userMods, docs, err := userPolicies(opts.PolicyDirs, caps, false)
+	if err != nil {
+		return nil, err
+	}
+	for name, m := range userMods {
+		if _, ok := mods[name]; ok {
+			return nil, fmt.Errorf("policy file %s has the name of a built-in file; built-in rules load already", name)
+		}
+		mods[name] = m
+	}
+	compiler, err := compile(mods, caps)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := collectRules(compiler, isBuiltinFile)
+	if err != nil {
+		return nil, fmt.Errorf("policy metadata: %w", err)
+	}
+
+	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}}
+	var facts []string
+	for _, r := range rules {
+		e.byID[r.ID] = r
+		if r.Scope == ScopeFleet {
+			facts = append(facts, r.Facts...)
+		}
+	}
+	e.facts = coveringFacts(facts)
+
+	fleets := map[string]FleetConfig{"": {}}
+	for name, fc := range opts.Fleets {
+		if name == "" {
+			return nil, errors.New("fleet config: a fleet needs a name; \"\" stands for hosts that match no fleet")
+		}
+		fleets[name] = fc
+	}
+	for _, name := range slices.Sorted(maps.Keys(fleets)) {
+		fq, err := e.prepareFleet(ctx, compiler, caps, docs, name, fleets[name])
+		if err != nil {
+			return nil, fmt.Errorf("fleet %q: %w", name, err)
+		}
+		e.fleets[name] = fq
+	}
+	return e, nil
+}
+
+// Rules returns the metadata of every rule, sorted by id.
+func (e *Engine) Rules() []Rule {
+	out := make([]Rule, len(e.rules))
+	for i, r := range e.rules {
+		out[i] = *r
+	}
+	return out
+}
+
+// Rule returns the metadata of the rule with the given id.
+func (e *Engine) Rule(id string) (Rule, bool) {
+	r, ok := e.byID[id]
+	if !ok {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// Fleets returns the configured fleet names, sorted; "" is the fleet of
+// hosts that match none.
+func (e *Engine) Fleets() []string {
+	return slices.Sorted(maps.Keys(e.fleets))
+}
+
+func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, docs map[string]any, name string, fc FleetConfig) (*fleetQueries, error) {
+	var enabled []*Rule
+	if fc.Rules != nil {
+		for _, id := range fc.Rules {
+			r, ok := e.byID[id]
+			if !ok {
+				return nil, fmt.Errorf("rules: no rule has id %q", id)
+			}
+			enabled = append(enabled, r)
+		}
+	} else {
+		profiles := fc.Profiles
+		if len(profiles) == 0 && name != "" {
+			profiles = []string{name}
+		}
+		for _, r := range e.rules {
+			if r.AppliesTo(profiles) {
+				enabled = append(enabled, r)
+			}
+		}
+	}
+	for id, sev := range fc.Severity {
+		if _, ok := e.byID[id]; !ok {
+			return nil, fmt.Errorf("severity: no rule has id %q", id)
+		}
+		if SeverityRank(sev) == 0 {
+			return nil, fmt.Errorf("severity of %s: %q is not one of critical, high, medium, low, info", id, sev)
+		}
+	}
+	store, err := fleetStore(docs, name, fc.Params)
+	if err != nil {
+		return nil, err
+	}
+	fq := fleetQueries{severity: maps.Clone(fc.Severity)}
+	for _, scope := range []Scope{ScopeHost, ScopeFleet} {
+		var rules []*Rule
+		for _, r := range enabled {
+			if r.Scope == scope {
+				rules = append(rules, r)
+			}
+		}
+		ps, err := prepare(ctx, c, caps, store, rules)
+		if err != nil {
+			return nil, fmt.Errorf("prepare %s rules: %w", scope, err)
+		}
+		if scope == ScopeHost {
+			fq.host = ps
+		} else {
+			fq.fleet = ps
+		}
+	}
+	return &fq, nil
+}
+
+// prepare builds the query "r0 = data...rule0; r1 = data...rule1; ..." so one
+// evaluation per host yields every enabled rule's findings. A rule with no
+// findings is an empty set, so every binding is always defined.
+func prepare(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, store storage.Store, rules []*Rule) (*preparedScope, error) {
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	ps := &preparedScope{rules: rules, names: make([]string, len(rules))}
+	body := make(ast.Body, len(rules))
+	for i, r := range rules {
+		ps.names[i] = "r" + strconv.Itoa(i)
+		body[i] = ast.Equality.Expr(ast.VarTerm(ps.names[i]), ast.NewTerm(r.ref.Copy()))
+	}
+	q, err := rego.New(
+		rego.ParsedQuery(body),
+		rego.Compiler(c),
+		rego.Store(store),
+		rego.Capabilities(caps),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps.query = q
+	return ps, nil
+}
+
+// fleetStore holds the user data files plus the fleet's name and params at
+// data.fleetaudit.fleet and data.fleetaudit.params. Values are kept as AST,
+// so rules read params without a conversion per evaluation.
+func fleetStore(docs map[string]any, fleet string, params map[string]any) (storage.Store, error) {
+	if _, ok := docs["fleetaudit"]; ok {
+		// The engine's params and the rule packages live there; a base
+		// document would collide with them.
+		return nil, errors.New("policy data: data.fleetaudit is reserved for the engine and its rules; put data files under another path (fleet parameters belong in the fleet profile's params)")
+	}
+	p, err := jsonObject(params)
+	if err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	data := make(map[string]any, len(docs)+1)
+	maps.Copy(data, docs)
+	data["fleetaudit"] = map[string]any{"params": p, "fleet": fleet}
+	return inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true)), nil
+}
+
+// jsonObject returns m in the JSON types Rego reads (numbers as
+// json.Number, lists as []any), or an error if m has no JSON form.
+func jsonObject(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return map[string]any{}, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := unmarshalJSON(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// coveringFacts splits fact paths and drops those another path covers.
+func coveringFacts(paths []string) [][]string {
+	var split [][]string
+	for _, p := range paths {
+		split = append(split, splitPath(p))
+	}
+	sort.Slice(split, func(i, j int) bool { return len(split[i]) < len(split[j]) })
+	var out [][]string
+	for _, p := range split {
+		if !slices.ContainsFunc(out, func(q []string) bool { return covers(q, p) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// EvalHost evaluates the host rules enabled for fleet against one snapshot
+// in its generic JSON form (numbers as json.Number or float64). Findings
+// come sorted by rule id, then in the rule's own (deterministic) order.
+func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string) ([]Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fq, ok := e.fleets[fleet]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
+	}
+	if fq.host == nil {
+		return nil, nil
+	}
+	input, err := ast.InterfaceToValue(doc)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
+	}
+	rs, err := fq.host.query.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		return nil, err
+	}
+	host, _ := doc["host"].(string)
+	return fq.host.findings(rs, func(*Rule, map[string]any) (string, map[string]any, error) {
+		return host, doc, nil
+	}, fleet, fq.severity)
+}
+
+// EvalFleet evaluates the fleet-wide rules enabled for fleet over the
+// projections (see Project) of its hosts. Host names must be unique.
+// Findings come sorted by host, then rule id.
+func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fq, ok := e.fleets[fleet]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
+	}
+	if fq.fleet == nil || len(hosts) == 0 {
+		return nil, nil
+	}
+	byName := make(map[string]map[string]any, len(hosts))
+	list := make([]any, len(hosts))
+	for i, h := range hosts {
+		name, _ := h["host"].(string)
+		if _, dup := byName[name]; dup {
+			return nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
+		}
+		byName[name] = h
+		list[i] = h
+	}
+	input, err := ast.InterfaceToValue(map[string]any{"fleet": fleet, "hosts": list})
+	if err != nil {
+		return nil, fmt.Errorf("fleet projection as Rego input: %w", err)
+	}
+	rs, err := fq.fleet.query.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		return nil, err
+	}
+	findings, err := fq.fleet.findings(rs, func(r *Rule, f map[string]any) (string, map[string]any, error) {
+		name, ok := f["host"].(string)
+		if !ok {
+			return "", nil, fmt.Errorf("rule %s: a fleet-wide finding needs \"host\" naming the deviating host", r.ID)
+		}
+		doc, ok := byName[name]
+		if !ok {
+			return "", nil, fmt.Errorf("rule %s: finding names host %q, which is not in fleet %q", r.ID, name, fleet)
+		}
+		return name, doc, nil
+	}, fleet, fq.severity)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Host < findings[j].Host })
+	return findings, nil
+}
+
+// hostOf says which host a finding value is about and which document its
+// evidence resolves against.
+type hostOf func(r *Rule, f map[string]any) (string, map[string]any, error)
+
+// findings decodes the query result; severity holds the fleet's overrides.
+func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, severity map[string]string) ([]Finding, error) {
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("policy query returned %d results, want 1", len(rs))
+	}
+	var out []Finding
+	var errs []error
+	for i, r := range ps.rules {
+		values, ok := rs[0].Bindings[ps.names[i]].([]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("rule %s (%s): want a set of findings, got %T", r.ID, r.Location, rs[0].Bindings[ps.names[i]]))
+			continue
+		}
+		for _, v := range values {
+			f, err := r.finding(v, of, fleet)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+				continue
+			}
+			if s, ok := severity[r.ID]; ok {
+				f.Severity = s
+			}
+			out = append(out, f)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// finding turns one value a rule yielded into a Finding, filling severity,
+// title, remediation and references from the rule's metadata and each cited
+// fact's value and source from the document.
+func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Finding{}, fmt.Errorf("a finding must be an object {\"msg\", \"evidence\", ...}, got %T", v)
+	}
+	msg, ok := m["msg"].(string)
+	if !ok || msg == "" {
+		return Finding{}, errors.New("a finding needs \"msg\", a non-empty string")
+	}
+	host, doc, err := of(r, m)
+	if err != nil {
+		return Finding{}, err
+	}
+	f := Finding{
+		Rule:        r.ID,
+		Severity:    r.Severity,
+		Title:       r.Title,
+		Host:        host,
+		Fleet:       fleet,
+		Message:     msg,
+		Remediation: r.Remediation,
+		References:  slices.Clone(r.References),
+		Expected:    m["expected"],
+	}
+	if s, ok := m["severity"]; ok {
+		sev, _ := s.(string)
+		if SeverityRank(sev) == 0 {
+			return Finding{}, fmt.Errorf("finding severity %v is not one of critical, high, medium, low, info", s)
+		}
+		f.Severity = sev
+	}
+	if b, ok := m["basis"]; ok {
+		if f.Basis, ok = b.(string); !ok {
+			return Finding{}, fmt.Errorf("finding basis %v is not a string", b)
+		}
+	}
+	if x, ok := m["fix"]; ok {
+		if f.Fix, ok = x.(map[string]any); !ok {
+			return Finding{}, fmt.Errorf("finding fix %v is not an object", x)
+		}
+	}
+	if x, ok := m["evidence"]; ok {
+		paths, ok := x.([]any)
+		if !ok {
+			return Finding{}, fmt.Errorf("finding evidence %v is not a list of fact paths", x)
+		}
+		f.Evidence = make([]Evidence, 0, len(paths))
+		for _, p := range paths {
+			fact, ok := p.(string)
+			if !ok {
+				return Finding{}, fmt.Errorf("evidence %v is not a fact path", p)
+			}
+			f.Evidence = append(f.Evidence, evidence(doc, fact))
+		}
+	}
+	return f, nil
+}
+
+// evidence resolves a fact path in a snapshot: its value, and its source
+// from the snapshot's sources, falling back to the nearest ancestor path
+// that has one.
+func evidence(doc map[string]any, fact string) Evidence {
+	ev := Evidence{Fact: fact}
+	ev.Value, _ = snapshot.Lookup(doc, fact)
+	sources, _ := doc["sources"].(map[string]any)
+	for p := fact; p != ""; {
+		if s, ok := sources[p].(string); ok {
+			ev.Source = s
+			break
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return ev
+}
+
+// unmarshalJSON decodes JSON keeping numbers exact (json.Number), as OPA does.
+func unmarshalJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON document")
+	}
+	return nil
+}

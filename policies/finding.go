@@ -1,0 +1,62 @@
+package policies
+
+// Severity levels, most severe first.
+const (
+	SeverityCritical = "critical"
+	SeverityHigh     = "high"
+	SeverityMedium   = "medium"
+	SeverityLow      = "low"
+	// SeverityInfo is for fleet profiles that demote a rule to a note.
+	SeverityInfo = "info"
+)
+
+// SeverityRank orders severities from critical (5) to info (1); anything
+// else is 0.
+func SeverityRank(s string) int {
+	switch s {
+	case SeverityCritical:
+		return 5
+	case SeverityHigh:
+		return 4
+	case SeverityMedium:
+		return 3
+	case SeverityLow:
+		return 2
+	case SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+// Finding is one rule firing on one host.
+type Finding struct {
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"`
+	Title    string `json:"title"`
+	Host     string `json:"host"`
+	Fleet    string `json:"fleet"`
+	Message  string `json:"message"`
+	// Evidence is every fact the rule cited, with the value the snapshot
+	// holds and where that value was set.
+	Evidence    []Evidence `json:"evidence"`
+	Remediation string     `json:"remediation"`
+	References  []string   `json:"references"`
+	// Expected and Basis are set by fleet-wide rules: the value the host
+	// should hold and how it was chosen ("baseline", "majority", or "none"
+	// when the fleet has no consensus).
+	Expected any    `json:"expected,omitempty"`
+	Basis    string `json:"basis,omitempty"`
+	// Fix is the rule's structured remediation, for the remediator.
+	Fix map[string]any `json:"fix,omitempty"`
+}
+
+// Evidence is one fact a finding cites.
+type Evidence struct {
+	// Fact is the fact path, e.g. "boot.configured.params.hugetlb_cma".
+	Fact string `json:"fact"`
+	// Value is the fact's value in the snapshot, nil when absent.
+	Value any `json:"value"`
+	// Source is where the value was set ("file:line"), from the snapshot's
+	// sources for the fact or its nearest ancestor; "" when unknown.
+	Source string `json:"source,omitempty"`
+}

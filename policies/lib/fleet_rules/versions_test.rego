@@ -1,0 +1,106 @@
+package fleetaudit.fleet_rules.versions_test
+
+import data.fleetaudit.fleet_rules.versions
+
+nccl_host(name, versions) := {"host": name, "libraries": {"nccl": [{"version": v, "path": "/x", "kind": "system"} | some v in versions]}}
+
+driver_host(name, v) := {"host": name, "nvidia": {"driver_version": v}}
+
+test_nccl_majority if {
+	fleet := {"fleet": "gpu", "hosts": [
+		nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5"]),
+		nccl_host("c", ["2.20.5"]), nccl_host("d", ["2.18.3", "2.20.5"]),
+		nccl_host("e", []),
+	]}
+	[f] := [f | some f in versions.nccl_version_skew with input as fleet]
+	f.host == "d"
+	f.expected == "2.20.5"
+	f.basis == "majority"
+	f.evidence == ["libraries.nccl"]
+	f.msg == "NCCL 2.18.3,2.20.5 differs from the fleet's majority 2.20.5 (3 of 4 hosts)"
+}
+
+test_nccl_baseline_list if {
+	fleet := {"fleet": "gpu", "hosts": [nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5", "2.18.3"])]}
+	[f] := [f | some f in versions.nccl_version_skew with input as fleet with data.fleetaudit.params as {"baseline": {"nccl_version": ["2.20.5", "2.18.3"]}}]
+	f.host == "a"
+	f.expected == "2.18.3,2.20.5"
+	f.basis == "baseline"
+}
+
+test_nccl_uniform_fleet_passes if {
+	fleet := {"fleet": "gpu", "hosts": [nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5"])]}
+	count(versions.nccl_version_skew) == 0 with input as fleet
+}
+
+test_nccl_no_consensus_reports_every_host if {
+	fleet := {"fleet": "gpu", "hosts": [nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.18.3"])]}
+	findings := versions.nccl_version_skew with input as fleet
+	{f.host | some f in findings} == {"a", "b"}
+	every f in findings {
+		f.basis == "none"
+	}
+}
+
+test_driver_branch_differs_is_high if {
+	fleet := {"fleet": "gpu", "hosts": [
+		driver_host("a", "550.90.07"), driver_host("b", "550.90.07"),
+		driver_host("c", "550.90.07"), driver_host("d", "535.104.05"),
+	]}
+	[f] := [f | some f in versions.driver_version_skew with input as fleet]
+	f.host == "d"
+	f.severity == "high"
+	f.expected == "550.90.07"
+}
+
+test_driver_patch_differs_is_medium if {
+	fleet := {"fleet": "gpu", "hosts": [
+		driver_host("a", "550.90.07"), driver_host("b", "550.90.07"),
+		driver_host("c", "550.54.14"),
+	]}
+	[f] := [f | some f in versions.driver_version_skew with input as fleet]
+	f.host == "c"
+	f.severity == "medium"
+}
+
+test_driver_baseline if {
+	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), driver_host("b", "550.90.07")]}
+	findings := versions.driver_version_skew with input as fleet with data.fleetaudit.params as {"baseline": {"driver_version": "550.127.05"}}
+	{f.host | some f in findings} == {"a", "b"}
+	every f in findings {
+		f.severity == "medium"
+		f.basis == "baseline"
+	}
+}
+
+test_driver_no_consensus_across_branches_is_high if {
+	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), driver_host("b", "535.104.05")]}
+	findings := versions.driver_version_skew with input as fleet
+	count(findings) == 2
+	every f in findings {
+		f.severity == "high"
+		f.basis == "none"
+	}
+}
+
+test_driver_no_consensus_within_branch_is_medium if {
+	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), driver_host("b", "550.54.14")]}
+	findings := versions.driver_version_skew with input as fleet
+	count(findings) == 2
+	every f in findings {
+		f.severity == "medium"
+	}
+}
+
+test_unknown_nccl_versions_do_not_vote if {
+	fleet := {"fleet": "gpu", "hosts": [
+		nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5", "unknown"]),
+		nccl_host("c", ["unknown"]),
+	]}
+	count(versions.nccl_version_skew) == 0 with input as fleet
+}
+
+test_hosts_without_driver_do_not_vote if {
+	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), {"host": "b", "nvidia": {"driver_version": ""}}, {"host": "c"}, driver_host("d", "unknown")]}
+	count(versions.driver_version_skew) == 0 with input as fleet
+}

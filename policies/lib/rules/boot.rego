@@ -1,0 +1,109 @@
+# Kernel boot command line: running (/proc/cmdline) and configured (GRUB, /etc/kernel/cmdline).
+package fleetaudit.rules.boot
+
+import data.fleetaudit.lib.version
+
+# Boot params that reserve a CMA area when non-zero.
+cma_params := ["hugetlb_cma", "cma"]
+
+# First driver release whose os_lock_user_pages is known to pin with
+# FOLL_LONGTERM on x86 (public source: present in 550.90.07, absent in
+# 535.104.05). A profile may move it with param foll_longterm_min_driver.
+default foll_longterm_min_driver := "550.90.07"
+
+foll_longterm_min_driver := data.fleetaudit.params.foll_longterm_min_driver
+
+# METADATA
+# title: CMA area reserved on a GPU training host
+# description: >-
+#   hugetlb_cma (or cma) is non-zero on the running or configured kernel command
+#   line. The kernel then serves movable allocations, NCCL host buffers among
+#   them, from MIGRATE_CMA pageblocks. When the NVIDIA driver pins such a page
+#   without FOLL_LONGTERM and RDMA later registers it with FOLL_LONGTERM, Linux
+#   must migrate the page out of CMA, the existing pin blocks the migration, and
+#   ibv_reg_mr fails with ENOMEM ("ibv_reg_mr_iova2 ... Cannot allocate memory").
+#   Critical when RDMA devices are present or the driver pins without
+#   FOLL_LONGTERM (x86 before param foll_longterm_min_driver, default 550.90.07;
+#   aarch64 at any version), else high. The incident write-up names R555.42.02
+#   as the first release with the flag, but the public 550.90.07 source already
+#   sets it on x86; the source wins. The first release with it is not pinned
+#   down, so releases before 550.90.07 are treated as affected.
+# related_resources:
+# - ref: https://docs.kernel.org/core-api/pin_user_pages.html
+#   description: FOLL_LONGTERM pins and why they must not stay in CMA
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/kernel-open/nvidia/os-mlock.c
+#   description: os_lock_user_pages, where the driver adds FOLL_LONGTERM on x86
+# - ref: https://docs.kernel.org/admin-guide/kernel-parameters.html
+#   description: hugetlb_cma and cma boot parameters
+# custom:
+#   id: hugetlb-cma-on-gpu
+#   severity: critical
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Set hugetlb_cma=0 (drop cma=) in the GPU fleet's own boot configuration
+#     layer, not in a base layer other fleets share, then reboot.
+#   facts:
+#   - boot.running.params.hugetlb_cma
+#   - boot.configured.params.hugetlb_cma
+#   - boot.running.params.cma
+#   - boot.configured.params.cma
+#   - rdma.devices
+#   - nvidia.driver_version
+#   - kernel.arch
+#   - memory.cma_total_kb
+hugetlb_cma_on_gpu contains f if {
+	not data.fleetaudit.params.hugetlb_cma_allowed
+	some param in cma_params
+	where := [w | some w in ["running", "configured"]; nonzero_size(input.boot[w].params[param])]
+	count(where) > 0
+	value := input.boot[where[0]].params[param]
+	f := {
+		"msg": sprintf("%s=%s on the %s kernel command line: NCCL host buffers can land in CMA pageblocks and RDMA registration then fails with ENOMEM%s", [param, value, concat(" and ", where), reasons_text]),
+		"evidence": array.concat([sprintf("boot.%s.params.%s", [w, param]) | some w in where], pin_evidence),
+		"severity": cma_severity,
+		"fix": {"kind": "boot-param", "set": {param: "0"}},
+	}
+}
+
+# nonzero_size is true when a memparse size list ("6G", "0:1G,1:1G",
+# "64M@0-4G", "0x4000000") reserves memory on some node.
+nonzero_size(v) if {
+	some part in split(v, ",")
+	regex.match(`^([0-9]+:)?(0[xX]0*[1-9a-fA-F]|0*[1-9])[^:]*$`, part)
+}
+
+# Why a pinned page in CMA turns into a failed registration on this host.
+# (A helper, so a complete rule: every multi-value rule here is a finding rule.)
+pin_reasons := {why | some kind in ["rdma", "driver", "arm64"]; why := pin_reason(kind)}
+
+pin_reason("rdma") := "RDMA devices are present" if count(input.rdma.devices) > 0
+
+pin_reason("driver") := sprintf("driver %s pins host pages without FOLL_LONGTERM", [v]) if {
+	v := input.nvidia.driver_version
+	not arm64
+	version.less(v, foll_longterm_min_driver)
+}
+
+pin_reason("arm64") := "the driver pins host pages without FOLL_LONGTERM on aarch64" if {
+	input.nvidia.present == true
+	arm64
+}
+
+arm64 if input.kernel.arch in {"aarch64", "arm64"}
+
+cma_severity := "critical" if count(pin_reasons) > 0
+else := "high"
+
+reasons_text := sprintf(" (%s)", [concat("; ", pin_reasons)]) if count(pin_reasons) > 0
+else := ""
+
+# Facts that explain the severity, cited when they apply.
+pin_evidence := [path | some path in ["rdma.devices", "nvidia.driver_version", "kernel.arch", "memory.cma_total_kb"]; cites(path)]
+
+cites("rdma.devices") if count(input.rdma.devices) > 0
+
+cites("nvidia.driver_version") if input.nvidia.driver_version != ""
+
+cites("kernel.arch") if arm64
+
+cites("memory.cma_total_kb") if input.memory.cma_total_kb > 0

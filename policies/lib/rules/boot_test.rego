@@ -1,0 +1,113 @@
+package fleetaudit.rules.boot_test
+
+import data.fleetaudit.rules.boot
+
+# The incident host: hugetlb_cma=6G from a shared GRUB drop-in, RDMA, R535.
+# patched replaces whole top-level sections of host.
+patched(host, sections) := object.union(object.remove(host, object.keys(sections)), sections)
+
+# with_boot is the incident host with other boot params.
+with_boot(running, configured) := patched(incident, {"boot": {
+	"running": {"params": running},
+	"configured": {"params": configured},
+}})
+
+incident := {
+	"boot": {
+		"running": {"params": {"hugetlb_cma": "6G", "iommu": "pt"}},
+		"configured": {"params": {"hugetlb_cma": "6G", "iommu": "pt"}},
+	},
+	"rdma": {"devices": {"mlx5_0": {"driver": "mlx5_core", "ports": {"1": {"state": "ACTIVE"}}}}},
+	"nvidia": {"present": true, "driver_version": "535.104.05", "flavor": "proprietary"},
+	"kernel": {"arch": "x86_64"},
+	"memory": {"cma_total_kb": 6291456},
+}
+
+test_incident_host_is_critical if {
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as incident]
+	f.severity == "critical"
+	f.evidence == [
+		"boot.running.params.hugetlb_cma", "boot.configured.params.hugetlb_cma",
+		"rdma.devices", "nvidia.driver_version", "memory.cma_total_kb",
+	]
+	f.fix == {"kind": "boot-param", "set": {"hugetlb_cma": "0"}}
+	contains(f.msg, "hugetlb_cma=6G on the running and configured kernel command line")
+	contains(f.msg, "RDMA devices are present; driver 535.104.05 pins host pages without FOLL_LONGTERM")
+}
+
+test_no_rdma_new_driver_is_high if {
+	host := patched(incident, {
+		"rdma": {"devices": {}},
+		"nvidia": {"present": true, "driver_version": "550.90.07"},
+		"memory": {"cma_total_kb": 0},
+	})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.severity == "high"
+	f.evidence == ["boot.running.params.hugetlb_cma", "boot.configured.params.hugetlb_cma", "nvidia.driver_version"]
+}
+
+test_old_driver_without_rdma_is_critical if {
+	host := patched(incident, {"rdma": {"devices": {}}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.severity == "critical"
+}
+
+test_driver_boundary_is_a_param if {
+	host := patched(incident, {"rdma": {"devices": {}}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host with data.fleetaudit.params as {"foll_longterm_min_driver": "545.23.06"}]
+	f.severity == "high"
+}
+
+test_aarch64_is_critical_at_any_driver if {
+	host := patched(incident, {
+		"rdma": {"devices": {}},
+		"nvidia": {"present": true, "driver_version": "570.86.15"},
+		"kernel": {"arch": "aarch64"},
+	})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.severity == "critical"
+	"kernel.arch" in f.evidence
+}
+
+test_configured_only_is_reported if {
+	host := with_boot({}, {"hugetlb_cma": "6G"})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.evidence[0] == "boot.configured.params.hugetlb_cma"
+	contains(f.msg, "on the configured kernel command line")
+}
+
+test_cma_param_is_reported if {
+	host := with_boot({"cma": "64M@0-4G"}, {"cma": "64M@0-4G"})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.fix.set == {"cma": "0"}
+}
+
+test_zero_size_passes if {
+	host := with_boot({"hugetlb_cma": "0"}, {"hugetlb_cma": "0G"})
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as host
+}
+
+test_zero_sizes if {
+	every v in ["0", "0G", "0M", "0:0,1:0", "1:0", "0x0", "0x000", ""] {
+		not boot.nonzero_size(v)
+	}
+}
+
+test_nonzero_sizes if {
+	every v in ["6G", "1", "0:1G,1:0", "1:0,0:2G", "0x40000000", "00012M", "64M@0-4G"] {
+		boot.nonzero_size(v)
+	}
+}
+
+test_absent_param_passes if {
+	host := with_boot({"iommu": "pt"}, {})
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as host
+}
+
+test_allowed_by_profile if {
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as incident with data.fleetaudit.params as {"hugetlb_cma_allowed": true}
+}
+
+test_empty_snapshot_passes if {
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as {}
+}

@@ -1,0 +1,114 @@
+package policies
+
+import (
+	"strconv"
+	"strings"
+)
+
+func splitPath(p string) []string { return strings.Split(p, ".") }
+
+// covers reports whether pattern covers path: pattern matches a prefix of
+// path, "*" matching any one element.
+func covers(pattern, path []string) bool {
+	if len(pattern) > len(path) {
+		return false
+	}
+	for i, s := range pattern {
+		if s != "*" && s != path[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// related reports whether fact path p lies on, above or below pattern.
+func related(pattern, p []string) bool {
+	n := min(len(pattern), len(p))
+	return covers(pattern[:n], p[:n])
+}
+
+// Project keeps what fleet-wide rules need from a host snapshot: host,
+// labels, the facts their METADATA declares, and the sources of those facts.
+// Fleet rules see a list of these, so the full snapshots need not stay in
+// memory for the fleet pass. The projection shares values with doc.
+func (e *Engine) Project(doc map[string]any) map[string]any {
+	out := map[string]any{"host": doc["host"]}
+	if l, ok := doc["labels"]; ok {
+		out["labels"] = l
+	}
+	for _, f := range e.facts {
+		project(doc, f, out)
+	}
+	if sources, ok := doc["sources"].(map[string]any); ok {
+		kept := map[string]any{}
+		for k, v := range sources {
+			p := splitPath(k)
+			for _, f := range e.facts {
+				if related(f, p) {
+					kept[k] = v
+					break
+				}
+			}
+		}
+		out["sources"] = kept
+	}
+	return out
+}
+
+// project copies the values at path from src into dst, creating the
+// objects and lists between. Keys may contain dots, so (as in
+// snapshot.Lookup) every way of joining path elements into a key is tried.
+func project(src map[string]any, path []string, dst map[string]any) {
+	if path[0] == "*" {
+		for k, v := range src {
+			projectValue(k, v, path[1:], dst)
+		}
+		return
+	}
+	for n := len(path); n >= 1; n-- {
+		key := strings.Join(path[:n], ".")
+		if v, ok := src[key]; ok {
+			projectValue(key, v, path[n:], dst)
+		}
+	}
+}
+
+func projectValue(key string, v any, rest []string, dst map[string]any) {
+	if len(rest) == 0 {
+		dst[key] = v
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		sub, _ := dst[key].(map[string]any)
+		if sub == nil {
+			sub = map[string]any{}
+			dst[key] = sub
+		}
+		project(x, rest, sub)
+	case []any:
+		// A list keeps its length, so indexes in evidence paths stay valid.
+		sub, _ := dst[key].([]any)
+		if sub == nil {
+			sub = make([]any, len(x))
+			dst[key] = sub
+		}
+		for i, el := range x {
+			if rest[0] != "*" && rest[0] != strconv.Itoa(i) {
+				continue
+			}
+			if len(rest) == 1 {
+				sub[i] = el
+				continue
+			}
+			if m, ok := el.(map[string]any); ok {
+				sm, _ := sub[i].(map[string]any)
+				if sm == nil {
+					sm = map[string]any{}
+					sub[i] = sm
+				}
+				project(m, rest[1:], sm)
+			}
+		}
+	}
+}

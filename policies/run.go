@@ -1,0 +1,256 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// MaxSnapshotBytes bounds the size of one snapshot file Run reads.
+const MaxSnapshotBytes = 64 << 20
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// FleetOf names the fleet of a host from its name and labels ("" for
+	// none). Nil puts every host in fleet "". For a snapshot that cannot be
+	// read, the host is the file name without extension and labels are nil.
+	FleetOf func(host string, labels map[string]string) string
+	// Workers bounds how many hosts are evaluated at once; 0 means GOMAXPROCS.
+	Workers int
+	// Progress, if set, is called from worker goroutines after each host.
+	Progress func(done, total int)
+}
+
+// Report is the result of Run.
+type Report struct {
+	// Hosts has one entry per snapshot file, in the order given.
+	Hosts []HostRun `json:"hosts"`
+	// Findings are host findings in file order, then fleet-wide findings by
+	// fleet name and host.
+	Findings []Finding `json:"findings"`
+	// Failures are hosts or fleets the engine could not evaluate; the rest
+	// of the run is still complete.
+	Failures []Failure `json:"failures,omitempty"`
+}
+
+// HostRun says which host and fleet a snapshot file was audited as.
+type HostRun struct {
+	File  string `json:"file"`
+	Host  string `json:"host"`
+	Fleet string `json:"fleet"`
+}
+
+// Failure is a host or fleet that could not be evaluated (a rule failed at
+// run time, a fleet is not configured, a host name repeats).
+type Failure struct {
+	File  string `json:"file,omitempty"`
+	Host  string `json:"host,omitempty"`
+	Fleet string `json:"fleet"`
+	Err   error  `json:"-"`
+}
+
+func (f Failure) Error() string {
+	if f.File != "" {
+		return fmt.Sprintf("%s (host %s, fleet %q): %v", f.File, f.Host, f.Fleet, f.Err)
+	}
+	return fmt.Sprintf("fleet %q: %v", f.Fleet, f.Err)
+}
+
+func (f Failure) Unwrap() error { return f.Err }
+
+// MarshalJSON writes the failure with its error as text.
+func (f Failure) MarshalJSON() ([]byte, error) {
+	type plain Failure
+	return json.Marshal(struct {
+		plain
+		Error string `json:"error"`
+	}{plain(f), f.Err.Error()})
+}
+
+type hostResult struct {
+	run      HostRun
+	findings []Finding
+	proj     map[string]any
+	err      error
+}
+
+// Run audits the snapshot files: each is read, decoded and evaluated inside a
+// bounded worker, then dropped, keeping only its findings and a compact
+// projection for the fleet-wide pass, so memory grows with the number of
+// workers, not with the size of the fleet. A file that cannot be read or
+// decoded is a collection-error finding for its host. Run returns an error
+// only when ctx ends.
+func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Report, error) {
+	fleetOf := opts.FleetOf
+	if fleetOf == nil {
+		fleetOf = func(string, map[string]string) string { return "" }
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	results := make([]hostResult, len(files))
+	var done atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, file := range files {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			results[i] = e.runHost(gctx, file, fleetOf)
+			if opts.Progress != nil {
+				opts.Progress(int(done.Add(1)), len(files))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	rep := &Report{Hosts: make([]HostRun, len(files))}
+	members := map[string][]map[string]any{}
+	firstFile := map[[2]string]string{}
+	for i, r := range results {
+		rep.Hosts[i] = r.run
+		rep.Findings = append(rep.Findings, r.findings...)
+		if r.err != nil {
+			rep.Failures = append(rep.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet, Err: r.err})
+		}
+		if r.proj == nil {
+			continue
+		}
+		key := [2]string{r.run.Fleet, r.run.Host}
+		if prev, dup := firstFile[key]; dup {
+			rep.Failures = append(rep.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet,
+				Err: fmt.Errorf("host name also used by %s; fleet-wide rules counted that file only", prev)})
+			continue
+		}
+		firstFile[key] = r.run.File
+		members[r.run.Fleet] = append(members[r.run.Fleet], r.proj)
+	}
+
+	fleets := slices.Sorted(maps.Keys(members))
+	fleetFindings := make([][]Finding, len(fleets))
+	fleetErrs := make([]error, len(fleets))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, fleet := range fleets {
+		g.Go(func() error {
+			fleetFindings[i], fleetErrs[i] = e.EvalFleet(gctx, fleet, members[fleet])
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, fleet := range fleets {
+		rep.Findings = append(rep.Findings, fleetFindings[i]...)
+		if fleetErrs[i] != nil {
+			rep.Failures = append(rep.Failures, Failure{Fleet: fleet, Err: fleetErrs[i]})
+		}
+	}
+	return rep, nil
+}
+
+func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]string) string) hostResult {
+	doc, err := readSnapshot(file)
+	if err != nil {
+		host := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		run := HostRun{File: file, Host: host, Fleet: fleetOf(host, nil)}
+		return hostResult{run: run, findings: []Finding{e.unreadable(run, err)}}
+	}
+	host, _ := doc["host"].(string)
+	if host == "" {
+		host = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		doc["host"] = host
+	}
+	run := HostRun{File: file, Host: host, Fleet: fleetOf(host, labelsOf(doc))}
+	fq, ok := e.fleets[run.Fleet]
+	if !ok {
+		return hostResult{run: run, err: fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)}
+	}
+	res := hostResult{run: run}
+	res.findings, res.err = e.EvalHost(ctx, doc, run.Fleet)
+	if fq.fleet != nil {
+		res.proj = e.Project(doc)
+	}
+	return res
+}
+
+// unreadable is the collection-error finding for a snapshot file that could
+// not be read or decoded: a blind spot, not an abort.
+func (e *Engine) unreadable(run HostRun, err error) Finding {
+	r := e.byID["collection-error"]
+	reason := err.Error()
+	return Finding{
+		Rule:     r.ID,
+		Severity: r.Severity,
+		Title:    r.Title,
+		Host:     run.Host,
+		Fleet:    run.Fleet,
+		Message:  fmt.Sprintf("snapshot %s could not be read: %s", run.File, reason),
+		Evidence: []Evidence{{
+			Fact:   "errors",
+			Value:  []any{map[string]any{"collector": "snapshot", "path": run.File, "reason": reason}},
+			Source: run.File,
+		}},
+		Remediation: r.Remediation,
+		References:  slices.Clone(r.References),
+	}
+}
+
+// readSnapshot reads one snapshot file into its generic JSON form.
+func readSnapshot(file string) (map[string]any, error) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().IsRegular() && st.Size() > MaxSnapshotBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d byte limit", st.Size(), MaxSnapshotBytes)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := unmarshalJSON(b, &doc); err != nil {
+		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
+	}
+	if doc == nil {
+		return nil, fmt.Errorf("not a JSON snapshot: the document is not an object")
+	}
+	schema, _ := doc["schema"].(string)
+	if err := snapshot.CheckSchema(schema); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func labelsOf(doc map[string]any) map[string]string {
+	m, _ := doc["labels"].(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
