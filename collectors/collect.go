@@ -136,6 +136,12 @@ func reason(err error) string {
 
 // from records the provenance of a fact as file:line (line 0: the whole file).
 func (c *collection) from(fact, file string, line int) {
+	c.snap.Sources[fact] = c.where(file, line)
+}
+
+// where formats a provenance: the source's own description of the file
+// (a config-repo layer) when it has one, and the line when known.
+func (c *collection) where(file string, line int) string {
 	where := file
 	if d, ok := c.src.(Describer); ok {
 		if desc := d.Describe(rel(file)); desc != "" {
@@ -145,7 +151,7 @@ func (c *collection) from(fact, file string, line int) {
 	if line > 0 {
 		where += ":" + strconv.Itoa(line)
 	}
-	c.snap.Sources[fact] = where
+	return where
 }
 
 // defaulted records that a fact has no source file and took a default.

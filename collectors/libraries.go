@@ -9,7 +9,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -129,7 +128,7 @@ func collectLibraries(c *collection) {
 	if len(s.nvmlFiles) > 0 {
 		var where []string
 		for _, f := range s.nvmlFiles {
-			where = append(where, describeAt(c, f, 0))
+			where = append(where, c.where(f, 0))
 		}
 		c.snap.Sources["nvidia.nvml_versions"] = strings.Join(where, ", ")
 	}
@@ -229,7 +228,7 @@ func (s *libraryScan) addLibraryFile(list *[]snapshot.Library, fam libraryFamily
 	if !ok {
 		return
 	}
-	lib := snapshot.Library{Path: real, Kind: kind, Source: describeAt(s.c, real, 0)}
+	lib := snapshot.Library{Path: real, Kind: kind, Source: s.c.where(real, 0)}
 	lib.Version, lib.How = s.versionOfFile(fam, real)
 	*list = append(*list, lib)
 }
@@ -316,7 +315,7 @@ func (s *libraryScan) addWheel(list *[]snapshot.Library, fam libraryFamily, site
 			s.c.fail("libraries", metadata, err)
 		}
 		if md.VersionLine > 0 {
-			lib.Version, lib.How, lib.Source = md.Version, "dist-info", describeAt(s.c, metadata, md.VersionLine)
+			lib.Version, lib.How, lib.Source = md.Version, "dist-info", s.c.where(metadata, md.VersionLine)
 		}
 	}
 	file := s.wheelLibrary(fam, siteDir, distDir)
@@ -336,9 +335,9 @@ func (s *libraryScan) addWheel(list *[]snapshot.Library, fam libraryFamily, site
 	if lib.How == "" {
 		if file != "" {
 			lib.Version, lib.How = s.versionOfFile(fam, lib.Path)
-			lib.Source = describeAt(s.c, lib.Path, 0)
+			lib.Source = s.c.where(lib.Path, 0)
 		} else {
-			lib.Version, lib.How, lib.Source = "unknown", "none", describeAt(s.c, distDir, 0)
+			lib.Version, lib.How, lib.Source = "unknown", "none", s.c.where(distDir, 0)
 		}
 	}
 	*list = append(*list, lib)
@@ -422,19 +421,4 @@ func (s *libraryScan) ldSoConfDirs() []string {
 	}
 	visit(ldSoConf)
 	return dirs
-}
-
-// describeAt formats a provenance as collection.from records it, for facts
-// kept inside values (a library's source) or listing several files.
-func describeAt(c *collection, file string, line int) string {
-	where := file
-	if d, ok := c.src.(Describer); ok {
-		if desc := d.Describe(rel(file)); desc != "" {
-			where = desc
-		}
-	}
-	if line > 0 {
-		where += ":" + strconv.Itoa(line)
-	}
-	return where
 }

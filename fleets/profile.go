@@ -1,17 +1,14 @@
 package fleets
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
@@ -101,25 +98,11 @@ func parseProfile(data []byte, defaultName string) (*Profile, error) {
 	// so the label key node.kubernetes.io/instance-type and the param key
 	// p5.48xlarge would be mangled into nested maps (see
 	// TestViperWouldMangleProfileKeys). Case and dots are data here.
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("empty file")
-		}
+	doc, _, err := strictyaml.DecodeMapping(data)
+	if err != nil {
 		return nil, err
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("line %d: more than one YAML document", extra.Line)
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: want a mapping with name, match, rules, params", doc.Line)
-	}
-	if err := strictyaml.Check(&doc, &Profile{}); err != nil {
+	if err := strictyaml.Check(doc, &Profile{}); err != nil {
 		return nil, err
 	}
 	var p Profile

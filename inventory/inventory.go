@@ -40,6 +40,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
 // Host is one host to audit.
@@ -179,25 +181,8 @@ func looksLikeYAML(data []byte) bool {
 
 // parseYAMLDoc returns the top-level mapping of a one-document YAML file.
 func parseYAMLDoc(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("empty file")
-		}
-		return nil, err
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("line %d: more than one YAML document", extra.Line)
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: want a mapping at the top level", doc.Line)
-	}
-	return doc.Content[0], nil
+	_, mapping, err := strictyaml.DecodeMapping(data)
+	return mapping, err
 }
 
 func parseYAML(top *yaml.Node) (*Inventory, error) {

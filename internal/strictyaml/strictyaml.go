@@ -7,8 +7,10 @@
 package strictyaml
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -152,4 +154,28 @@ func kindName(k yaml.Kind) string {
 		return "sequence"
 	}
 	return "scalar"
+}
+
+// DecodeMapping parses a file that must hold exactly one YAML document whose
+// top level is a mapping, and returns the document node and that mapping.
+func DecodeMapping(data []byte) (doc, mapping *yaml.Node, err error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	doc = new(yaml.Node)
+	if err := dec.Decode(doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, errors.New("empty file")
+		}
+		return nil, nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("line %d: more than one YAML document", extra.Line)
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil, fmt.Errorf("line %d: want a mapping at the top level", doc.Line)
+	}
+	return doc, doc.Content[0], nil
 }
