@@ -88,7 +88,7 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, snapshot.Cmdline) {
 		return nil, snapshot.Cmdline{}
 	}
 
-	res := EvalGrubDefaults(files)
+	res := EvalGrubDefaults(files, sourceFileTester{c.src})
 	for _, e := range res.Errors {
 		path := e.File
 		if path == "" {
@@ -116,8 +116,9 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, snapshot.Cmdline) {
 			segs = append(segs, ShellSegment{Text: " "})
 		}
 		if v.val.Unknown != nil {
+			// Reported as an error; the value is kept as the shell would
+			// hold it if the uncertain part did not run.
 			grub.Unknown = append(grub.Unknown, v.name)
-			continue
 		}
 		*v.out = v.val.String()
 		segs = append(segs, v.val.Segments...)

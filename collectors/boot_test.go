@@ -43,7 +43,7 @@ func TestCollectBootFixtures(t *testing.T) {
 					Grub: &snapshot.GrubDefaults{
 						CmdlineLinux:        " hugetlb_cma=6G",
 						CmdlineLinuxDefault: " iommu=pt",
-						Files:               []string{grubMain, hugetlb, "/etc/default/grub.d/70-gpu.cfg"},
+						Files:               []string{grubMain, hugetlb, "/etc/default/grub.d/70-gpu.cfg", "/etc/default/grub.d/init-select.cfg"},
 					},
 				},
 			},
@@ -81,7 +81,7 @@ func TestCollectBootFixtures(t *testing.T) {
 					Grub: &snapshot.GrubDefaults{
 						CmdlineLinux:        " hugetlb_cma=6G",
 						CmdlineLinuxDefault: "console=tty1 console=ttyS0",
-						Files:               []string{grubMain, "/etc/default/grub.d/50-cloudimg-settings.cfg", hugetlb},
+						Files:               []string{grubMain, "/etc/default/grub.d/50-cloudimg-settings.cfg", hugetlb, "/etc/default/grub.d/init-select.cfg"},
 					},
 				},
 			},
@@ -218,6 +218,9 @@ func TestCollectBootFixtures(t *testing.T) {
 				"boot.running.params.root":       "/proc/cmdline",
 				"boot.running.params.ro":         "/proc/cmdline",
 				"boot.running.params.console":    "/proc/cmdline",
+				// Unknown values still name the assignment that made them so.
+				"boot.configured.grub.cmdline_linux":         grubMain + ":5",
+				"boot.configured.grub.cmdline_linux_default": "/etc/default/grub.d/70-broken.cfg:2",
 			},
 			errors: []snapshot.CollectionError{
 				{Collector: "boot", Path: grubMain, Reason: "parse error: line 5: GRUB_CMDLINE_LINUX cannot be evaluated: command substitution $(...) at line 5"},

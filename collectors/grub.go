@@ -102,8 +102,10 @@ const maxGrubErrorsPerFile = 10
 
 // EvalGrubDefaults sources files in order, as grub-mkconfig does, and
 // returns the two command-line variables that 10_linux passes to Linux.
-func EvalGrubDefaults(files []GrubFile) GrubEvaluation {
+// root answers file tests in conditions; nil leaves them unknown.
+func EvalGrubDefaults(files []GrubFile, root GrubFileTester) GrubEvaluation {
 	env := newShellEnv()
+	env.files = root
 	for _, name := range grubRuntimeVars {
 		env.runtime[name] = true
 	}
@@ -141,6 +143,9 @@ type shellEnv struct {
 	// or eval could have set anything.
 	opaque *ShellUnknown
 	errors []*GrubError
+
+	// files answers file tests in conditions; nil makes them unknown.
+	files GrubFileTester
 
 	file string
 	// fileCond and allCond make the rest of the file, or of all files,
@@ -277,6 +282,9 @@ func (env *shellEnv) evalCmd(c shCmd, mode shMode) shControl {
 			env.funcs[c.name] = true
 		}
 	case *shCompound:
+		if c.kind == "if" {
+			return env.evalIf(c, mode)
+		}
 		m := mode
 		switch {
 		case c.kind == "(":
@@ -293,6 +301,41 @@ func (env *shellEnv) evalCmd(c shCmd, mode shMode) shControl {
 				return ctl
 			}
 		}
+	}
+	return ctlNext
+}
+
+// evalIf takes the branch the shell would when the conditions can be decided,
+// and otherwise treats every branch from the undecided condition on as
+// conditional. lists are cond, body pairs and an optional else body.
+func (env *shellEnv) evalIf(c *shCompound, mode shMode) shControl {
+	branchMode := mode
+	for i := 0; i < len(c.lists); i += 2 {
+		if i+1 == len(c.lists) {
+			// else: reached when every condition was false (or undecided).
+			return env.evalBody(c.lists[i], branchMode)
+		}
+		cond, body := c.lists[i], c.lists[i+1]
+		if ctl := env.evalList(cond, branchMode); ctl != ctlNext && branchMode.kind == modeApply {
+			return ctl
+		}
+		switch env.listStatus(cond) {
+		case triTrue:
+			return env.evalBody(body, branchMode)
+		case triUnknown:
+			branchMode = branchMode.cond(fmt.Sprintf("inside if at line %d", c.line))
+			if ctl := env.evalBody(body, branchMode); ctl != ctlNext {
+				return ctl
+			}
+		}
+	}
+	return ctlNext
+}
+
+func (env *shellEnv) evalBody(l *shList, mode shMode) shControl {
+	ctl := env.evalList(l, mode)
+	if mode.kind == modeApply {
+		return ctl
 	}
 	return ctlNext
 }
@@ -456,9 +499,13 @@ func (env *shellEnv) unset(name string, mode shMode, line int) {
 	}
 }
 
+// markUnknown keeps the value the variable had: it is what the shell holds
+// when the uncertain assignment does not run, and the best the snapshot can
+// show beside the error that says it may be otherwise.
 func (env *shellEnv) markUnknown(name, why string, line int) {
 	at := env.origin(line)
-	env.vars[name] = ShellValue{Set: true, Unknown: &ShellUnknown{Why: why, At: at}, AssignedAt: at}
+	prev := env.lookup(name)
+	env.vars[name] = ShellValue{Set: true, Segments: prev.Segments, Unknown: &ShellUnknown{Why: why, At: at}, AssignedAt: at}
 }
 
 func (env *shellEnv) makeOpaque(why string, line int) {

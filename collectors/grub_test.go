@@ -3,8 +3,10 @@ package collectors
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -317,7 +319,7 @@ GRUB_CMDLINE_LINUX="${E:-colon} ${E-nocolon} ${U:-unset} ${U-unset2} ${E:+alt} $
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := EvalGrubDefaults(tt.files)
+			got := EvalGrubDefaults(tt.files, nil)
 			if diff := cmp.Diff(tt.linux, renderShellValue(got.Linux)); diff != "" {
 				t.Errorf("GRUB_CMDLINE_LINUX (-want +got):\n%s", diff)
 			}
@@ -352,7 +354,7 @@ func FuzzGrubDefaults(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, main, dropin string) {
 		files := grubFiles(gd, main, gd1, dropin)
-		got := EvalGrubDefaults(files)
+		got := EvalGrubDefaults(files, nil)
 		lines := map[string]int{gd: strings.Count(main, "\n") + 1, gd1: strings.Count(dropin, "\n") + 1}
 		for _, e := range got.Errors {
 			if n, ok := lines[e.File]; !ok || e.Line < 1 || e.Line > n {
@@ -389,4 +391,89 @@ func FuzzGrubDefaults(f *testing.F) {
 			}
 		}
 	})
+}
+
+// initSelectCfg is the conditional append Ubuntu's init-select.cfg makes: it
+// must not make the command line of every Ubuntu host unknown.
+const initSelectCfg = `# Ubuntu: boot upstart when it is installed but not the default init
+if [ -e /sbin/upstart ] && [ "$(readlink /sbin/init)" != "upstart" ]; then
+    GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT init=/sbin/upstart"
+fi
+`
+
+func TestEvalGrubConditions(t *testing.T) {
+	root := fstest.MapFS{
+		"sbin/upstart":       {Mode: 0o755},
+		"etc/grub-flag":      {Data: []byte("x")},
+		"etc/empty":          {},
+		"opt/dir":            {Mode: fs.ModeDir | 0o755},
+		"usr/bin/link":       {Data: []byte("upstart"), Mode: fs.ModeSymlink},
+		"usr/bin/noexec.cfg": {Mode: 0o644},
+	}
+	tests := []struct {
+		name, cond string
+		want       string // GRUB_CMDLINE_LINUX_DEFAULT after "if COND; then append x; else append y; fi"
+		unknown    bool
+	}{
+		{"-e present", "[ -e /sbin/upstart ]", "base x", false},
+		{"-e absent", "[ -e /sbin/nothing ]", "base y", false},
+		{"-f on a dir", "[ -f /opt/dir ]", "base y", false},
+		{"-d", "[ -d /opt/dir ]", "base x", false},
+		{"-x", "test -x /sbin/upstart", "base x", false},
+		{"-x without bits", "[ -x /usr/bin/noexec.cfg ]", "base y", false},
+		{"-s empty", "[ -s /etc/empty ]", "base y", false},
+		{"-s", "[ -s /etc/grub-flag ]", "base x", false},
+		{"-L", "[ -L /usr/bin/link ]", "base x", false},
+		{"relative path", "[ -e sbin/upstart ]", "base", true},
+		{"-n var", `[ -n "$GRUB_CMDLINE_LINUX_DEFAULT" ]`, "base x", false},
+		{"-z var", `[ -z "$UNSET" ]`, "base x", false},
+		{"string =", `[ "$GRUB_CMDLINE_LINUX_DEFAULT" = base ]`, "base x", false},
+		{"string !=", `[ a != a ]`, "base y", false},
+		{"integers", `[ 10 -gt 9 ]`, "base x", false},
+		{"not an integer", `[ ten -gt 9 ]`, "base", true},
+		{"negation", `! [ -e /sbin/upstart ]`, "base y", false},
+		{"test negation", `[ ! -e /sbin/upstart ]`, "base y", false},
+		{"-a -o", `[ -e /nope -a -e /sbin/upstart -o -d /opt/dir ]`, "base x", false},
+		{"false && unknown", `[ -e /nope ] && [ "$(readlink /sbin/init)" != upstart ]`, "base y", false},
+		{"true || unknown", `[ -e /sbin/upstart ] || [ "$(cat /x)" = y ]`, "base x", false},
+		{"true && unknown", `[ -e /sbin/upstart ] && [ "$(readlink /sbin/init)" != upstart ]`, "base", true},
+		{"unknown command", `grep -q foo /etc/x`, "base", true},
+		{"true builtin", `true`, "base x", false},
+		{"false builtin", `false`, "base y", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := "GRUB_CMDLINE_LINUX_DEFAULT=base\nif " + tt.cond + "; then\n" +
+				"  GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT x\"\nelse\n" +
+				"  GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT y\"\nfi\n"
+			got := EvalGrubDefaults([]GrubFile{{Name: "/etc/default/grub", Data: []byte(cfg)}}, sourceFileTester{FS(root)})
+			if v := got.LinuxDefault.String(); v != tt.want {
+				t.Errorf("value = %q, want %q", v, tt.want)
+			}
+			if (got.LinuxDefault.Unknown != nil) != tt.unknown || (len(got.Errors) > 0) != tt.unknown {
+				t.Errorf("unknown = %v, errors = %v; want unknown %v", got.LinuxDefault.Unknown, got.Errors, tt.unknown)
+			}
+		})
+	}
+}
+
+func TestEvalGrubUbuntuInitSelect(t *testing.T) {
+	files := []GrubFile{
+		{Name: "/etc/default/grub", Data: []byte("GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\nGRUB_CMDLINE_LINUX=\"\"\n")},
+		{Name: "/etc/default/grub.d/init-select.cfg", Data: []byte(initSelectCfg)},
+	}
+	// No upstart: the shell skips the branch, and so does the evaluator.
+	got := EvalGrubDefaults(files, sourceFileTester{FS(fstest.MapFS{"sbin/init": {Data: []byte("x")}})})
+	if got.LinuxDefault.String() != "quiet splash" || got.LinuxDefault.Unknown != nil || len(got.Errors) != 0 {
+		t.Errorf("without upstart: %q unknown=%v errors=%v", got.LinuxDefault.String(), got.LinuxDefault.Unknown, got.Errors)
+	}
+	// Upstart installed: the readlink test cannot be decided. The error names
+	// the line and the value before the if is kept.
+	got = EvalGrubDefaults(files, sourceFileTester{FS(fstest.MapFS{"sbin/upstart": {Mode: 0o755}})})
+	if got.LinuxDefault.String() != "quiet splash" || got.LinuxDefault.Unknown == nil {
+		t.Errorf("with upstart: %q unknown=%v", got.LinuxDefault.String(), got.LinuxDefault.Unknown)
+	}
+	if len(got.Errors) != 1 || !strings.Contains(got.Errors[0].Error(), "line 3: GRUB_CMDLINE_LINUX_DEFAULT cannot be evaluated: set only conditionally, inside if at line 2") {
+		t.Errorf("errors = %v", got.Errors)
+	}
 }

@@ -623,11 +623,16 @@ type shListItem struct {
 	background bool
 }
 
-type shAndOr struct{ pipes []*shPipeline }
+type shAndOr struct {
+	pipes []*shPipeline
+	// ops[i] joins pipes[i] and pipes[i+1]: "&&" or "||".
+	ops []string
+}
 
 type shPipeline struct {
-	cmds []shCmd
-	line int
+	cmds   []shCmd
+	line   int
+	negate bool
 }
 
 // shCmd is *shSimple, *shCompound or *shFunc.
@@ -855,6 +860,11 @@ func (p *shParser) parseAndOr() (*shAndOr, *GrubError) {
 		if !p.isOp("&&") && !p.isOp("||") {
 			return ao, nil
 		}
+		if p.isOp("&&") {
+			ao.ops = append(ao.ops, "&&")
+		} else {
+			ao.ops = append(ao.ops, "||")
+		}
 		p.advance()
 		p.skipNewlines()
 	}
@@ -863,6 +873,7 @@ func (p *shParser) parseAndOr() (*shAndOr, *GrubError) {
 func (p *shParser) parsePipeline() (*shPipeline, *GrubError) {
 	pl := &shPipeline{line: p.tok.line}
 	if p.isWord("!") {
+		pl.negate = true
 		p.advance()
 	}
 	for {

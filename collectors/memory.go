@@ -34,17 +34,17 @@ func parseMeminfo(data []byte) (map[string]meminfoValue, []error) {
 		name, rest, ok := strings.Cut(text, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			errs = append(errs, fmt.Errorf("line %d: %w: want \"Name: value\", got %q", line, ErrParse, hwClip(text)))
+			errs = append(errs, fmt.Errorf("%w: line %d: want \"Name: value\", got %q", ErrParse, line, hwClip(text)))
 			continue
 		}
 		fields := strings.Fields(rest)
 		if len(fields) == 0 || len(fields) > 2 || (len(fields) == 2 && fields[1] != "kB") {
-			errs = append(errs, fmt.Errorf("line %d: %w: %s: want a number and an optional kB, got %q", line, ErrParse, name, hwClip(strings.TrimSpace(rest))))
+			errs = append(errs, fmt.Errorf("%w: line %d: %s: want a number and an optional kB, got %q", ErrParse, line, name, hwClip(strings.TrimSpace(rest))))
 			continue
 		}
 		n, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("line %d: %w: %s: %q is not a non-negative integer", line, ErrParse, name, hwClip(fields[0])))
+			errs = append(errs, fmt.Errorf("%w: line %d: %s: %q is not a non-negative integer", ErrParse, line, name, hwClip(fields[0])))
 			continue
 		}
 		if _, dup := values[name]; !dup {
@@ -66,14 +66,14 @@ func parseTHPMode(text string) (string, error) {
 		}
 	}
 	if end < 0 {
-		return "", fmt.Errorf("line 1: %w: no [selected] choice in %q", ErrParse, hwClip(text))
+		return "", fmt.Errorf("%w: line 1: no [selected] choice in %q", ErrParse, hwClip(text))
 	}
 	if strings.IndexByte(text[end+1:], '[') >= 0 {
-		return "", fmt.Errorf("line 1: %w: more than one [selected] choice in %q", ErrParse, hwClip(text))
+		return "", fmt.Errorf("%w: line 1: more than one [selected] choice in %q", ErrParse, hwClip(text))
 	}
 	mode := text[open+1 : end]
 	if mode == "" || strings.ContainsAny(mode, " \t[") {
-		return "", fmt.Errorf("line 1: %w: bad selected choice in %q", ErrParse, hwClip(text))
+		return "", fmt.Errorf("%w: line 1: bad selected choice in %q", ErrParse, hwClip(text))
 	}
 	return mode, nil
 }

@@ -105,19 +105,19 @@ func TestParseMeminfo(t *testing.T) {
 			in:   "MemTotal:       lots kB\nCmaTotal 6291456 kB\nCmaFree: 12 kB\nHugePages_Total:   -3\nHugepagesize: 2048 MB\nDirectMap4k: 1 2 3\nHuge Pages: 1\n",
 			want: map[string]meminfoValue{"CmaFree": {12, 3}},
 			errs: []string{
-				`line 1: parse error: MemTotal: "lots" is not a non-negative integer`,
-				`line 2: parse error: want "Name: value", got "CmaTotal 6291456 kB"`,
-				`line 4: parse error: HugePages_Total: "-3" is not a non-negative integer`,
-				`line 5: parse error: Hugepagesize: want a number and an optional kB, got "2048 MB"`,
-				`line 6: parse error: DirectMap4k: want a number and an optional kB, got "1 2 3"`,
-				`line 7: parse error: want "Name: value", got "Huge Pages: 1"`,
+				`parse error: line 1: MemTotal: "lots" is not a non-negative integer`,
+				`parse error: line 2: want "Name: value", got "CmaTotal 6291456 kB"`,
+				`parse error: line 4: HugePages_Total: "-3" is not a non-negative integer`,
+				`parse error: line 5: Hugepagesize: want a number and an optional kB, got "2048 MB"`,
+				`parse error: line 6: DirectMap4k: want a number and an optional kB, got "1 2 3"`,
+				`parse error: line 7: want "Name: value", got "Huge Pages: 1"`,
 			},
 		},
 		{
 			name: "overflow",
 			in:   "MemTotal: 99999999999999999999 kB\n",
 			want: map[string]meminfoValue{},
-			errs: []string{`line 1: parse error: MemTotal: "99999999999999999999" is not a non-negative integer`},
+			errs: []string{`parse error: line 1: MemTotal: "99999999999999999999" is not a non-negative integer`},
 		},
 		{name: "empty", in: "", want: map[string]meminfoValue{}},
 	}
@@ -143,11 +143,11 @@ func TestParseTHPMode(t *testing.T) {
 		{in: "always madvise [never]\n", want: "never"},
 		// Per-size THP controls (6.8+) add "inherit".
 		{in: "always [inherit] madvise never\n", want: "inherit"},
-		{in: "always madvise never\n", err: `line 1: parse error: no [selected] choice in "always madvise never"`},
-		{in: "always] [madvise\n", err: `line 1: parse error: no [selected] choice in "always] [madvise"`},
-		{in: "[always] [never]", err: `line 1: parse error: more than one [selected] choice in "[always] [never]"`},
-		{in: "[] madvise", err: `line 1: parse error: bad selected choice in "[] madvise"`},
-		{in: "", err: `line 1: parse error: no [selected] choice in ""`},
+		{in: "always madvise never\n", err: `parse error: line 1: no [selected] choice in "always madvise never"`},
+		{in: "always] [madvise\n", err: `parse error: line 1: no [selected] choice in "always] [madvise"`},
+		{in: "[always] [never]", err: `parse error: line 1: more than one [selected] choice in "[always] [never]"`},
+		{in: "[] madvise", err: `parse error: line 1: bad selected choice in "[] madvise"`},
+		{in: "", err: `parse error: line 1: no [selected] choice in ""`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -216,7 +216,7 @@ func FuzzMeminfo(f *testing.F) {
 			}
 		}
 		for _, err := range errs {
-			if !errors.Is(err, ErrParse) || !strings.HasPrefix(err.Error(), "line ") {
+			if !errors.Is(err, ErrParse) || !strings.HasPrefix(err.Error(), "parse error: line ") {
 				t.Errorf("error %q: want an ErrParse naming its line", err)
 			}
 		}

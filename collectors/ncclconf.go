@@ -57,9 +57,9 @@ func parseNCCLConf(data []byte) ([]ncclAssignment, []error) {
 		name, value, ok := strings.Cut(line, "=")
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("line %d: %w: no '=' in %q; NCCL ignores the line", n, ErrParse, hwClip(line)))
+			errs = append(errs, fmt.Errorf("%w: line %d: no '=' in %q; NCCL ignores the line", ErrParse, n, hwClip(line)))
 		case !isPosixVarName(name):
-			errs = append(errs, fmt.Errorf("line %d: %w: %q is not a variable name (NCCL does not trim spaces)", n, ErrParse, hwClip(name)))
+			errs = append(errs, fmt.Errorf("%w: line %d: %q is not a variable name (NCCL does not trim spaces)", ErrParse, n, hwClip(name)))
 		default:
 			out = append(out, ncclAssignment{Name: name, Value: value, Line: n})
 		}
@@ -101,7 +101,7 @@ func parseEnvironmentFile(data []byte) ([]ncclAssignment, []error) {
 		}
 		name, value, hasValue := strings.Cut(text, "=")
 		if !isPosixVarName(name) {
-			errs = append(errs, fmt.Errorf("line %d: %w: %q is not an alphanumeric name; pam_env ignores the line", start, ErrParse, hwClip(name)))
+			errs = append(errs, fmt.Errorf("%w: line %d: %q is not an alphanumeric name; pam_env ignores the line", ErrParse, start, hwClip(name)))
 			continue
 		}
 		if !hasValue {
@@ -142,7 +142,7 @@ var errProfileComplex = errors.New("shell line too complex")
 // splitProfileWords splits a line into words with literal quoting only: bare
 // characters, '...' and "..." without $, ` or \ inside. Anything else
 // (expansions, operators, escapes) returns errProfileComplex; an unterminated
-// quote returns an ErrParse error.
+// quote returns another error.
 func splitProfileWords(line string) ([]profileWord, error) {
 	var words []profileWord
 	var cur strings.Builder
@@ -168,7 +168,7 @@ func splitProfileWords(line string) ([]profileWord, error) {
 		case ch == '\'' || ch == '"':
 			end := strings.IndexByte(line[i+1:], ch)
 			if end < 0 {
-				return nil, fmt.Errorf("%w: unterminated %c quote", ErrParse, ch)
+				return nil, fmt.Errorf("unterminated %c quote", ch)
 			}
 			text := line[i+1 : i+1+end]
 			if ch == '"' && strings.ContainsAny(text, "$`\\") {
@@ -216,8 +216,8 @@ func parseProfileScript(data []byte) ([]profileEvent, []error) {
 	for i, line := range strings.Split(string(data), "\n") {
 		n := i + 1
 		words, err := splitProfileWords(line)
-		if errors.Is(err, ErrParse) {
-			errs = append(errs, fmt.Errorf("line %d: %w", n, err))
+		if err != nil && !errors.Is(err, errProfileComplex) {
+			errs = append(errs, fmt.Errorf("%w: line %d: %v", ErrParse, n, err))
 			continue
 		}
 		if err != nil || len(words) == 0 {

@@ -32,10 +32,10 @@ func TestParseNCCLConf(t *testing.T) {
 		{Name: "CUDA_DEVICE_MAX_CONNECTIONS", Value: "1\r", Line: 11},
 	}
 	wantErrs := []string{
-		`line 6: parse error: "NCCL_DEBUG " is not a variable name (NCCL does not trim spaces)`,
-		`line 7: parse error: no '=' in "NCCL_ALGO"; NCCL ignores the line`,
-		`line 8: parse error: "  # indented comment" is not a variable name (NCCL does not trim spaces)`,
-		`line 9: parse error: "" is not a variable name (NCCL does not trim spaces)`,
+		`parse error: line 6: "NCCL_DEBUG " is not a variable name (NCCL does not trim spaces)`,
+		`parse error: line 7: no '=' in "NCCL_ALGO"; NCCL ignores the line`,
+		`parse error: line 8: "  # indented comment" is not a variable name (NCCL does not trim spaces)`,
+		`parse error: line 9: "" is not a variable name (NCCL does not trim spaces)`,
 	}
 	got, errs := parseNCCLConf([]byte(in))
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -91,8 +91,8 @@ func TestParseEnvironmentFile(t *testing.T) {
 			in:   "NCCL-BAD=1\nNCCL_OK=1\nNCCL X=1\n",
 			want: []ncclAssignment{{Name: "NCCL_OK", Value: "1", Line: 2}},
 			errs: []string{
-				`line 1: parse error: "NCCL-BAD" is not an alphanumeric name; pam_env ignores the line`,
-				`line 3: parse error: "NCCL X" is not an alphanumeric name; pam_env ignores the line`,
+				`parse error: line 1: "NCCL-BAD" is not an alphanumeric name; pam_env ignores the line`,
+				`parse error: line 3: "NCCL X" is not an alphanumeric name; pam_env ignores the line`,
 			},
 		},
 		{name: "trailing backslash at EOF", in: "NCCL_A=1\\", want: []ncclAssignment{{Name: "NCCL_A", Value: "1\\", Line: 1}}},
@@ -156,7 +156,7 @@ func TestParseProfileScript(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	wantErrs := []string{`line 17: parse error: unterminated " quote`}
+	wantErrs := []string{`parse error: line 17: unterminated " quote`}
 	if diff := cmp.Diff(wantErrs, hwErrorStrings(t, errs)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
@@ -234,7 +234,7 @@ func FuzzNCCLConf(f *testing.F) {
 				}
 			}
 			for _, err := range errs {
-				if !errors.Is(err, ErrParse) || !strings.HasPrefix(err.Error(), "line ") {
+				if !errors.Is(err, ErrParse) || !strings.HasPrefix(err.Error(), "parse error: line ") {
 					t.Errorf("%s: error %q: want an ErrParse naming its line", parser, err)
 				}
 			}

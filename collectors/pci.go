@@ -171,7 +171,7 @@ func readPCIHex(c *collection, name string) (string, uint64, bool) {
 	}
 	n, err := strconv.ParseUint(text, 0, 32)
 	if err != nil || !strings.HasPrefix(text, "0x") {
-		c.fail("pci", name, fmt.Errorf("line 1: %w: want a hex number such as 0x10de, got %q", ErrParse, hwClip(text)))
+		c.fail("pci", name, fmt.Errorf("%w: line 1: want a hex number such as 0x10de, got %q", ErrParse, hwClip(text)))
 		return "", 0, false
 	}
 	return strings.ToLower(text), n, true

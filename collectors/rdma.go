@@ -24,7 +24,7 @@ func parseIBPortState(text string) (code int, name string, err error) {
 	code, convErr := strconv.Atoi(num)
 	name = strings.TrimSpace(name)
 	if !ok || convErr != nil || name == "" {
-		return 0, "", fmt.Errorf("line 1: %w: want \"<code>: <NAME>\", got %q", ErrParse, hwClip(text))
+		return 0, "", fmt.Errorf("%w: line 1: want \"<code>: <NAME>\", got %q", ErrParse, hwClip(text))
 	}
 	return code, name, nil
 }
@@ -36,7 +36,7 @@ func parseIBPortRate(text string) (float64, error) {
 	num, _, ok := strings.Cut(text, " Gb/sec")
 	gbps, err := strconv.ParseFloat(num, 64)
 	if !ok || err != nil || gbps < 0 || num != strings.TrimSpace(num) {
-		return 0, fmt.Errorf("line 1: %w: want \"<n> Gb/sec (...)\", got %q", ErrParse, hwClip(text))
+		return 0, fmt.Errorf("%w: line 1: want \"<n> Gb/sec (...)\", got %q", ErrParse, hwClip(text))
 	}
 	return gbps, nil
 }

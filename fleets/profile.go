@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
