@@ -11,11 +11,12 @@ import (
 func BenchmarkCollectFixtureRoot(b *testing.B) {
 	for _, root := range []string{"gpu-node", "web-node"} {
 		b.Run(root, func(b *testing.B) {
-			src := Dir(filepath.Join(fixtureHosts, root))
+			dir := filepath.Join(fixtureHosts, root)
 			opts := fixtureOptions(root)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Collect(context.Background(), src, opts); err != nil {
+				// A new Dir per host, as the CLI does: no link cache carried over.
+				if _, err := Collect(context.Background(), Dir(dir), opts); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Source is where collectors read from. Names are slash-separated and
@@ -29,11 +30,48 @@ type Describer interface {
 // Dir returns a Source over a directory tree treated as a host's "/": symbolic
 // links resolve inside the tree, absolute targets included, the way they would
 // after chroot. Nothing outside root is ever opened through a link.
+//
+// A Dir remembers which path components are links for its lifetime (sysfs
+// reads walk the same deep prefixes thousands of times), so use a new one for
+// each collection of a live host.
 func Dir(root string) Source {
-	return dirSource{root: filepath.Clean(root)}
+	return dirSource{root: filepath.Clean(root), links: &linkCache{entries: map[string]linkEntry{}}}
 }
 
-type dirSource struct{ root string }
+type dirSource struct {
+	root  string
+	links *linkCache
+}
+
+type linkCache struct {
+	mu      sync.Mutex
+	entries map[string]linkEntry
+}
+
+// linkEntry is what one lstat and readlink of a resolved path found.
+type linkEntry struct {
+	isLink bool
+	target string
+	err    error
+}
+
+func (d dirSource) lookupLink(local string) linkEntry {
+	d.links.mu.Lock()
+	e, ok := d.links.entries[local]
+	d.links.mu.Unlock()
+	if ok {
+		return e
+	}
+	info, err := os.Lstat(local)
+	if err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		e.isLink = true
+		e.target, e.err = os.Readlink(local)
+	}
+	d.links.mu.Lock()
+	d.links.entries[local] = e
+	d.links.mu.Unlock()
+	return e
+}
 
 const maxSymlinks = 40
 
@@ -69,8 +107,8 @@ func (d dirSource) resolve(name string, followLast bool) (string, error) {
 			break
 		}
 		local := filepath.Join(d.root, filepath.FromSlash(strings.Join(candidate, "/")))
-		info, err := os.Lstat(local)
-		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+		link := d.lookupLink(local)
+		if !link.isLink {
 			// A missing component is reported by the final open.
 			resolved = candidate
 			continue
@@ -79,10 +117,10 @@ func (d dirSource) resolve(name string, followLast bool) (string, error) {
 		if links > maxSymlinks {
 			return "", &fs.PathError{Op: "open", Path: name, Err: errTooManyLinks}
 		}
-		target, err := os.Readlink(local)
-		if err != nil {
-			return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+		if link.err != nil {
+			return "", &fs.PathError{Op: "readlink", Path: name, Err: link.err}
 		}
+		target := link.target
 		if strings.HasPrefix(target, "/") {
 			resolved = nil
 		}
