@@ -54,6 +54,9 @@ type FleetConfig struct {
 	// Profiles are the rule profiles the fleet follows: a rule runs when its
 	// custom.profiles lists one of them or "all". Empty means the fleet's name.
 	Profiles []string
+	// Select, when non-nil, decides which rules run instead of Profiles (a
+	// fleet profile's include/exclude lists over the rules' metadata).
+	Select func(Rule) bool
 	// Rules, when non-nil, lists exactly the rule ids that run instead.
 	Rules []string
 	// Params are data.fleetaudit.params for the fleet's rules.
@@ -175,6 +178,12 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 				return nil, fmt.Errorf("rules: no rule has id %q", id)
 			}
 			enabled = append(enabled, r)
+		}
+	} else if fc.Select != nil {
+		for _, r := range e.rules {
+			if fc.Select(*r) {
+				enabled = append(enabled, r)
+			}
 		}
 	} else {
 		profiles := fc.Profiles

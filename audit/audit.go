@@ -1,0 +1,285 @@
+// Package audit runs one audit: it gathers host snapshots (snapshot files,
+// fixture or mounted roots, inventory hosts), gives each host its fleet,
+// evaluates the policy library per fleet and returns a Result for the
+// reports. Per-host failures are results, never aborts.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// Schema identifies the findings document.
+const Schema = "fleetaudit.findings/v1"
+
+// Options configure one audit.
+type Options struct {
+	// Fleets are the fleet profiles (built-in plus --fleets).
+	Fleets *fleets.Set
+	// Inventory is optional; its hosts with a root are collected, and it
+	// names fleets, groups and labels for matching.
+	Inventory *inventory.Inventory
+	// Snapshots are snapshot files or directories of them (*.json).
+	Snapshots []string
+	// Roots are directories collected as one host each (--root).
+	Roots []string
+	// PolicyDirs are user policy directories (--policies).
+	PolicyDirs []string
+	// WorkDir holds snapshots collected during the run; a temporary
+	// directory when empty.
+	WorkDir string
+	// Version is recorded in collected snapshots.
+	Version string
+	Log     *slog.Logger
+}
+
+// Result is one audit's outcome.
+type Result struct {
+	Schema   string             `json:"schema"`
+	Findings []policies.Finding `json:"findings"`
+	Errors   []HostError        `json:"errors"`
+	Summary  Summary            `json:"summary"`
+}
+
+// HostError is a host or input that could not be audited in full.
+type HostError struct {
+	Host  string `json:"host,omitempty"`
+	Fleet string `json:"fleet,omitempty"`
+	// Source is the snapshot file, root or address the host came from.
+	Source string `json:"source,omitempty"`
+	Error  string `json:"error"`
+}
+
+// Summary counts hosts and findings.
+type Summary struct {
+	Hosts      int                     `json:"hosts"`
+	Findings   int                     `json:"findings"`
+	BySeverity map[string]int          `json:"by_severity"`
+	Fleets     map[string]FleetSummary `json:"fleets"`
+}
+
+// FleetSummary counts one fleet's hosts and findings; "" is hosts that
+// match no fleet.
+type FleetSummary struct {
+	Hosts      int            `json:"hosts"`
+	BySeverity map[string]int `json:"by_severity"`
+}
+
+// ErrNoInput is returned when there is nothing to audit.
+var ErrNoInput = errors.New("nothing to audit: give --inventory, --snapshots or --root")
+
+// Run audits every input host. It fails only for configuration errors (a
+// policy that does not compile, no input at all) and a cancelled context.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	files, errs, err := snapshotFiles(opts.Snapshots)
+	if err != nil {
+		return nil, err
+	}
+	collectDir := opts.WorkDir
+	if collectDir == "" {
+		dir, err := os.MkdirTemp("", "fleetaudit-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		collectDir = dir
+	}
+	targets := collectTargets(opts)
+	if len(files) == 0 && len(targets) == 0 {
+		return nil, ErrNoInput
+	}
+	engine, err := policies.New(ctx, policies.Options{PolicyDirs: opts.PolicyDirs, Fleets: fleetConfigs(opts.Fleets)})
+	if err != nil {
+		return nil, err
+	}
+	collected, err := collectAll(ctx, targets, collectDir, opts.Version, log)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, collected...)
+
+	fleetOf := newFleetResolver(opts.Fleets, opts.Inventory)
+	rep, err := engine.Run(ctx, files, policies.RunOptions{FleetOf: fleetOf.fleet})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: errs}
+	res.Errors = append(res.Errors, fleetOf.errors()...)
+	for _, f := range rep.Failures {
+		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
+	}
+	for _, f := range rep.Findings {
+		if f.Rule == "collection-error" && notAudited(f) {
+			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
+		}
+	}
+	sortFindings(res.Findings)
+	res.Summary = summarize(rep.Hosts, res.Findings)
+	if res.Findings == nil {
+		res.Findings = []policies.Finding{}
+	}
+	if res.Errors == nil {
+		res.Errors = []HostError{}
+	}
+	return res, nil
+}
+
+// notAudited tells the collection-errors that mean a host was not audited at
+// all (a snapshot file the engine could not decode, a root or address that
+// could not be collected) from a single file a collector could not read.
+func notAudited(f policies.Finding) bool {
+	for _, e := range f.Evidence {
+		if e.Fact == "errors" {
+			return true
+		}
+		if v, ok := e.Value.(map[string]any); ok && v["collector"] == sourceCollector {
+			return true
+		}
+	}
+	return false
+}
+
+// sourceCollector names errors about reaching a host at all.
+const sourceCollector = "source"
+
+// snapshotFiles expands files and directories (their *.json, sorted). A
+// path that does not exist is a usage error.
+func snapshotFiles(paths []string) ([]string, []HostError, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--snapshots %s: %w", p, err)
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(p, "*.json"))
+		if err != nil {
+			return nil, nil, err
+		}
+		slices.Sort(matches)
+		files = append(files, matches...)
+	}
+	return files, nil, nil
+}
+
+// target is a host to collect during the run.
+type target struct {
+	host, root, address string
+}
+
+func collectTargets(opts Options) []target {
+	var ts []target
+	for _, root := range opts.Roots {
+		ts = append(ts, target{root: root})
+	}
+	if opts.Inventory != nil {
+		for _, h := range opts.Inventory.Hosts {
+			ts = append(ts, target{host: h.Name, root: h.Root, address: h.Address})
+		}
+	}
+	return ts
+}
+
+// collectAll writes one snapshot file per target. A target that cannot be
+// collected still gets a snapshot: one whose errors say why, so the host
+// is reported (collection-error) instead of silently missing.
+func collectAll(ctx context.Context, targets []target, dir, version string, log *slog.Logger) ([]string, error) {
+	files := make([]string, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, t := range targets {
+		g.Go(func() error {
+			snap := collectOne(gctx, t, version)
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			name := filepath.Join(dir, fmt.Sprintf("%05d-%s.json", i, safeName(snap.Host)))
+			f, err := os.Create(name)
+			if err != nil {
+				return err
+			}
+			if err := snapshot.Encode(f, snap); err != nil {
+				f.Close()
+				return fmt.Errorf("writing snapshot of %s: %w", snap.Host, err)
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			log.Debug("collected", "host", snap.Host, "root", t.root, "errors", len(snap.Errors))
+			files[i] = name
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+func collectOne(ctx context.Context, t target, version string) *snapshot.Snapshot {
+	fail := func(collector, path, reason string) *snapshot.Snapshot {
+		s := snapshot.New(t.host)
+		if s.Host == "" {
+			s.Host = filepath.Base(t.root)
+		}
+		s.Source = snapshot.Origin{Kind: "local", Root: t.root, Collector: version}
+		s.Errors = append(s.Errors, snapshot.CollectionError{Collector: collector, Path: path, Reason: reason})
+		s.Normalize()
+		return s
+	}
+	if t.root == "" {
+		where := t.address
+		if where == "" {
+			where = "(no root or address)"
+		}
+		return fail(sourceCollector, where, "SSH collection is not supported yet: give the host a root directory")
+	}
+	info, err := os.Stat(t.root)
+	if err != nil {
+		return fail(sourceCollector, t.root, "root: "+errors.Unwrap(err).Error())
+	}
+	if !info.IsDir() {
+		return fail(sourceCollector, t.root, "root is not a directory")
+	}
+	abs, _ := filepath.Abs(t.root)
+	snap, err := collectors.Collect(ctx, collectors.Dir(t.root), collectors.Options{
+		Hostname: t.host, Kind: "local", RootLabel: abs, Version: version,
+	})
+	if err != nil {
+		return fail(sourceCollector, t.root, err.Error())
+	}
+	if snap.Host == "" {
+		snap.Host = filepath.Base(t.root)
+	}
+	return snap
+}
+
+func safeName(host string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, host)
+}

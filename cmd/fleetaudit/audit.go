@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
+)
+
+var failOnLevels = []string{"critical", "high", "medium", "low", "none"}
+
+func newAuditCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Audit hosts against the hazard rules of their fleet",
+		Long: `audit collects or reads one snapshot per host, gives each host its fleet (the inventory's,
+else the first fleet profile that matches its groups, labels or name), evaluates the rules
+that fleet enables with its parameters, and reports every finding with the file and line
+that set the value.
+
+Hosts come from --inventory (hosts with a root directory are collected), --snapshots (files
+written by 'fleetaudit collect', or directories of them) and --root (one host per
+directory). A host that cannot be read is reported as a collection-error finding and the
+rest of the fleet is still audited.
+
+Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on a usage error
+or when nothing could be audited.`,
+		Example: `  # The bundled example fleet
+  fleetaudit audit --inventory examples/fleet/inventory.yaml
+
+  # Snapshots collected elsewhere, as JSON for CI, failing on critical findings only
+  fleetaudit audit --snapshots /var/lib/fleetaudit/snapshots --format json -o findings.json --fail-on critical
+
+  # Site profiles and policies beside the built-in ones
+  fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runAudit(cmd) },
+	}
+	f := cmd.Flags()
+	f.String("inventory", "", "inventory file: native YAML, Ansible YAML or Ansible INI")
+	f.StringSlice("snapshots", nil, "snapshot file or directory of *.json snapshots (repeatable)")
+	f.StringSlice("root", nil, "directory to collect as one host's / (repeatable)")
+	f.String("format", "table", "output format: "+strings.Join(reports.Formats(), ", "))
+	f.StringP("output", "o", "-", "write the report to FILE (- for stdout)")
+	f.String("fail-on", "high", "exit 1 when a finding is at or above: "+strings.Join(failOnLevels, ", "))
+	f.StringSlice("fleets", nil, "directory of fleet profile YAML files, beside the built-in ones (repeatable)")
+	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
+	return cmd
+}
+
+func (a *app) runAudit(cmd *cobra.Command) error {
+	v := a.v
+	format := v.GetString("format")
+	render, err := reports.Get(format)
+	if err != nil {
+		return usageError{fmt.Errorf("--format: %w", err)}
+	}
+	failOn := v.GetString("fail-on")
+	if !slices.Contains(failOnLevels, failOn) {
+		return usageError{fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(failOnLevels, ", "))}
+	}
+	set, err := fleets.Load(true, v.GetStringSlice("fleets")...)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := audit.Options{
+		Fleets:     set,
+		Snapshots:  v.GetStringSlice("snapshots"),
+		Roots:      v.GetStringSlice("root"),
+		PolicyDirs: v.GetStringSlice("policies"),
+		Version:    version,
+		Log:        a.log,
+	}
+	if file := v.GetString("inventory"); file != "" {
+		inv, err := inventory.Load(file)
+		if err != nil {
+			return usageError{err}
+		}
+		opts.Inventory = inv
+	}
+	res, err := audit.Run(cmd.Context(), opts)
+	if err != nil {
+		if errors.Is(err, audit.ErrNoInput) {
+			return usageError{err}
+		}
+		return err
+	}
+	out := v.GetString("output")
+	var buf bytes.Buffer
+	if err := render.Render(&buf, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
+		return fmt.Errorf("rendering %s: %w", format, err)
+	}
+	if err := writeOutput(a, out, buf.Bytes()); err != nil {
+		return err
+	}
+	a.log.Info("audited", "hosts", res.Summary.Hosts, "findings", res.Summary.Findings, "errors", len(res.Errors))
+	if res.Summary.Hosts == 0 {
+		return errors.New("no host could be audited")
+	}
+	if failOn != "none" && res.MaxSeverityRank() >= policies.SeverityRank(failOn) {
+		return exitCodeError{exitFindings}
+	}
+	return nil
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,49 @@
+// Package reports renders audit results. Each format lives in its own file
+// and is chosen through Get; an unknown format is an error, never a default.
+package reports
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+)
+
+// Options tune rendering for where the output goes.
+type Options struct {
+	// Color adds ANSI colour; the caller sets it only for a terminal.
+	Color bool
+	// Width is the terminal width the table wraps to (80 when zero).
+	Width int
+}
+
+// Renderer writes one audit result in one format.
+type Renderer interface {
+	Render(w io.Writer, r *audit.Result, opts Options) error
+}
+
+var renderers = map[string]Renderer{
+	"table": tableRenderer{},
+	"json":  jsonRenderer{},
+}
+
+// Formats lists the format names Get accepts.
+func Formats() []string {
+	names := make([]string, 0, len(renderers))
+	for name := range renderers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Get returns the renderer for a format name.
+func Get(format string) (Renderer, error) {
+	r, ok := renderers[format]
+	if !ok {
+		return nil, fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(Formats(), ", "))
+	}
+	return r, nil
+}

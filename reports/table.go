@@ -1,0 +1,171 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+// tableRenderer prints one section per fleet, most severe first, each
+// finding with the file and line that set the value it is about.
+type tableRenderer struct{}
+
+var severityColor = map[string]string{
+	policies.SeverityCritical: "\x1b[1;31m",
+	policies.SeverityHigh:     "\x1b[31m",
+	policies.SeverityMedium:   "\x1b[33m",
+	policies.SeverityLow:      "\x1b[36m",
+}
+
+func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+	width := opts.Width
+	if width <= 0 {
+		width = 80
+	}
+	byFleet := map[string][]policies.Finding{}
+	for _, f := range r.Findings {
+		byFleet[f.Fleet] = append(byFleet[f.Fleet], f)
+	}
+	names := make([]string, 0, len(r.Summary.Fleets))
+	for name := range r.Summary.Fleets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out bytes.Buffer
+	for i, name := range names {
+		if i > 0 {
+			out.WriteString("\n")
+		}
+		fs := r.Summary.Fleets[name]
+		label := name
+		if label == "" {
+			label = "(no fleet)"
+		}
+		fmt.Fprintf(&out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), countLine(fs.BySeverity))
+		findings := byFleet[name]
+		if len(findings) == 0 {
+			continue
+		}
+		if err := renderFindings(&out, findings, width, opts.Color); err != nil {
+			return err
+		}
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(&out, "\nCould not audit in full:\n")
+		for _, e := range r.Errors {
+			who := e.Host
+			if who == "" {
+				who = e.Source
+			}
+			fmt.Fprintf(&out, "  %s: %s\n", who, e.Error)
+		}
+	}
+	fmt.Fprintf(&out, "\n%d %s audited, %d %s: %s\n", r.Summary.Hosts, plural(r.Summary.Hosts, "host", "hosts"),
+		r.Summary.Findings, plural(r.Summary.Findings, "finding", "findings"), countLine(r.Summary.BySeverity))
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, color bool) error {
+	hostWidth := len("HOST")
+	for _, f := range findings {
+		hostWidth = max(hostWidth, min(len(f.Host), 24))
+	}
+	const severityWidth, padding = 10, 4
+	hostWidth += 2
+	findingWidth := max(width-severityWidth-hostWidth-padding, 30)
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
+		tablewriter.WithColumnWidths(tw.NewMapper[int, int]().Set(0, severityWidth).Set(1, hostWidth).Set(2, findingWidth)),
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithMaxWidth(width),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+	)
+	t.Header("SEVERITY", "HOST", "FINDING")
+	for _, f := range findings {
+		finding := f.Rule + ": " + f.Message
+		if where := provenance(f); where != "" {
+			finding += "\nat " + where
+		}
+		if err := t.Append(f.Severity, f.Host, finding); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		line = strings.TrimRight(line, " ")
+		if color {
+			line = colorize(line)
+		}
+		out.WriteString(line + "\n")
+	}
+	return nil
+}
+
+// provenance is where the value a finding is about was set: the first cited
+// configuration file, else the first source at all (/proc, /sys, a default).
+func provenance(f policies.Finding) string {
+	first := ""
+	for _, e := range f.Evidence {
+		switch {
+		case e.Source == "":
+		case !strings.HasPrefix(e.Source, "/proc/") && !strings.HasPrefix(e.Source, "/sys/") && !strings.HasPrefix(e.Source, "default:"):
+			return e.Source
+		case first == "":
+			first = e.Source
+		}
+	}
+	return first
+}
+
+func colorize(line string) string {
+	trimmed := strings.TrimLeft(line, " ")
+	for sev, code := range severityColor {
+		if strings.HasPrefix(trimmed, sev+" ") {
+			i := strings.Index(line, sev)
+			return line[:i] + code + sev + "\x1b[0m" + line[i+len(sev):]
+		}
+	}
+	return line
+}
+
+func countLine(bySeverity map[string]int) string {
+	var parts []string
+	for _, sev := range []string{policies.SeverityCritical, policies.SeverityHigh, policies.SeverityMedium, policies.SeverityLow, policies.SeverityInfo} {
+		if n := bySeverity[sev]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, sev))
+		}
+	}
+	if len(parts) == 0 {
+		return "no findings"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
