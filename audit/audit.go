@@ -103,7 +103,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		collectDir = dir
 	}
 	targets := collectTargets(opts)
-	if len(files) == 0 && len(targets) == 0 {
+	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) {
 		return nil, ErrNoInput
 	}
 	engine, err := policies.New(ctx, policies.Options{PolicyDirs: opts.PolicyDirs, Fleets: fleetConfigs(opts.Fleets)})
@@ -120,6 +120,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	rep, err := engine.Run(ctx, files, policies.RunOptions{FleetOf: fleetOf.fleet})
 	if err != nil {
 		return nil, err
+	}
+	if missing := missingHosts(opts.Inventory, rep.Hosts); len(missing) > 0 {
+		// Inventory hosts nobody supplied are blind spots: audit them as
+		// hosts whose collection failed, so they are findings too.
+		extra, err := collectAll(ctx, missing, collectDir, opts.Version, log)
+		if err != nil {
+			return nil, err
+		}
+		more, err := engine.Run(ctx, extra, policies.RunOptions{FleetOf: fleetOf.fleet})
+		if err != nil {
+			return nil, err
+		}
+		rep.Hosts = append(rep.Hosts, more.Hosts...)
+		rep.Findings = append(rep.Findings, more.Findings...)
+		rep.Failures = append(rep.Failures, more.Failures...)
 	}
 	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: errs}
 	res.Errors = append(res.Errors, fleetOf.errors()...)
@@ -186,6 +201,8 @@ func snapshotFiles(paths []string) ([]string, []HostError, error) {
 // target is a host to collect during the run.
 type target struct {
 	host, root, address string
+	// missing marks an inventory host that no input supplied.
+	missing bool
 }
 
 func collectTargets(opts Options) []target {
@@ -195,7 +212,10 @@ func collectTargets(opts Options) []target {
 	}
 	if opts.Inventory != nil {
 		for _, h := range opts.Inventory.Hosts {
-			ts = append(ts, target{host: h.Name, root: h.Root, address: h.Address})
+			// A host with neither is expected among --snapshots.
+			if h.Root != "" || h.Address != "" {
+				ts = append(ts, target{host: h.Name, root: h.Root, address: h.Address})
+			}
 		}
 	}
 	return ts
@@ -237,6 +257,25 @@ func collectAll(ctx context.Context, targets []target, dir, version string, log 
 	return files, nil
 }
 
+// missingHosts are inventory hosts with neither root nor address that no
+// snapshot file described.
+func missingHosts(inv *inventory.Inventory, audited []policies.HostRun) []target {
+	if inv == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, h := range audited {
+		seen[h.Host] = true
+	}
+	var missing []target
+	for _, h := range inv.Hosts {
+		if !seen[h.Name] && h.Root == "" && h.Address == "" {
+			missing = append(missing, target{host: h.Name, missing: true})
+		}
+	}
+	return missing
+}
+
 func collectOne(ctx context.Context, t target, version string) *snapshot.Snapshot {
 	fail := func(collector, path, reason string) *snapshot.Snapshot {
 		s := snapshot.New(t.host)
@@ -247,6 +286,9 @@ func collectOne(ctx context.Context, t target, version string) *snapshot.Snapsho
 		s.Errors = append(s.Errors, snapshot.CollectionError{Collector: collector, Path: path, Reason: reason})
 		s.Normalize()
 		return s
+	}
+	if t.missing {
+		return fail(sourceCollector, "inventory", "in the inventory, but no --snapshots file describes it and it has no root or address")
 	}
 	if t.root == "" {
 		where := t.address

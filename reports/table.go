@@ -124,13 +124,13 @@ func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, c
 }
 
 // provenance is where the value a finding is about was set: the first cited
-// configuration file, else the first source at all (/proc, /sys, a default).
+// configuration file or default, else the first source at all (/proc, /sys).
 func provenance(f policies.Finding) string {
 	first := ""
 	for _, e := range f.Evidence {
 		switch {
 		case e.Source == "":
-		case !strings.HasPrefix(e.Source, "/proc/") && !strings.HasPrefix(e.Source, "/sys/") && !strings.HasPrefix(e.Source, "default:"):
+		case !strings.HasPrefix(e.Source, "/proc/") && !strings.HasPrefix(e.Source, "/sys/"):
 			return e.Source
 		case first == "":
 			first = e.Source
