@@ -72,8 +72,9 @@ func TestRun(t *testing.T) {
 		"stray unknown-fleet medium",
 		"gpu-broken collection-error medium",
 		"gpu-future collection-error medium",
-		// fleet-wide, after the hosts: 2.20.5 on 3 of 4 hosts (the second
-		// gpu-1 is not counted).
+		// fleet-wide, after the hosts: gpu-2 alone boots with hugetlb_cma;
+		// 2.20.5 on 3 of 4 hosts (the second gpu-1 is not counted).
+		"gpu-2 boot-cmdline-skew medium",
 		"gpu-4 nccl-version-skew high",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -87,7 +88,7 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(rep.Findings[3].Message, "newer fleetaudit") {
 		t.Errorf("future snapshot finding = %+v", rep.Findings[3])
 	}
-	skew := rep.Findings[4]
+	skew := rep.Findings[5]
 	if skew.Expected != "2.20.5" || skew.Basis != "majority" || skew.Fleet != "gpu-training" ||
 		skew.Evidence[0].Source != "/usr/lib/libnccl.so.2.18.3" {
 		t.Errorf("skew finding = %+v", skew)

@@ -105,3 +105,40 @@ driver_severity(v) := "high" if {
 	driver_expected.basis == "none"
 	count(driver_branches) > 1
 } else := "medium"
+
+kernel_values := {h.host: v |
+	some h in input.hosts
+	v := h.kernel.release
+	known(v)
+}
+
+default kernel_baseline := null
+
+kernel_baseline := data.fleetaudit.params.baseline.kernel_release
+
+kernel_expected := skew.expected(kernel_values, kernel_baseline)
+
+# METADATA
+# title: Kernel releases differ across the fleet
+# description: >-
+#   A host runs a kernel release other than the fleet's declared baseline
+#   (param baseline.kernel_release) or, without one, the release held by at
+#   least 60% of the fleet's hosts; below 60% the lack of consensus is itself
+#   the finding. RDMA, IOMMU and memory-management behaviour the jobs rely on
+#   changes between releases.
+# related_resources:
+# - ref: https://docs.kernel.org/admin-guide/reporting-regressions.html
+#   description: kernel regressions between releases
+# custom:
+#   id: kernel-version-skew
+#   severity: medium
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Boot the deviating host into the expected kernel (or declare the intended
+#     release as the profile's baseline.kernel_release).
+#   facts:
+#   - kernel.release
+kernel_version_skew contains f if {
+	some host, v in kernel_values
+	f := skew.finding(host, v, kernel_expected, "kernel", ["kernel.release"])
+}

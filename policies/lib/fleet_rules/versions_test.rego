@@ -104,3 +104,28 @@ test_hosts_without_driver_do_not_vote if {
 	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), {"host": "b", "nvidia": {"driver_version": ""}}, {"host": "c"}, driver_host("d", "unknown")]}
 	count(versions.driver_version_skew) == 0 with input as fleet
 }
+
+kernel_host(name, v) := {"host": name, "kernel": {"release": v}}
+
+test_kernel_majority if {
+	fleet := {"fleet": "gpu", "hosts": [
+		kernel_host("a", "5.15.0-105-generic"), kernel_host("b", "5.15.0-105-generic"),
+		kernel_host("c", "5.15.0-105-generic"), kernel_host("d", "5.15.0-107-generic"),
+	]}
+	[f] := [f | some f in versions.kernel_version_skew with input as fleet]
+	f.host == "d"
+	f.expected == "5.15.0-105-generic"
+	f.evidence == ["kernel.release"]
+}
+
+test_kernel_uniform_passes if {
+	fleet := {"fleet": "gpu", "hosts": [kernel_host("a", "6.8.0-45-generic"), kernel_host("b", "6.8.0-45-generic")]}
+	count(versions.kernel_version_skew) == 0 with input as fleet
+}
+
+test_kernel_baseline if {
+	fleet := {"fleet": "gpu", "hosts": [kernel_host("a", "6.8.0-45-generic"), kernel_host("b", "6.8.0-47-generic")]}
+	[f] := [f | some f in versions.kernel_version_skew with input as fleet with data.fleetaudit.params as {"baseline": {"kernel_release": "6.8.0-47-generic"}}]
+	f.host == "a"
+	f.basis == "baseline"
+}

@@ -107,3 +107,64 @@ cites("nvidia.driver_version") if input.nvidia.driver_version != ""
 cites("kernel.arch") if arm64
 
 cites("memory.cma_total_kb") if input.memory.cma_total_kb > 0
+
+# Params the boot loader adds per boot entry, never configured in the GRUB
+# defaults (10_linux writes BOOT_IMAGE, root= and ro itself).
+loader_params := {"BOOT_IMAGE", "root", "ro", "rw", "initrd"}
+
+# What the next boot changes, as "+p", "-p" and "p: old -> new".
+pending_changes := {change |
+	some p in pending_params
+	change := describe_change(p)
+}
+
+describe_change(p) := sprintf("+%s", [p]) if not p in object.keys(input.boot.running.params)
+
+describe_change(p) := sprintf("-%s", [p]) if not p in object.keys(input.boot.configured.params)
+
+describe_change(p) := sprintf("%s: %s -> %s", [p, input.boot.running.params[p], input.boot.configured.params[p]]) if {
+	input.boot.running.params[p] != input.boot.configured.params[p]
+}
+
+pending_params := {p | some p, _ in object.union(input.boot.configured.params, input.boot.running.params); not p in loader_params; differs(p)}
+
+differs(p) if input.boot.configured.params[p] != input.boot.running.params[p]
+
+differs(p) if not p in object.keys(input.boot.running.params)
+
+differs(p) if not p in object.keys(input.boot.configured.params)
+
+# METADATA
+# title: Boot configuration differs from the running kernel command line
+# description: >-
+#   The command line the boot loader configuration will pass at the next boot
+#   (GRUB defaults, or /etc/kernel/cmdline) differs from the one the kernel
+#   runs with, ignoring what the boot loader adds per entry (BOOT_IMAGE, root,
+#   ro/rw, initrd). The change takes effect silently at the next reboot, for
+#   better or worse. Not evaluated for rendered config repositories, which have
+#   no running state.
+# related_resources:
+# - ref: https://www.gnu.org/software/grub/manual/grub/html_node/Simple-configuration.html
+#   description: GRUB_CMDLINE_LINUX and GRUB_CMDLINE_LINUX_DEFAULT
+# custom:
+#   id: boot-config-pending
+#   severity: medium
+#   profiles: [all]
+#   remediation: >-
+#     Reboot the host into the configured command line in a maintenance window,
+#     or revert the configuration if the change was not meant to ship.
+#   facts:
+#   - boot.running.params
+#   - boot.configured.params
+#   - boot.configured.loader
+#   - source.kind
+boot_config_pending contains f if {
+	input.source.kind != "config-repo"
+	input.boot.running.present == true
+	input.boot.configured.loader != ""
+	count(pending_changes) > 0
+	f := {
+		"msg": sprintf("the next boot changes the kernel command line (%s loader): %s", [input.boot.configured.loader, concat(", ", sort(pending_changes))]),
+		"evidence": sort([sprintf("boot.configured.params.%s", [p]) | some p in pending_params; p in object.keys(input.boot.configured.params)]),
+	}
+}

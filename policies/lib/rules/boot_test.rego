@@ -111,3 +111,36 @@ test_allowed_by_profile if {
 test_empty_snapshot_passes if {
 	count(boot.hugetlb_cma_on_gpu) == 0 with input as {}
 }
+
+pending_host(running, configured) := {
+	"source": {"kind": "local"},
+	"boot": {
+		"running": {"present": true, "params": running},
+		"configured": {"loader": "grub", "present": true, "params": configured},
+	},
+}
+
+test_boot_config_pending_lists_changes if {
+	h := pending_host(
+		{"BOOT_IMAGE": "/boot/vmlinuz", "root": "UUID=x", "ro": "", "hugetlb_cma": "2G", "quiet": ""},
+		{"hugetlb_cma": "0", "quiet": "", "iommu": "pt"},
+	)
+	[f] := [f | some f in boot.boot_config_pending with input as h]
+	f.msg == "the next boot changes the kernel command line (grub loader): +iommu, hugetlb_cma: 2G -> 0"
+	f.evidence == ["boot.configured.params.hugetlb_cma", "boot.configured.params.iommu"]
+}
+
+test_boot_config_pending_ignores_loader_params if {
+	h := pending_host({"BOOT_IMAGE": "/boot/vmlinuz", "root": "UUID=x", "ro": "", "quiet": ""}, {"quiet": ""})
+	count(boot.boot_config_pending) == 0 with input as h
+}
+
+test_boot_config_pending_not_on_config_repo if {
+	h := object.union(pending_host({"quiet": ""}, {"hugetlb_cma": "0"}), {"source": {"kind": "config-repo"}})
+	count(boot.boot_config_pending) == 0 with input as h
+}
+
+test_boot_config_pending_needs_a_loader if {
+	h := object.union(pending_host({"quiet": ""}, {}), {"boot": {"configured": {"loader": "", "present": false, "params": {}}}})
+	count(boot.boot_config_pending) == 0 with input as h
+}
