@@ -124,7 +124,7 @@ func (h host) snapshot() map[string]any {
 		"kernel":    map[string]any{"release": "5.15.0-105-generic", "arch": "x86_64"},
 		"os":        map[string]any{"id": "ubuntu", "version_id": "22.04"},
 		"nvidia":    map[string]any{"present": true, "driver_version": driver, "flavor": "open", "gpus": gpus},
-		"modules":   map[string]any{"loaded": []any{"nvidia", "nvidia_uvm", "nvidia_peermem", "mlx5_ib"}, "configured": map[string]any{"nvidia_peermem": true}},
+		"modules":   map[string]any{"loaded": []any{"nvidia", "nvidia_uvm", "mlx5_ib"}, "configured": map[string]any{}},
 		"libraries": map[string]any{"nccl": nccl, "cuda": []any{}},
 		"memory":    map[string]any{"mem_total_kb": 2113645112, "cma_total_kb": 0},
 		"rdma":      map[string]any{"devices": rdma},

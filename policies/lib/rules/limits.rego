@@ -1,0 +1,83 @@
+# pam_limits: what a job's processes may lock, open and grow.
+package fleetaudit.rules.limits
+
+import data.fleetaudit.lib.version
+
+default memlock_min := "unlimited"
+
+memlock_min := data.fleetaudit.params.memlock_min_kb
+
+# Domains whose limits a job gets: everyone, and the job user when the
+# profile names one and the snapshot computed its limits.
+memlock_domains := {"*"} | {u |
+	u := data.fleetaudit.params.job_user
+	u != ""
+	input.limits.effective[u]
+}
+
+# Without a memlock line the kernel default applies: 8 MiB since Linux 5.16
+# (MLOCK_LIMIT), 64 KiB before.
+kernel_default_kb := 8192 if not version.less(input.kernel.release, "5.16")
+
+else := 64
+
+memlock_kb(v) := -1 if v == "unlimited"
+
+memlock_kb(v) := to_number(v) if {
+	v != "unlimited"
+	v != ""
+}
+
+memlock_kb("") := kernel_default_kb
+
+below(v) if {
+	memlock_min == "unlimited"
+	memlock_kb(v) != -1
+}
+
+below(v) if {
+	memlock_min != "unlimited"
+	memlock_kb(v) != -1
+	memlock_kb(v) < to_number(memlock_min)
+}
+
+limit_text("", _) := sprintf("unset (kernel default %d KiB)", [kernel_default_kb])
+
+limit_text(v, _) := v if v != ""
+
+# METADATA
+# title: Locked-memory limit too low for RDMA
+# description: >-
+#   The effective pam_limits memlock for the wildcard domain, or for the
+#   fleet's job user (param job_user), is below param memlock_min_kb (default
+#   unlimited). RDMA verbs pin every registered buffer against RLIMIT_MEMLOCK:
+#   ibv_reg_mr and ibv_create_cq fail with ENOMEM and NCCL falls back or
+#   aborts. An unset limit is the kernel default (8 MiB since Linux 5.16, 64 KiB
+#   before). Systemd services take LimitMEMLOCK= instead; this rule audits the
+#   login path jobs use.
+# related_resources:
+# - ref: https://github.com/NVIDIA/nccl-tests/issues/206
+#   description: ibv_create_cq ENOMEM from a low memlock limit
+# - ref: https://man7.org/linux/man-pages/man5/limits.conf.5.html
+#   description: limits.conf(5)
+# custom:
+#   id: memlock-too-low
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Set "* - memlock unlimited" (or the job user's group) in a limits.d file of
+#     the GPU fleet's own layer, then start new sessions.
+#   facts:
+#   - limits.effective
+#   - kernel.release
+memlock_too_low contains f if {
+	some domain in memlock_domains
+	some kind in ["soft", "hard"]
+	value := object.get(input.limits.effective, [domain, "memlock", kind], "")
+	below(value)
+	f := {
+		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value, domain), memlock_min]),
+		"evidence": [sprintf("limits.effective.%s.memlock.%s", [domain, kind])],
+		"fix": {"kind": "limits", "set": {"domain": domain, "item": "memlock", "value": memlock_min}},
+	}
+}

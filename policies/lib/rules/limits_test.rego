@@ -1,0 +1,36 @@
+package fleetaudit.rules.limits_test
+
+import data.fleetaudit.rules.limits
+
+host(effective, kernel) := {"limits": {"effective": effective}, "kernel": {"release": kernel}}
+
+test_unlimited_passes if {
+	h := host({"*": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}}, "5.15.0-105-generic")
+	count(limits.memlock_too_low) == 0 with input as h
+}
+
+test_numeric_below_unlimited_minimum if {
+	h := host({"*": {"memlock": {"soft": "65536", "hard": "65536"}}}, "6.8.0-45-generic")
+	findings := limits.memlock_too_low with input as h
+	{f.evidence[0] | some f in findings} == {"limits.effective.*.memlock.soft", "limits.effective.*.memlock.hard"}
+}
+
+test_unset_is_the_kernel_default if {
+	h := host({"*": {}}, "5.15.0-105-generic")
+	findings := limits.memlock_too_low with input as h
+	some f in findings
+	f.msg == "memlock soft limit for * is unset (kernel default 64 KiB), below the fleet's minimum unlimited"
+}
+
+test_numeric_minimum if {
+	h := host({"*": {"memlock": {"soft": "65536", "hard": "unlimited"}}}, "6.8.0-45-generic")
+	count(limits.memlock_too_low) == 0 with input as h with data.fleetaudit.params as {"memlock_min_kb": "32768"}
+	[f] := [f | some f in limits.memlock_too_low] with input as h with data.fleetaudit.params as {"memlock_min_kb": "1048576"}
+	f.evidence == ["limits.effective.*.memlock.soft"]
+}
+
+test_job_user_domain if {
+	h := host({"*": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}, "trainer": {"memlock": {"soft": "8192", "hard": "unlimited"}}}, "6.8.0")
+	[f] := [f | some f in limits.memlock_too_low] with input as h with data.fleetaudit.params as {"job_user": "trainer"}
+	f.evidence == ["limits.effective.trainer.memlock.soft"]
+}

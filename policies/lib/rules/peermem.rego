@@ -1,0 +1,151 @@
+# GPUDirect RDMA: the peer-memory modules and the DMA-BUF path.
+package fleetaudit.rules.peermem
+
+import data.fleetaudit.lib.version
+
+loaded(m) if m in input.modules.loaded
+
+configured(m) if input.modules.configured[m]
+
+present(m) if loaded(m)
+
+present(m) if configured(m)
+
+where(m) := concat(" and ", [w | some w, ok in {"loaded": loaded_bool(m), "configured to load": configured_bool(m)}; ok])
+
+loaded_bool(m) := true if loaded(m)
+
+else := false
+
+configured_bool(m) := true if configured(m)
+
+else := false
+
+module_evidence(m) := [p | some p in [sprintf("modules.configured.%s", [m])]; configured(m)]
+
+# METADATA
+# title: Both GPUDirect peer-memory modules
+# description: >-
+#   nv_peer_mem (Mellanox's out-of-tree module) and nvidia_peermem (shipped
+#   with the NVIDIA driver since R470) are both loaded or configured to load.
+#   They register the same peer-memory client; the driver README requires
+#   nv_peer_mem to be unloaded and disabled before nvidia-peermem is used.
+# related_resources:
+# - ref: https://docs.nvidia.com/cuda/gpudirect-rdma/index.html
+#   description: GPUDirect RDMA and nvidia-peermem
+# - ref: https://github.com/Mellanox/nv_peer_memory
+#   description: nv_peer_mem, superseded by nvidia-peermem
+# custom:
+#   id: peermem-dual-modules
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Remove nv_peer_mem (package and modules-load.d entry) and keep only
+#     nvidia_peermem, in the GPU fleet's own layer.
+#   facts:
+#   - modules.loaded
+#   - modules.configured
+peermem_dual_modules contains f if {
+	present("nv_peer_mem")
+	present("nvidia_peermem")
+	f := {
+		"msg": sprintf("nv_peer_mem (%s) and nvidia_peermem (%s) are both present; only nvidia_peermem may be used", [where("nv_peer_mem"), where("nvidia_peermem")]),
+		"evidence": array.concat(["modules.loaded"], array.concat(module_evidence("nv_peer_mem"), module_evidence("nvidia_peermem"))),
+	}
+}
+
+# Releases with the nvidia-peermem invalidation/teardown race fixed, per
+# branch (NVIDIA bug 4272659, as the hazard catalog records it).
+race_fixed := {"525": "525.105.17", "530": "535.129.03", "535": "535.129.03"}
+
+race_severity(v) := "high" if {
+	fixed := race_fixed[format_int(version.major(v), 10)]
+	version.less(v, fixed)
+} else := "low" if {
+	version.major(v) < 560
+	not race_fixed[format_int(version.major(v), 10)]
+}
+
+# METADATA
+# title: nvidia-peermem with the teardown race
+# description: >-
+#   nvidia_peermem is loaded with a driver that has the race between P2P page
+#   invalidation and put_pages on memory deregistration (NVIDIA bug 4272659;
+#   Mellanox/nv_peer_memory#120): a process exit during RDMA traffic can crash
+#   or hang the host. High on R525 before 525.105.17 and R530-R535 before
+#   535.129.03; low on other branches before R560, where the fix's status is
+#   not documented. The boundaries are the hazard catalog's; NVIDIA's data
+#   center release notes searched here do not list the bug by number.
+# related_resources:
+# - ref: https://github.com/Mellanox/nv_peer_memory/issues/120
+#   description: teardown race between invalidation and put_pages
+# - ref: https://docs.nvidia.com/datacenter/tesla/index.html
+#   description: NVIDIA data center driver release notes
+# custom:
+#   id: peermem-teardown-race
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Upgrade the driver to a release with the fix (525.105.17+, 535.129.03+,
+#     or R560 and later), or use DMA-BUF instead of nvidia-peermem where the
+#     open kernel module and kernel 5.12+ allow it.
+#   facts:
+#   - modules.loaded
+#   - nvidia.driver_version
+peermem_teardown_race contains f if {
+	loaded("nvidia_peermem")
+	v := input.nvidia.driver_version
+	sev := race_severity(v)
+	f := {
+		"msg": sprintf("nvidia_peermem is loaded with driver %s, which has the peer-memory teardown race", [v]),
+		"evidence": ["nvidia.driver_version", "modules.loaded"],
+		"severity": sev,
+	}
+}
+
+# Why NCCL cannot use DMA-BUF instead of a peer-memory module.
+dmabuf_impossible := {why | some kind in ["flavor", "kernel"]; why := dmabuf_blocker(kind)}
+
+dmabuf_blocker("flavor") := "the driver is the proprietary kernel module (DMA-BUF export needs the open module)" if {
+	input.nvidia.flavor == "proprietary"
+}
+
+dmabuf_blocker("kernel") := sprintf("kernel %s is older than 5.12", [input.kernel.release]) if {
+	version.less(input.kernel.release, "5.12")
+}
+
+# METADATA
+# title: No GPUDirect RDMA path
+# description: >-
+#   The host has RDMA devices, nvidia_peermem is not loaded, and DMA-BUF cannot
+#   replace it: NCCL's DMA-BUF path needs the open NVIDIA kernel module and
+#   Linux 5.12 or later. NCCL then silently stages GPU buffers through host
+#   memory, at a fraction of the bandwidth.
+# related_resources:
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+#   description: NCCL_DMABUF_ENABLE and GPUDirect RDMA requirements
+# - ref: https://docs.nvidia.com/cuda/gpudirect-rdma/index.html
+#   description: GPUDirect RDMA
+# custom:
+#   id: gpudirect-path-missing
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Load nvidia_peermem at boot (modules-load.d in the GPU fleet's layer), or
+#     move to the open kernel module on Linux 5.12+ so NCCL can use DMA-BUF.
+#   facts:
+#   - rdma.devices
+#   - modules.loaded
+#   - nvidia.flavor
+#   - kernel.release
+gpudirect_path_missing contains f if {
+	count(input.rdma.devices) > 0
+	input.nvidia.present == true
+	not loaded("nvidia_peermem")
+	not loaded("nv_peer_mem")
+	count(dmabuf_impossible) > 0
+	f := {
+		"msg": sprintf("RDMA devices are present but neither nvidia_peermem is loaded nor DMA-BUF possible (%s)", [concat("; ", sort(dmabuf_impossible))]),
+		"evidence": ["rdma.devices", "modules.loaded", "nvidia.flavor", "kernel.release"],
+	}
+}

@@ -1,0 +1,74 @@
+package fleetaudit.rules.peermem_test
+
+import data.fleetaudit.rules.peermem
+
+host(loaded, configured, driver) := {
+	"modules": {"loaded": loaded, "configured": configured},
+	"nvidia": {"present": true, "driver_version": driver, "flavor": "proprietary"},
+	"kernel": {"release": "5.15.0-105-generic"},
+	"rdma": {"devices": {"mlx5_0": {"driver": "mlx5_core"}}},
+}
+
+test_dual_modules_loaded_and_configured if {
+	h := host(["nv_peer_mem", "nvidia"], {"nvidia_peermem": true}, "550.90.07")
+	[f] := [f | some f in peermem.peermem_dual_modules with input as h]
+	f.msg == "nv_peer_mem (loaded) and nvidia_peermem (configured to load) are both present; only nvidia_peermem may be used"
+	f.evidence == ["modules.loaded", "modules.configured.nvidia_peermem"]
+}
+
+test_single_module_passes if {
+	count(peermem.peermem_dual_modules) == 0 with input as host(["nvidia_peermem"], {"nvidia_peermem": true}, "550.90.07")
+}
+
+test_race_high_on_old_535 if {
+	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "535.104.05")]
+	f.severity == "high"
+}
+
+test_race_high_on_old_525 if {
+	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "525.85.12")]
+	f.severity == "high"
+}
+
+test_race_fixed_in_branch if {
+	count(peermem.peermem_teardown_race) == 0 with input as host(["nvidia_peermem"], {}, "535.129.03")
+}
+
+test_race_low_on_other_branches_before_560 if {
+	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "550.90.07")]
+	f.severity == "low"
+}
+
+test_race_none_from_560 if {
+	count(peermem.peermem_teardown_race) == 0 with input as host(["nvidia_peermem"], {}, "570.133.20")
+}
+
+test_race_needs_the_module if {
+	count(peermem.peermem_teardown_race) == 0 with input as host(["nvidia"], {}, "535.104.05")
+}
+
+test_gpudirect_missing_with_proprietary_module if {
+	[f] := [f | some f in peermem.gpudirect_path_missing with input as host(["nvidia"], {}, "550.90.07")]
+	contains(f.msg, "proprietary kernel module")
+	not contains(f.msg, "older than 5.12")
+}
+
+test_gpudirect_missing_on_old_kernel if {
+	h := object.union(host(["nvidia"], {}, "550.90.07"), {"nvidia": {"flavor": "open"}, "kernel": {"release": "5.4.0-150-generic"}})
+	[f] := [f | some f in peermem.gpudirect_path_missing with input as h]
+	contains(f.msg, "kernel 5.4.0-150-generic is older than 5.12")
+}
+
+test_gpudirect_dmabuf_possible if {
+	h := object.union(host(["nvidia"], {}, "550.90.07"), {"nvidia": {"flavor": "open"}, "kernel": {"release": "6.8.0-45-generic"}})
+	count(peermem.gpudirect_path_missing) == 0 with input as h
+}
+
+test_gpudirect_peermem_loaded if {
+	count(peermem.gpudirect_path_missing) == 0 with input as host(["nvidia_peermem"], {}, "550.90.07")
+}
+
+test_gpudirect_no_rdma if {
+	h := object.union(object.remove(host(["nvidia"], {}, "550.90.07"), ["rdma"]), {"rdma": {"devices": {}}})
+	count(peermem.gpudirect_path_missing) == 0 with input as h
+}
