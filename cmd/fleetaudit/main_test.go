@@ -141,4 +141,14 @@ func TestBinaryExitCodes(t *testing.T) {
 	if _, err := snapshot.DecodeBytes(out); err != nil {
 		t.Errorf("binary output is not a snapshot: %v", err)
 	}
+	// The example fleet has critical findings: the default --fail-on high
+	// exits 1, --fail-on none exits 0, and both print the report.
+	audit := exec.Command(bin, "audit", "--inventory", exampleInventory, "--snapshots", exampleSnapshots)
+	out, err = audit.Output()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitFindings || !strings.Contains(string(out), "hugetlb-cma-on-gpu") {
+		t.Errorf("audit of the example fleet: %v, want exit %d and a report\n%s", err, exitFindings, out)
+	}
+	if err := exec.Command(bin, "audit", "--snapshots", exampleSnapshots, "--fail-on", "none", "-o", filepath.Join(t.TempDir(), "r.txt")).Run(); err != nil {
+		t.Errorf("audit --fail-on none: %v", err)
+	}
 }

@@ -27,8 +27,11 @@ package fleetaudit.rules.logind
 #   - logind.remove_ipc_default
 #   - os.id
 #   - os.version_id
+#   - logind.installed
+#   - source.kind
 removeipc_enabled contains f if {
 	input.logind.remove_ipc == "yes"
+	not logind_absent
 	f := object.union(
 		{"fix": {"kind": "logind", "set": {"RemoveIPC": "no"}}},
 		why,
@@ -43,4 +46,11 @@ why := {
 } else := {
 	"msg": "RemoveIPC=yes: logind deletes the job user's /dev/shm/nccl-* segments when its last session ends",
 	"evidence": ["logind.remove_ipc"],
+}
+
+# A host without systemd-logind (a minimal VM or container image) never
+# applies RemoveIPC. A rendered config repo has no binaries to look for.
+logind_absent if {
+	input.logind.installed == false
+	input.source.kind != "config-repo"
 }

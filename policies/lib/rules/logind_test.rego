@@ -27,3 +27,13 @@ test_unknown_passes if {
 	count(logind.removeipc_enabled) == 0 with input as {"logind": {"remove_ipc": ""}}
 	count(logind.removeipc_enabled) == 0 with input as {}
 }
+
+test_no_finding_without_logind if {
+	h := {"source": {"kind": "local"}, "os": {"id": "ubuntu", "version_id": "24.04"}, "logind": {"installed": false, "remove_ipc": "yes", "remove_ipc_default": true}}
+	count(logind.removeipc_enabled) == 0 with input as h
+}
+
+test_config_repo_still_checked_without_binary if {
+	h := {"source": {"kind": "config-repo"}, "os": {"id": "ubuntu", "version_id": "24.04"}, "logind": {"installed": false, "remove_ipc": "yes", "remove_ipc_default": true}}
+	count(logind.removeipc_enabled) == 1 with input as h
+}
