@@ -19,8 +19,11 @@ test: lint
 demo: build
 	$(BIN) audit --inventory $(EXAMPLE)/inventory.yaml --snapshots $(EXAMPLE)/snapshots --fail-on none
 
+# Go benchmarks (collection per host, policy evaluation), then fleetaudit and
+# conftest side by side over 1k and 10k generated snapshots.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./... | tee bench.out
+	bench/fleetaudit-vs-conftest.sh 1000 10000 | tee -a bench.out
 
 # Each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m).
 fuzz:

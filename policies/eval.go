@@ -29,7 +29,7 @@ func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string)
 	if fq.host == nil {
 		return nil, nil
 	}
-	input, err := ast.InterfaceToValue(doc)
+	input, err := ast.InterfaceToValue(ruleInput(doc))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
@@ -218,4 +218,21 @@ func unmarshalJSON(b []byte, v any) error {
 		return errors.New("unexpected data after the JSON document")
 	}
 	return nil
+}
+
+// ruleInput is the snapshot as host rules see it: every section but sources.
+// Provenance is not a fact to judge; the engine attaches it to evidence from
+// the full document. Leaving it out halves the Rego conversion of a GPU
+// node's snapshot.
+func ruleInput(doc map[string]any) map[string]any {
+	if _, ok := doc["sources"]; !ok {
+		return doc
+	}
+	in := make(map[string]any, len(doc))
+	for k, v := range doc {
+		if k != "sources" {
+			in[k] = v
+		}
+	}
+	return in
 }
