@@ -109,8 +109,9 @@ cites("kernel.arch") if arm64
 cites("memory.cma_total_kb") if input.memory.cma_total_kb > 0
 
 # Params the boot loader adds per boot entry, never configured in the GRUB
-# defaults (10_linux writes BOOT_IMAGE, root= and ro itself).
-loader_params := {"BOOT_IMAGE", "root", "ro", "rw", "initrd"}
+# defaults: 10_linux writes "root=... ro" itself (and rootflags for some file
+# systems), GRUB sets BOOT_IMAGE, Ubuntu's 10_linux adds vt.handoff.
+loader_params := {"BOOT_IMAGE", "root", "ro", "rw", "initrd", "rootflags", "vt.handoff"}
 
 # What the next boot changes, as "+p", "-p" and "p: old -> new".
 pending_changes := {change |

@@ -74,8 +74,11 @@ race_severity(v) := "high" if {
 #   Mellanox/nv_peer_memory#120): a process exit during RDMA traffic can crash
 #   or hang the host. High on R525 before 525.105.17 and R530-R535 before
 #   535.129.03; low on other branches before R560, where the fix's status is
-#   not documented. The boundaries are the hazard catalog's; NVIDIA's data
-#   center release notes searched here do not list the bug by number.
+#   not documented. NVIDIA's maintainer names 535.129.03 as the mitigation
+#   and R560 (560.35.03) as the full fix in Mellanox/nv_peer_memory#120; the
+#   R525 boundary (525.105.17) is the hazard catalog's and no source found
+#   confirms it (that release predates the bug number), so treat a pass on
+#   R525 with suspicion.
 # related_resources:
 # - ref: https://github.com/Mellanox/nv_peer_memory/issues/120
 #   description: teardown race between invalidation and put_pages
