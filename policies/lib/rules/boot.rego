@@ -169,3 +169,35 @@ boot_config_pending contains f if {
 		"evidence": sort([sprintf("boot.configured.params.%s", [p]) | some p in pending_params; p in object.keys(input.boot.configured.params)]),
 	}
 }
+
+# METADATA
+# title: CPU vulnerability mitigations off on a web server
+# description: >-
+#   mitigations=off is on the running or configured kernel command line. It
+#   disables every optional CPU side-channel mitigation (Spectre, Meltdown,
+#   MDS, Retbleed, ...), acceptable on an isolated compute node and not on
+#   hosts that serve untrusted traffic.
+# related_resources:
+# - ref: https://docs.kernel.org/admin-guide/hw-vuln/index.html
+#   description: hardware vulnerabilities and their mitigations
+# - ref: https://docs.kernel.org/admin-guide/kernel-parameters.html
+#   description: the mitigations= parameter
+# custom:
+#   id: mitigations-off
+#   severity: high
+#   profiles: [web-serving]
+#   remediation: >-
+#     Remove mitigations=off from the web fleet's boot configuration; if a
+#     shared base layer sets it for compute nodes, move it to their own layer.
+#   facts:
+#   - boot.running.params.mitigations
+#   - boot.configured.params.mitigations
+mitigations_off contains f if {
+	where := [w | some w in ["running", "configured"]; input.boot[w].params.mitigations == "off"]
+	count(where) > 0
+	f := {
+		"msg": sprintf("mitigations=off on the %s kernel command line: CPU side-channel mitigations are disabled", [concat(" and ", where)]),
+		"evidence": [sprintf("boot.%s.params.mitigations", [w]) | some w in where],
+		"fix": {"kind": "boot-param", "remove": ["mitigations"]},
+	}
+}

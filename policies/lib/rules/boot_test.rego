@@ -144,3 +144,14 @@ test_boot_config_pending_needs_a_loader if {
 	h := object.union(pending_host({"quiet": ""}, {}), {"boot": {"configured": {"loader": "", "present": false, "params": {}}}})
 	count(boot.boot_config_pending) == 0 with input as h
 }
+
+test_mitigations_off_configured if {
+	h := {"boot": {"running": {"params": {"mitigations": "auto"}}, "configured": {"params": {"mitigations": "off"}}}}
+	[f] := [f | some f in boot.mitigations_off with input as h]
+	f.evidence == ["boot.configured.params.mitigations"]
+}
+
+test_mitigations_auto_passes if {
+	h := {"boot": {"running": {"params": {"mitigations": "auto,nosmt"}}, "configured": {"params": {}}}}
+	count(boot.mitigations_off) == 0 with input as h
+}

@@ -81,3 +81,40 @@ memlock_too_low contains f if {
 		"fix": {"kind": "limits", "set": {"domain": domain, "item": "memlock", "value": memlock_min}},
 	}
 }
+
+default nofile_min := 65536
+
+nofile_min := data.fleetaudit.params.nofile_min
+
+# METADATA
+# title: Open-file limit too low
+# description: >-
+#   The effective hard nofile limit for the wildcard domain is below param
+#   nofile_min (default 65536). NCCL opens sockets and file descriptors per
+#   peer and per channel and fails init with "Too many open files" at scale;
+#   busy web servers run out of connections the same way. An unset limit is
+#   not reported: it is inherited from systemd, which raises the hard limit
+#   itself.
+# related_resources:
+# - ref: https://github.com/NVIDIA/nccl/issues/550
+#   description: NCCL init fails with too many open files
+# - ref: https://man7.org/linux/man-pages/man5/limits.conf.5.html
+#   description: limits.conf(5)
+# custom:
+#   id: nofile-too-low
+#   severity: medium
+#   profiles: [all]
+#   remediation: >-
+#     Raise "* hard nofile" (and soft) to at least the fleet minimum in a
+#     limits.d file.
+#   facts:
+#   - limits.effective
+nofile_too_low contains f if {
+	v := input.limits.effective["*"].nofile.hard
+	v != "unlimited"
+	to_number(v) < nofile_min
+	f := {
+		"msg": sprintf("hard nofile limit for * is %s, below %d", [v, nofile_min]),
+		"evidence": ["limits.effective.*.nofile.hard"],
+	}
+}

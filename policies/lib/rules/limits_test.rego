@@ -34,3 +34,14 @@ test_job_user_domain if {
 	[f] := [f | some f in limits.memlock_too_low] with input as h with data.fleetaudit.params as {"job_user": "trainer"}
 	f.evidence == ["limits.effective.trainer.memlock.soft"]
 }
+
+test_nofile_low if {
+	h := host({"*": {"nofile": {"soft": "1024", "hard": "4096"}}}, "6.8.0")
+	[f] := [f | some f in limits.nofile_too_low with input as h]
+	f.msg == "hard nofile limit for * is 4096, below 65536"
+}
+
+test_nofile_high_or_unset_passes if {
+	count(limits.nofile_too_low) == 0 with input as host({"*": {"nofile": {"soft": "1048576", "hard": "1048576"}}}, "6.8.0")
+	count(limits.nofile_too_low) == 0 with input as host({"*": {}}, "6.8.0")
+}

@@ -1,0 +1,53 @@
+package fleetaudit.rules.sysctl_test
+
+import data.fleetaudit.rules.sysctl
+
+host(running, configured) := {"source": {"kind": "local"}, "kernel": {"release": "5.15.0-105-generic"}, "sysctl": {"running": running, "configured": configured}}
+
+test_numa_balancing_on if {
+	[f] := [f | some f in sysctl.numa_balancing_enabled with input as host({"kernel.numa_balancing": "1"}, {})]
+	f.evidence == ["sysctl.running.kernel.numa_balancing"]
+}
+
+test_numa_balancing_off if {
+	count(sysctl.numa_balancing_enabled) == 0 with input as host({"kernel.numa_balancing": "0"}, {})
+}
+
+test_max_map_count if {
+	count(sysctl.max_map_count_low) == 1 with input as host({"vm.max_map_count": "65530"}, {})
+	count(sysctl.max_map_count_low) == 0 with input as host({"vm.max_map_count": "262144"}, {})
+	count(sysctl.max_map_count_low) == 0 with input as host({"vm.max_map_count": "65530"}, {}) with data.fleetaudit.params as {"max_map_count_min": 65530}
+}
+
+test_somaxconn_explicit_only if {
+	count(sysctl.somaxconn_low) == 1 with input as host({"net.core.somaxconn": "1024"}, {"net.core.somaxconn": "1024"})
+	count(sysctl.somaxconn_low) == 0 with input as host({"net.core.somaxconn": "1024"}, {})
+	count(sysctl.somaxconn_low) == 0 with input as host({}, {"net.core.somaxconn": "4096"})
+}
+
+test_tcp_tw_recycle_stale_on_new_kernel if {
+	[f] := [f | some f in sysctl.tcp_tw_recycle with input as host({}, {"net.ipv4.tcp_tw_recycle": "1"})]
+	f.severity == "low"
+}
+
+test_tcp_tw_recycle_live_on_old_kernel if {
+	h := object.union(host({}, {"net.ipv4.tcp_tw_recycle": "1"}), {"kernel": {"release": "4.4.0-210-generic"}})
+	[f] := [f | some f in sysctl.tcp_tw_recycle with input as h]
+	f.severity == "high"
+}
+
+test_tcp_tw_recycle_off if {
+	count(sysctl.tcp_tw_recycle) == 0 with input as host({}, {"net.ipv4.tcp_tw_recycle": "0"})
+}
+
+test_not_applied if {
+	h := host({"kernel.numa_balancing": "1", "net.ipv4.ip_local_port_range": "32768\t60999"}, {"kernel.numa_balancing": "0", "net.ipv4.ip_local_port_range": "32768 60999"})
+	[f] := [f | some f in sysctl.sysctl_not_applied with input as h]
+	f.evidence == ["sysctl.configured.kernel.numa_balancing", "sysctl.running.kernel.numa_balancing"]
+}
+
+test_not_applied_skips_config_repo_and_missing_keys if {
+	h := object.union(host({}, {"kernel.numa_balancing": "0"}), {"source": {"kind": "config-repo"}})
+	count(sysctl.sysctl_not_applied) == 0 with input as h
+	count(sysctl.sysctl_not_applied) == 0 with input as host({}, {"net.ipv4.tcp_tw_recycle": "1"})
+}
