@@ -118,3 +118,41 @@ nofile_too_low contains f if {
 		"evidence": ["limits.effective.*.nofile.hard"],
 	}
 }
+
+default nccl_stack_safe := "2.30.4"
+
+nccl_stack_safe := data.fleetaudit.params.nccl_min_stack_safe
+
+# METADATA
+# title: Unlimited stack with an NCCL that overruns it
+# description: >-
+#   The soft stack limit is unlimited for a domain the snapshot computed (the
+#   wildcard, the job user, --limits-domain) and an NCCL older than param
+#   nccl_min_stack_safe (default 2.30.4, the catalog's boundary for
+#   NVIDIA/nccl#2186) is installed. With an unlimited RLIMIT_STACK glibc gives
+#   new threads its built-in default (2 MiB on x86-64) instead of the 8 MiB
+#   soft limit, and NCCL's recursive
+#   topology search overruns it on large systems.
+# related_resources:
+# - ref: https://github.com/NVIDIA/nccl/issues/2186
+#   description: topology search overruns the thread stack
+# custom:
+#   id: stack-unlimited
+#   severity: medium
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Set a finite stack limit (for example 8192 or 65536 KiB) for job users, or
+#     upgrade NCCL to the fixed release.
+#   facts:
+#   - limits.effective
+#   - libraries.nccl
+stack_unlimited contains f if {
+	some domain, items in input.limits.effective
+	items.stack.soft == "unlimited"
+	old := {l.version | some l in input.libraries.nccl; version.less(l.version, nccl_stack_safe)}
+	count(old) > 0
+	f := {
+		"msg": sprintf("stack limit for %s is unlimited and NCCL %s is older than %s", [domain, concat(", ", sort(old)), nccl_stack_safe]),
+		"evidence": [sprintf("limits.effective.%s.stack.soft", [domain]), "libraries.nccl"],
+	}
+}

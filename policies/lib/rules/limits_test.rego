@@ -45,3 +45,16 @@ test_nofile_high_or_unset_passes if {
 	count(limits.nofile_too_low) == 0 with input as host({"*": {"nofile": {"soft": "1048576", "hard": "1048576"}}}, "6.8.0")
 	count(limits.nofile_too_low) == 0 with input as host({"*": {}}, "6.8.0")
 }
+
+test_stack_unlimited_with_old_nccl if {
+	h := object.union(host({"*": {}, "trainer": {"stack": {"soft": "unlimited", "hard": "unlimited"}}}, "6.8.0"), {"libraries": {"nccl": [{"version": "2.21.5"}]}})
+	[f] := [f | some f in limits.stack_unlimited with input as h]
+	f.evidence == ["limits.effective.trainer.stack.soft", "libraries.nccl"]
+}
+
+test_stack_finite_or_new_nccl if {
+	h := object.union(host({"*": {"stack": {"soft": "8192", "hard": "unlimited"}}}, "6.8.0"), {"libraries": {"nccl": [{"version": "2.21.5"}]}})
+	count(limits.stack_unlimited) == 0 with input as h
+	h2 := object.union(host({"*": {"stack": {"soft": "unlimited", "hard": "unlimited"}}}, "6.8.0"), {"libraries": {"nccl": [{"version": "2.30.4"}]}})
+	count(limits.stack_unlimited) == 0 with input as h2
+}

@@ -175,3 +175,49 @@ sysctl_not_applied contains f if {
 		"evidence": [sprintf("sysctl.configured.%s", [key]), sprintf("sysctl.running.%s", [key])],
 	}
 }
+
+# Keys whose value must be one the kernel offers in a companion list.
+allowed_sets := {"net.ipv4.tcp_congestion_control": "net.ipv4.tcp_available_congestion_control"}
+
+# METADATA
+# title: Configured sysctl the kernel ignores
+# description: >-
+#   A key configured in sysctl.conf or sysctl.d does not exist under /proc/sys
+#   on this host (a removed knob, a module not loaded, a typo), or its value is
+#   not one the kernel offers (tcp_congestion_control outside
+#   tcp_available_congestion_control). systemd-sysctl logs and skips it at
+#   boot, so the setting silently does not apply. Keys written with a leading
+#   "-" are meant to be optional and are still listed, since the collector
+#   does not keep that mark.
+# related_resources:
+# - ref: https://www.freedesktop.org/software/systemd/man/latest/sysctl.d.html
+#   description: sysctl.d
+# custom:
+#   id: sysctl-invalid
+#   severity: medium
+#   profiles: [all]
+#   remediation: >-
+#     Remove or correct the line, or load the module that provides the key
+#     before systemd-sysctl runs.
+#   facts:
+#   - sysctl.missing
+#   - sysctl.configured
+#   - sysctl.running
+sysctl_invalid contains f if {
+	some key in input.sysctl.missing
+	f := {
+		"msg": sprintf("%s is configured but does not exist on this kernel; it is ignored at boot", [key]),
+		"evidence": [sprintf("sysctl.configured.%s", [key]), "sysctl.missing"],
+	}
+}
+
+sysctl_invalid contains f if {
+	some key, list in allowed_sets
+	want := input.sysctl.configured[key]
+	available := split(normalized(input.sysctl.running[list]), " ")
+	not want in available
+	f := {
+		"msg": sprintf("%s = %s is not among %s (%s)", [key, want, list, concat(" ", available)]),
+		"evidence": [sprintf("sysctl.configured.%s", [key]), sprintf("sysctl.running.%s", [list])],
+	}
+}

@@ -51,3 +51,16 @@ test_not_applied_skips_config_repo_and_missing_keys if {
 	count(sysctl.sysctl_not_applied) == 0 with input as h
 	count(sysctl.sysctl_not_applied) == 0 with input as host({}, {"net.ipv4.tcp_tw_recycle": "1"})
 }
+
+test_invalid_missing_key if {
+	h := object.union(host({}, {"net.ipv4.tcp_tw_recycle": "1"}), {"sysctl": {"missing": ["net.ipv4.tcp_tw_recycle"]}})
+	[f] := [f | some f in sysctl.sysctl_invalid with input as h]
+	f.evidence == ["sysctl.configured.net.ipv4.tcp_tw_recycle", "sysctl.missing"]
+}
+
+test_invalid_congestion_control if {
+	h := host({"net.ipv4.tcp_available_congestion_control": "reno cubic"}, {"net.ipv4.tcp_congestion_control": "bbr"})
+	count(sysctl.sysctl_invalid) == 1 with input as h
+	h2 := host({"net.ipv4.tcp_available_congestion_control": "reno cubic bbr"}, {"net.ipv4.tcp_congestion_control": "bbr"})
+	count(sysctl.sysctl_invalid) == 0 with input as h2
+}
