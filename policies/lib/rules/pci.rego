@@ -1,0 +1,122 @@
+# PCIe topology and RDMA devices against what the host claims.
+package fleetaudit.rules.pci
+
+# Bridges above a GPU or NIC whose ACS redirects peer traffic upstream.
+redirecting := {[dev, bridge] |
+	some dev, d in input.pci.devices
+	d.kind in {"gpu", "network"}
+	some bridge in d.upstream
+	acs := input.pci.devices[bridge].acs
+	redirects(acs)
+}
+
+redirects(acs) if acs.request_redirect == true
+
+redirects(acs) if acs.completion_redirect == true
+
+# METADATA
+# title: PCIe ACS redirect on a GPU or NIC path
+# description: >-
+#   On bare metal, a PCIe bridge between a GPU or NIC and its root port has ACS
+#   request or completion redirect enabled. Peer-to-peer traffic (GPU to GPU,
+#   GPU to NIC for GPUDirect RDMA) is then sent up to the root complex instead
+#   of across the switch: bandwidth drops and NCCL may hang. Virtual machines
+#   are not reported (ACS there protects guest isolation).
+# related_resources:
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
+#   description: NCCL troubleshooting, PCI Access Control Services
+# custom:
+#   id: acs-redirect-on-gpu-path
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Disable ACS redirect on the PCIe switches above GPUs and NICs (BIOS
+#     setting, or setpci at boot in the GPU fleet's layer).
+#   facts:
+#   - pci.devices
+#   - iommu.hypervisor
+acs_redirect_on_gpu_path contains f if {
+	input.iommu.hypervisor == false
+	some bridge in {b | some [_, b] in redirecting}
+	devices := sort([dev | some [dev, b] in redirecting; b == bridge])
+	f := {
+		"msg": sprintf("bridge %s redirects peer traffic (ACS RR/CR) above %s", [bridge, concat(", ", devices)]),
+		"evidence": [sprintf("pci.devices.%s.acs", [bridge])],
+	}
+}
+
+rdma_label_keys := {"feature.node.kubernetes.io/rdma.available", "nvidia.com/rdma", "rdma", "efa", "infiniband", "vpc.amazonaws.com/efa.present"}
+
+labelled_rdma := {k |
+	some k, v in input.labels
+	k in rdma_label_keys
+	lower(v) in {"true", "1", "yes"}
+}
+
+active_ports := [p |
+	some _, d in input.rdma.devices
+	some _, p in d.ports
+	p.state == "ACTIVE"
+]
+
+# METADATA
+# title: RDMA advertised in labels but not on the host
+# description: >-
+#   A node label advertises RDMA, InfiniBand or EFA (for example
+#   feature.node.kubernetes.io/rdma.available=true), but the host has no RDMA
+#   device, or none of its ports is ACTIVE. Schedulers place RDMA jobs on it
+#   and NCCL silently falls back to TCP sockets.
+# related_resources:
+# - ref: https://kubernetes-sigs.github.io/node-feature-discovery/stable/usage/features.html
+#   description: node feature labels
+# custom:
+#   id: rdma-label-without-device
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Fix the RDMA device (driver, cabling, subnet manager) or remove the label
+#     until it works.
+#   facts:
+#   - labels
+#   - rdma.devices
+rdma_label_without_device contains f if {
+	count(labelled_rdma) > 0
+	count(active_ports) == 0
+	f := {
+		"msg": sprintf("label %s advertises RDMA, but the host has %d RDMA devices and no ACTIVE port", [concat(", ", sort(labelled_rdma)), count(input.rdma.devices)]),
+		"evidence": ["labels", "rdma.devices"],
+	}
+}
+
+efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
+
+# METADATA
+# title: Fewer EFA devices than the instance type has
+# description: >-
+#   The host's instance type (label node.kubernetes.io/instance-type) has a
+#   known EFA device count (param efa_devices_by_instance_type: p5.48xlarge and
+#   p5e.48xlarge 32, p5en.48xlarge 16, p4d.24xlarge 4) and the host has a
+#   different number of EFA devices: a NIC that did not attach at boot halves
+#   or worse a job's network bandwidth.
+# related_resources:
+# - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html
+#   description: EFA and the supported instance types
+# custom:
+#   id: efa-device-count-mismatch
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Stop and start the instance (or replace it) so every EFA interface
+#     attaches, and check the launch template's network interfaces.
+#   facts:
+#   - labels
+#   - rdma.devices
+efa_device_count_mismatch contains f if {
+	itype := input.labels["node.kubernetes.io/instance-type"]
+	want := data.fleetaudit.params.efa_devices_by_instance_type[itype]
+	efa_count != want
+	f := {
+		"msg": sprintf("%s has %d EFA devices, %d expected", [itype, efa_count, want]),
+		"evidence": ["labels", "rdma.devices"],
+	}
+}
