@@ -1,0 +1,29 @@
+package fleetaudit.fleet_rules.sysctl_test
+
+import data.fleetaudit.fleet_rules.sysctl
+
+host(name, running) := {"host": name, "sysctl": {"running": running}}
+
+test_one_host_differs if {
+	fleet := {"fleet": "gpu", "hosts": [
+		host("a", {"vm.swappiness": "10", "kernel.hostname": "a"}),
+		host("b", {"vm.swappiness": "10", "kernel.hostname": "b"}),
+		host("c", {"vm.swappiness": "10", "kernel.hostname": "c"}),
+		host("d", {"vm.swappiness": "60", "kernel.hostname": "d"}),
+	]}
+	[f] := [f | some f in sysctl.sysctl_skew with input as fleet]
+	f.host == "d"
+	f.expected == "10"
+	f.evidence == ["sysctl.running.vm.swappiness"]
+}
+
+test_uniform_and_ignored_keys_pass if {
+	fleet := {"fleet": "gpu", "hosts": [host("a", {"vm.swappiness": "10", "x.y": "1"}), host("b", {"vm.swappiness": "10", "x.y": "2"})]}
+	count(sysctl.sysctl_skew) == 0 with input as fleet with data.fleetaudit.params as {"sysctl_skew_ignore": ["x.y"]}
+}
+
+test_baseline if {
+	fleet := {"fleet": "gpu", "hosts": [host("a", {"vm.swappiness": "10"}), host("b", {"vm.swappiness": "10"})]}
+	findings := sysctl.sysctl_skew with input as fleet with data.fleetaudit.params as {"baseline": {"sysctl": {"vm.swappiness": "1"}}}
+	{f.host | some f in findings} == {"a", "b"}
+}
