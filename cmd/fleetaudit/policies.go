@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+func newPoliciesCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policies",
+		Short: "List and explain the rules of the policy library",
+		Example: `  fleetaudit policies list --fleet gpu-training
+  fleetaudit policies explain hugetlb-cma-on-gpu`,
+	}
+	cmd.PersistentFlags().StringSlice("policies", nil, "directory of Rego policies beside the built-in library (repeatable)")
+	cmd.PersistentFlags().StringSlice("fleets", nil, "directory of fleet profile YAML files (repeatable)")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List rules: id, severity, profiles, title",
+		Example: `  fleetaudit policies list
+  fleetaudit policies list --fleet web-serving --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runPoliciesList(cmd) },
+	}
+	list.Flags().String("format", "table", "output format: table or json")
+	list.Flags().String("fleet", "", "only the rules this fleet profile runs")
+
+	explain := &cobra.Command{
+		Use:     "explain ID",
+		Short:   "Explain one rule: why, detection, remediation, references, the facts it reads",
+		Example: `  fleetaudit policies explain removeipc-enabled`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return a.runPoliciesExplain(cmd, args[0]) },
+	}
+	cmd.AddCommand(list, explain)
+	return cmd
+}
+
+func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error) {
+	set, err := fleets.Load(true, a.v.GetStringSlice("fleets")...)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	engine, err := policies.New(cmd.Context(), policies.Options{PolicyDirs: a.v.GetStringSlice("policies")})
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	return engine.Rules(), set, nil
+}
+
+func (a *app) runPoliciesList(cmd *cobra.Command) error {
+	rules, set, err := a.loadRules(cmd)
+	if err != nil {
+		return err
+	}
+	if fleet := a.v.GetString("fleet"); fleet != "" {
+		p, err := set.Resolve(fleet)
+		if err != nil {
+			return usageError{err}
+		}
+		var kept []policies.Rule
+		for _, r := range rules {
+			if p.Selects(r.ID, r.Profiles, nil) {
+				r.Severity = p.Severity(r.ID, r.Severity)
+				kept = append(kept, r)
+			}
+		}
+		rules = kept
+	}
+	switch format := a.v.GetString("format"); format {
+	case "json":
+		enc := json.NewEncoder(a.out)
+		enc.SetIndent("", "  ")
+		if rules == nil {
+			rules = []policies.Rule{}
+		}
+		return enc.Encode(rules)
+	case "table":
+		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSEVERITY\tPROFILES\tTITLE")
+		for _, r := range rules {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Severity, strings.Join(r.Profiles, ","), r.Title)
+		}
+		return tw.Flush()
+	default:
+		return usageError{fmt.Errorf("--format %q: want table or json", format)}
+	}
+}
+
+func (a *app) runPoliciesExplain(cmd *cobra.Command, id string) error {
+	rules, _, err := a.loadRules(cmd)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if r.ID == id {
+			writeExplanation(a.out, r)
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("no rule has id %q: see 'fleetaudit policies list'", id)}
+}
+
+func writeExplanation(w io.Writer, r policies.Rule) {
+	fmt.Fprintf(w, "%s  (%s, %s scope, profiles: %s)\n%s\n\n", r.ID, r.Severity, r.Scope, strings.Join(r.Profiles, ", "), r.Title)
+	fmt.Fprintf(w, "Why and detection:\n  %s\n\n", r.Description)
+	fmt.Fprintf(w, "Remediation:\n  %s\n\n", r.Remediation)
+	fmt.Fprintf(w, "Reads facts:\n")
+	for _, f := range r.Facts {
+		fmt.Fprintf(w, "  %s\n", f)
+	}
+	fmt.Fprintf(w, "\nReferences:\n")
+	for _, ref := range r.References {
+		fmt.Fprintf(w, "  %s\n", ref)
+	}
+	fmt.Fprintf(w, "\nDefined at %s\n", r.Location)
+}
