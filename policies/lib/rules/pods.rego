@@ -1,0 +1,242 @@
+# Pods scheduled on the host (or pod templates from manifests), as the
+# Kubernetes API returns them, in input.pods.
+package fleetaudit.rules.pods
+
+# The pod spec of a Pod, or of a workload's pod template.
+spec(p) := p.spec.template.spec if p.spec.template.spec
+
+else := p.spec
+
+name(p) := sprintf("%s/%s", [object.get(p, ["metadata", "namespace"], "default"), object.get(p, ["metadata", "name"], "?")])
+
+pod_path(i) := sprintf("pods.%d", [i])
+
+containers(p) := array.concat(object.get(spec(p), "containers", []), object.get(spec(p), "initContainers", []))
+
+gpu_count(c) := to_number(object.get(c, ["resources", "limits", "nvidia.com/gpu"], 0))
+
+gpu_pod(p) if {
+	some c in containers(p)
+	gpu_count(c) > 0
+}
+
+multi_gpu(p) if sum([gpu_count(c) | some c in containers(p)]) > 1
+
+nccl_pod(p) if {
+	some c in containers(p)
+	some e in object.get(c, "env", [])
+	startswith(e.name, "NCCL_")
+}
+
+# A launcher of an MPIJob starts the workers and runs no collectives.
+launcher(p) if p.metadata.labels["training.kubeflow.org/job-role"] == "launcher"
+
+launcher(p) if p.metadata.labels["mpi-job-role"] == "launcher"
+
+shm_mount(c) := m if {
+	some m in object.get(c, "volumeMounts", [])
+	m.mountPath == "/dev/shm"
+}
+
+volume(p, vol_name) := v if {
+	some v in object.get(spec(p), "volumes", [])
+	v.name == vol_name
+}
+
+# METADATA
+# title: /dev/shm in memory without a size limit
+# description: >-
+#   A container mounts an emptyDir with medium Memory at /dev/shm and the
+#   volume has no sizeLimit. NCCL's shared-memory transport and DataLoader
+#   workers grow it without bound inside the pod's memory, until the node's
+#   memory pressure evicts or OOM-kills unrelated pods. A hostPath /dev/shm or
+#   a disk-backed emptyDir is not reported.
+# related_resources:
+# - ref: https://kubernetes.io/docs/concepts/storage/volumes/#emptydir
+#   description: emptyDir, medium Memory and sizeLimit
+# custom:
+#   id: pod-shm-unbounded
+#   severity: medium
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Give the /dev/shm emptyDir a sizeLimit that fits the job (and count it in
+#     the container's memory limit).
+#   facts:
+#   - pods
+pod_shm_unbounded contains f if {
+	some i, p in input.pods
+	some c in containers(p)
+	m := shm_mount(c)
+	v := volume(p, m.name)
+	v.emptyDir.medium == "Memory"
+	not v.emptyDir.sizeLimit
+	f := {
+		"msg": sprintf("pod %s mounts a memory emptyDir at /dev/shm (volume %s) without sizeLimit", [name(p), m.name]),
+		"evidence": [pod_path(i)],
+	}
+}
+
+# METADATA
+# title: Multi-GPU or NCCL pod with the default 64 MiB /dev/shm
+# description: >-
+#   A pod that requests more than one GPU, or sets NCCL_* variables, mounts
+#   nothing at /dev/shm and does not share the host's IPC namespace, so it gets
+#   the container runtime's 64 MiB /dev/shm. NCCL's shared-memory transport
+#   then fails ("Error while creating shared memory segment") or falls back.
+#   An MPIJob launcher is not reported.
+# related_resources:
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
+#   description: NCCL troubleshooting, shared memory
+# custom:
+#   id: pod-shm-missing
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Mount an emptyDir (medium Memory, with a sizeLimit) at /dev/shm, or run
+#     the pod with hostIPC where policy allows.
+#   facts:
+#   - pods
+pod_shm_missing contains f if {
+	some i, p in input.pods
+	not launcher(p)
+	gpu_or_nccl(p)
+	not spec(p).hostIPC
+	count([c | some c in containers(p); shm_mount(c)]) == 0
+	f := {
+		"msg": sprintf("pod %s uses NCCL or several GPUs with the default 64 MiB /dev/shm", [name(p)]),
+		"evidence": [pod_path(i)],
+	}
+}
+
+gpu_or_nccl(p) if multi_gpu(p)
+
+gpu_or_nccl(p) if nccl_pod(p)
+
+rdma_resource(c) if {
+	some r, _ in object.get(c, ["resources", "limits"], {})
+	regex.match(`^rdma/|/efa$|/ib$|^nvidia.com/hostdev`, r)
+}
+
+mounts_infiniband(c) if {
+	some m in object.get(c, "volumeMounts", [])
+	startswith(m.mountPath, "/dev/infiniband")
+}
+
+ipc_lock(c) if "IPC_LOCK" in object.get(c, ["securityContext", "capabilities", "add"], [])
+
+privileged(c) if c.securityContext.privileged == true
+
+# METADATA
+# title: RDMA container without IPC_LOCK
+# description: >-
+#   A container requests an RDMA resource (rdma/*, */efa, */ib) or mounts
+#   /dev/infiniband, is not privileged, and does not add the IPC_LOCK
+#   capability. Registering memory with the NIC pins it, which needs IPC_LOCK
+#   (or an unlimited memlock the container cannot raise): ibv_reg_mr fails and
+#   NCCL falls back to sockets or aborts.
+# related_resources:
+# - ref: https://github.com/Mellanox/k8s-rdma-shared-dev-plugin
+#   description: RDMA shared device plugin; pods need IPC_LOCK
+# - ref: https://kubernetes.io/docs/tasks/configure-pod-container/security-context/#set-capabilities-for-a-container
+#   description: adding capabilities to a container
+# custom:
+#   id: pod-rdma-without-ipc-lock
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Add IPC_LOCK to the container's securityContext.capabilities.add.
+#   facts:
+#   - pods
+pod_rdma_without_ipc_lock contains f if {
+	some i, p in input.pods
+	some c in containers(p)
+	rdma_container(c)
+	not privileged(c)
+	not ipc_lock(c)
+	f := {
+		"msg": sprintf("container %s of pod %s uses RDMA without the IPC_LOCK capability", [c.name, name(p)]),
+		"evidence": [pod_path(i)],
+	}
+}
+
+rdma_container(c) if rdma_resource(c)
+
+rdma_container(c) if mounts_infiniband(c)
+
+# METADATA
+# title: GPU container without a memory limit
+# description: >-
+#   A container that requests GPUs has no memory limit. Pinned host buffers
+#   (NCCL, CUDA host allocations, DataLoader workers) then grow until the node
+#   runs out of memory and the kernel OOM-kills whatever it picks, often
+#   another job.
+# related_resources:
+# - ref: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/
+#   description: container resource limits
+# custom:
+#   id: pod-memory-limit-missing
+#   severity: medium
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Set resources.limits.memory on every GPU container.
+#   facts:
+#   - pods
+pod_memory_limit_missing contains f if {
+	some i, p in input.pods
+	some c in containers(p)
+	gpu_count(c) > 0
+	not c.resources.limits.memory
+	f := {
+		"msg": sprintf("GPU container %s of pod %s has no memory limit", [c.name, name(p)]),
+		"evidence": [pod_path(i)],
+	}
+}
+
+debug_knobs := {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_IB_DISABLE"}
+
+# NCCL_IB_DISABLE=0 is the default, not a debug setting.
+ib_enabled(e) if {
+	e.name == "NCCL_IB_DISABLE"
+	e.value != "1"
+}
+
+pod_debug_severity(e) := "high" if {
+	e.name == "NCCL_IB_DISABLE"
+	e.value == "1"
+} else := "high" if {
+	e.name == "NCCL_PROTO"
+	contains(lower(e.value), "ll128")
+	not startswith(e.value, "^")
+} else := "medium"
+
+# METADATA
+# title: Debug-only NCCL setting in a pod
+# description: >-
+#   A container sets an NCCL variable the NCCL documentation describes as a
+#   debugging aid that should generally not be set in production, as in
+#   nccl-debug-env: NCCL_IB_DISABLE=1 or NCCL_PROTO forcing LL128 is high;
+#   NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, NCCL_ALGO, NCCL_PROTO, NCCL_BUFFSIZE and
+#   NCCL_NTHREADS are medium. NCCL_COLLNET_ENABLE is not a debug knob (SHARP).
+# related_resources:
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+#   description: NCCL environment variables
+# custom:
+#   id: pod-nccl-debug-env
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Remove the variable from the pod spec; set it only while debugging.
+#   facts:
+#   - pods
+pod_nccl_debug_env contains f if {
+	some i, p in input.pods
+	some c in containers(p)
+	some e in object.get(c, "env", [])
+	e.name in debug_knobs
+	not ib_enabled(e)
+	f := {
+		"msg": sprintf("container %s of pod %s sets %s=%s, a debugging setting", [c.name, name(p), e.name, object.get(e, "value", "")]),
+		"evidence": [pod_path(i)],
+		"severity": pod_debug_severity(e),
+	}
+}

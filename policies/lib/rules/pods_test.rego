@@ -1,0 +1,69 @@
+package fleetaudit.rules.pods_test
+
+import data.fleetaudit.rules.pods
+
+gpu_container(gpus, extra) := object.union({"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "resources": {"limits": {"nvidia.com/gpu": gpus, "memory": "512Gi"}}}, extra)
+
+pod(name, spec) := {"metadata": {"name": name, "namespace": "ml"}, "spec": spec}
+
+shm_volume(empty_dir) := {"name": "dshm", "emptyDir": empty_dir}
+
+shm_mount := {"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
+
+test_shm_unbounded if {
+	p := pod("w0", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({"medium": "Memory"})]})
+	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
+	f.evidence == ["pods.0"]
+}
+
+test_shm_bounded_hostpath_or_disk_pass if {
+	bounded := pod("w0", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({"medium": "Memory", "sizeLimit": "64Gi"})]})
+	disk := pod("w1", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({})]})
+	host := pod("w2", {"containers": [gpu_container(8, shm_mount)], "volumes": [{"name": "dshm", "hostPath": {"path": "/dev/shm"}}]})
+	count(pods.pod_shm_unbounded) == 0 with input as {"pods": [bounded, disk, host]}
+	count(pods.pod_shm_missing) == 0 with input as {"pods": [bounded, disk, host]}
+}
+
+test_shm_missing_for_multi_gpu if {
+	p := pod("w0", {"containers": [gpu_container(8, {})]})
+	count(pods.pod_shm_missing) == 1 with input as {"pods": [p]}
+}
+
+test_shm_missing_not_with_host_ipc_or_launcher if {
+	ipc := pod("w0", {"hostIPC": true, "containers": [gpu_container(8, {})]})
+	launcher := {"metadata": {"name": "l", "labels": {"training.kubeflow.org/job-role": "launcher"}}, "spec": {"containers": [{"name": "l", "env": [{"name": "NCCL_DEBUG", "value": "INFO"}]}]}}
+	single := pod("w1", {"containers": [gpu_container(1, {})]})
+	count(pods.pod_shm_missing) == 0 with input as {"pods": [ipc, launcher, single]}
+}
+
+test_rdma_without_ipc_lock if {
+	c := gpu_container(8, {"resources": {"limits": {"rdma/rdma_shared_device_a": 1, "memory": "1Gi"}}})
+	count(pods.pod_rdma_without_ipc_lock) == 1 with input as {"pods": [pod("w0", {"containers": [c]})]}
+	locked := object.union(c, {"securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}})
+	count(pods.pod_rdma_without_ipc_lock) == 0 with input as {"pods": [pod("w0", {"containers": [locked]})]}
+	priv := object.union(c, {"securityContext": {"privileged": true}})
+	count(pods.pod_rdma_without_ipc_lock) == 0 with input as {"pods": [pod("w0", {"containers": [priv]})]}
+}
+
+test_rdma_via_infiniband_mount if {
+	c := {"name": "x", "volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}]}
+	count(pods.pod_rdma_without_ipc_lock) == 1 with input as {"pods": [pod("w0", {"containers": [c]})]}
+}
+
+test_memory_limit_missing if {
+	c := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 8}}}
+	count(pods.pod_memory_limit_missing) == 1 with input as {"pods": [pod("w0", {"containers": [c]})]}
+	count(pods.pod_memory_limit_missing) == 0 with input as {"pods": [pod("w0", {"containers": [gpu_container(8, {})]})]}
+}
+
+test_pod_debug_env if {
+	c := gpu_container(8, {"env": [{"name": "NCCL_IB_DISABLE", "value": "1"}, {"name": "NCCL_ALGO", "value": "Ring"}, {"name": "NCCL_COLLNET_ENABLE", "value": "1"}]})
+	findings := pods.pod_nccl_debug_env with input as {"pods": [pod("w0", {"containers": [c]})]}
+	{f.severity | some f in findings} == {"high", "medium"}
+	count(findings) == 2
+}
+
+test_pod_template_of_a_workload if {
+	job := {"kind": "Job", "metadata": {"name": "train"}, "spec": {"template": {"spec": {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}
+	count(pods.pod_memory_limit_missing) == 1 with input as {"pods": [job]}
+}
