@@ -79,7 +79,7 @@ func TestBuiltins(t *testing.T) {
 			Params: map[string]any{
 				"nofile_min":                  65536,
 				"max_map_count_min":           262144,
-				"forbidden_boot_params":       []any{"hugetlb_cma", "cma"},
+				"forbidden_boot_params":       []any{},
 				"forbidden_boot_param_values": map[string]any{},
 				"memlock_min_kb":              "unlimited",
 				"nccl_min_stack_safe":         "2.30.4",
@@ -103,7 +103,7 @@ func TestBuiltins(t *testing.T) {
 				"nofile_min":                  65536,
 				"max_map_count_min":           262144,
 				"forbidden_boot_params":       []any{},
-				"forbidden_boot_param_values": map[string]any{"mitigations": []any{"off"}},
+				"forbidden_boot_param_values": map[string]any{},
 				"somaxconn_min":               4096,
 			},
 		}},
@@ -198,8 +198,8 @@ params:
 			Params: map[string]any{
 				"nofile_min":                  65536,
 				"max_map_count_min":           262144,
-				"forbidden_boot_params":       []any{"hugetlb_cma", "cma"},
-				"forbidden_boot_param_values": map[string]any{"mitigations": []any{"off"}},
+				"forbidden_boot_params":       []any{},
+				"forbidden_boot_param_values": map[string]any{},
 				"memlock_min_kb":              "unlimited",
 				"nccl_min_stack_safe":         "2.30.4",
 				"efa_devices_by_instance_type": map[string]any{

@@ -201,3 +201,59 @@ mitigations_off contains f if {
 		"fix": {"kind": "boot-param", "remove": ["mitigations"]},
 	}
 }
+
+default forbidden_params := []
+
+forbidden_params := data.fleetaudit.params.forbidden_boot_params
+
+default forbidden_values := {}
+
+forbidden_values := data.fleetaudit.params.forbidden_boot_param_values
+
+# A zero value ("0", "0M", "0x0") disables most size and count params, and is
+# how a fleet switches off an inherited one: it is not the param being set.
+zero_value(v) if regex.match(`^(0[xX])?0+[kKmMgGtT]?$`, v)
+
+forbidden_hits := {[w, p, v] |
+	some w in ["running", "configured"]
+	some p, v in input.boot[w].params
+	forbidden(p, v)
+}
+
+forbidden(p, v) if {
+	p in forbidden_params
+	not zero_value(v)
+}
+
+forbidden(p, v) if v in forbidden_values[p]
+
+# METADATA
+# title: Boot parameter this fleet must not inherit
+# description: >-
+#   A kernel parameter listed in the profile's forbidden_boot_params (with any
+#   value but zero), or a value listed for it in forbidden_boot_param_values,
+#   is on the running or configured command line. The generic form of
+#   hugetlb-cma-on-gpu: a setting another fleet needs, inherited through a
+#   shared boot layer.
+# related_resources:
+# - ref: https://docs.kernel.org/admin-guide/kernel-parameters.html
+#   description: kernel command-line parameters
+# custom:
+#   id: boot-param-forbidden
+#   severity: high
+#   profiles: [all]
+#   remediation: >-
+#     Remove the parameter (or set it to 0) in this fleet's own boot layer, and
+#     move it out of any shared base layer that carries it.
+#   facts:
+#   - boot.running.params
+#   - boot.configured.params
+boot_param_forbidden contains f if {
+	some p in {p | some [_, p, _] in forbidden_hits}
+	where := sort([w | some [w, p2, _] in forbidden_hits; p2 == p])
+	values := sort({v | some [_, p2, v] in forbidden_hits; p2 == p})
+	f := {
+		"msg": sprintf("%s=%s on the %s kernel command line is forbidden in this fleet", [p, concat("|", values), concat(" and ", where)]),
+		"evidence": [sprintf("boot.%s.params.%s", [w, p]) | some w in where],
+	}
+}

@@ -155,3 +155,27 @@ test_mitigations_auto_passes if {
 	h := {"boot": {"running": {"params": {"mitigations": "auto,nosmt"}}, "configured": {"params": {}}}}
 	count(boot.mitigations_off) == 0 with input as h
 }
+
+test_forbidden_param if {
+	h := {"boot": {"running": {"params": {"numa": "off"}}, "configured": {"params": {"numa": "off"}}}}
+	[f] := [f | some f in boot.boot_param_forbidden with input as h with data.fleetaudit.params as {"forbidden_boot_params": ["numa"]}]
+	f.msg == "numa=off on the configured and running kernel command line is forbidden in this fleet"
+	f.evidence == ["boot.configured.params.numa", "boot.running.params.numa"]
+}
+
+test_forbidden_param_zero_is_allowed if {
+	h := {"boot": {"running": {"params": {"hugetlb_cma": "0"}}, "configured": {"params": {"hugetlb_cma": "0G"}}}}
+	count(boot.boot_param_forbidden) == 0 with input as h with data.fleetaudit.params as {"forbidden_boot_params": ["hugetlb_cma"]}
+}
+
+test_forbidden_value if {
+	h := {"boot": {"running": {"params": {"mitigations": "off"}}, "configured": {"params": {"mitigations": "auto"}}}}
+	params := {"forbidden_boot_param_values": {"mitigations": ["off"]}}
+	[f] := [f | some f in boot.boot_param_forbidden with input as h with data.fleetaudit.params as params]
+	f.evidence == ["boot.running.params.mitigations"]
+}
+
+test_nothing_forbidden_by_default if {
+	h := {"boot": {"running": {"params": {"hugetlb_cma": "6G"}}, "configured": {"params": {}}}}
+	count(boot.boot_param_forbidden) == 0 with input as h
+}
