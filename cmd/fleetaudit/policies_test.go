@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -40,5 +43,46 @@ func TestPoliciesExplain(t *testing.T) {
 	}
 	if r := runCLI(t, nil, "policies", "explain", "no-such-rule"); r.code != exitError || !strings.Contains(r.stderr, `no rule has id "no-such-rule"`) {
 		t.Errorf("unknown id: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestWritingPoliciesExample keeps docs/writing-policies.md honest: its
+// example rule and test load, pass, and run in an audit.
+func TestWritingPoliciesExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/writing-policies.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```rego\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	if len(blocks) < 2 {
+		t.Fatalf("found %d rego blocks in the doc, want the rule and its test", len(blocks))
+	}
+	dir := t.TempDir()
+	for name, src := range map[string]string{"site.rego": blocks[0][1], "site_test.rego": blocks[1][1]} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, nil, "policies", "test", dir)
+	if r.code != exitOK || !regexp.MustCompile(`PASS: \d+/\d+`).MatchString(r.stdout) {
+		t.Fatalf("policies test: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, nil, "policies", "explain", "swappiness-high", "--policies", dir); r.code != exitOK {
+		t.Errorf("explain of the doc's rule: exit %d\n%s", r.code, r.stderr)
+	}
+
+	failing := "package fleetaudit.rules.site_test\n\nimport data.fleetaudit.rules.site\n\ntest_wrong if {\n\tcount(site.swappiness_high) == 1 with input as {\"sysctl\": {\"running\": {\"vm.swappiness\": \"1\"}}}\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "wrong_test.rego"), []byte(failing), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, nil, "policies", "test", dir)
+	if r.code != 2 || !strings.Contains(r.stdout, "FAIL: 1/") || !strings.Contains(r.stdout, "test_wrong") {
+		t.Errorf("a failing test: exit %d, want 2 as opa test\n%s", r.code, r.stdout)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.rego"), []byte("package x\n\ny if {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "policies", "test", dir); r.code != 1 || !strings.Contains(r.stderr, "broken.rego") {
+		t.Errorf("a broken policy: exit %d, want 1\n%s", r.code, r.stderr)
 	}
 }
