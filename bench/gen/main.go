@@ -68,9 +68,13 @@ func run(n int, out, roots string, seed uint64) error {
 	ncclVersions := []string{"2.18.3", "2.20.5", "2.21.5"}
 	drivers := []string{"535.104.05", "535.129.03", "550.90.07"}
 	kernels := []string{"5.15.0-105-generic", "5.15.0-107-generic"}
+	// A training site: most GPU hosts share one build (so fleet-wide rules
+	// find a majority to compare with), a few run others, and one host in
+	// ten is a web server. Out of every 20 hosts: 15 gpu-node, 2 dropins,
+	// 1 rhel-node, 2 web-node.
+	mix := []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 3}
 	for i := range n {
-		// Three GPU hosts for every web host.
-		t := templates[i%len(templates)]
+		t := templates[mix[i%len(mix)]]
 		doc := deepCopy(t.doc).(map[string]any)
 		host := fmt.Sprintf("%s-%05d", t.prefix, i)
 		doc["host"] = host
