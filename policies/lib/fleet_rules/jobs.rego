@@ -1,0 +1,97 @@
+# Pods of one distributed job across the hosts of a fleet.
+package fleetaudit.fleet_rules.jobs
+
+import data.fleetaudit.lib.skew
+
+# Labels that name the job a pod belongs to, most specific first.
+job_label_keys := ["training.kubeflow.org/job-name", "batch.kubernetes.io/job-name", "job-name", "leaderworkerset.sigs.k8s.io/name"]
+
+job_of(p) := p.metadata.labels[k] if {
+	some k in job_label_keys
+	p.metadata.labels[k]
+} else := ""
+
+launcher(p) if p.metadata.labels["training.kubeflow.org/job-role"] == "launcher"
+
+launcher(p) if p.metadata.labels["mpi-job-role"] == "launcher"
+
+pod_name(p) := sprintf("%s/%s", [object.get(p, ["metadata", "namespace"], "default"), object.get(p, ["metadata", "name"], "?")])
+
+# Worker pods as [job, pod name, host, pod].
+workers := [[job, pod_name(p), h.host, p] |
+	some h in input.hosts
+	some p in object.get(h, "pods", [])
+	not launcher(p)
+	job := job_of(p)
+	job != ""
+]
+
+images(p) := concat(",", sort([c.image | some c in p.spec.containers]))
+
+nccl_env(p) := concat(" ", sort({sprintf("%s=%s", [e.name, object.get(e, "value", "")]) |
+	some c in p.spec.containers
+	some e in object.get(c, "env", [])
+	regex.match(`^(NCCL|FI)_`, e.name)
+}))
+
+jobs := {w[0] | some w in workers}
+
+# values[job][pod] for one per-pod property.
+image_values := {job: {w[1]: images(w[3]) | some w in workers; w[0] == job} | some job in jobs}
+
+env_values := {job: {w[1]: nccl_env(w[3]) | some w in workers; w[0] == job} | some job in jobs}
+
+host_of := {w[1]: w[2] | some w in workers}
+
+# METADATA
+# title: Worker pods of one job run different images
+# description: >-
+#   The worker pods of one job (by training.kubeflow.org/job-name,
+#   batch.kubernetes.io/job-name or job-name label) run different container
+#   images: ranks with different NCCL, CUDA or framework builds fail at init
+#   or hang in collectives. The expected image is the one at least 60% of the
+#   workers run; below that, no consensus is the finding. An MPIJob's launcher
+#   is not a worker and is not compared.
+# related_resources:
+# - ref: https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/mpi/
+#   description: MPIJob launcher and worker roles
+# custom:
+#   id: job-image-skew
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Restart the job with one image for every worker (pin the image by
+#     digest so a moving tag cannot split a job).
+#   facts:
+#   - pods
+job_image_skew contains object.union(f, {"host": host_of[pod]}) if {
+	some job, pods in image_values
+	exp := skew.expected(pods, null)
+	some pod, v in pods
+	f := skew.finding(pod, v, exp, sprintf("image of job %s", [job]), ["pods"])
+}
+
+# METADATA
+# title: NCCL environment differs across the workers of one job
+# description: >-
+#   The NCCL_* and FI_* variables of a job's worker pods differ: ranks that
+#   disagree on algorithms, protocols, transports or interfaces fail at init
+#   or hang. Compared as in job-image-skew; launchers are not compared.
+# related_resources:
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+#   description: NCCL environment variables
+# custom:
+#   id: job-nccl-env-skew
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Set NCCL and libfabric variables once in the job template, not per
+#     worker or per host.
+#   facts:
+#   - pods
+job_nccl_env_skew contains object.union(f, {"host": host_of[pod]}) if {
+	some job, pods in env_values
+	exp := skew.expected(pods, null)
+	some pod, v in pods
+	f := skew.finding(pod, v, exp, sprintf("NCCL environment of job %s", [job]), ["pods"])
+}
