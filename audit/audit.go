@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -89,7 +90,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	files, errs, err := snapshotFiles(opts.Snapshots)
+	files, err := snapshotFiles(opts.Snapshots)
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +137,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		rep.Findings = append(rep.Findings, more.Findings...)
 		rep.Failures = append(rep.Failures, more.Failures...)
 	}
-	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: errs}
-	res.Errors = append(res.Errors, fleetOf.errors()...)
+	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors()}
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}
@@ -177,12 +177,12 @@ const sourceCollector = "source"
 
 // snapshotFiles expands files and directories (their *.json, sorted). A
 // path that does not exist is a usage error.
-func snapshotFiles(paths []string) ([]string, []HostError, error) {
+func snapshotFiles(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--snapshots %s: %w", p, err)
+			return nil, fmt.Errorf("--snapshots %s: %w", p, err)
 		}
 		if !info.IsDir() {
 			files = append(files, p)
@@ -190,12 +190,12 @@ func snapshotFiles(paths []string) ([]string, []HostError, error) {
 		}
 		matches, err := filepath.Glob(filepath.Join(p, "*.json"))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		slices.Sort(matches)
 		files = append(files, matches...)
 	}
-	return files, nil, nil
+	return files, nil
 }
 
 // target is a host to collect during the run.
@@ -299,7 +299,11 @@ func collectOne(ctx context.Context, t target, version string) *snapshot.Snapsho
 	}
 	info, err := os.Stat(t.root)
 	if err != nil {
-		return fail(sourceCollector, t.root, "root: "+errors.Unwrap(err).Error())
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the entry names the path already
+		}
+		return fail(sourceCollector, t.root, "root: "+err.Error())
 	}
 	if !info.IsDir() {
 		return fail(sourceCollector, t.root, "root is not a directory")

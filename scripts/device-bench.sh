@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark on the device machine, pinned to two cores with
 # taskset: prebuilt binaries (fleetaudit, conftest, bench/gen, bench/params,
-# stripped) travel as devbin/bins.tgz because the machine has no Go.
+# stripped) travel as devbin/bins.tgz because the machine has no Go:
+#
+#   GOBIN=/tmp/devb go install -ldflags='-s -w' github.com/open-policy-agent/conftest@v0.71.1
+#   CGO_ENABLED=0 go build -ldflags='-s -w' -o /tmp/devb/fleetaudit ./cmd/fleetaudit
+#   CGO_ENABLED=0 go build -o /tmp/devb/gen ./bench/gen
+#   CGO_ENABLED=0 go build -o /tmp/devb/params ./bench/params
+#   mkdir -p devbin && tar -C /tmp/devb -czf devbin/bins.tgz .
 set -e
 mkdir -p /tmp/db && tar -C /tmp/db -xzf devbin/bins.tgz
 W=/tmp/w; mkdir -p $W/policy; cp -r policies/lib $W/policy/; find $W/policy -name '*_test.rego' -delete; cp bench/conftest/adapter.rego $W/policy/

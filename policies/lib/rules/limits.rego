@@ -41,9 +41,9 @@ below(v) if {
 	memlock_kb(v) < to_number(memlock_min)
 }
 
-limit_text("", _) := sprintf("unset (kernel default %d KiB)", [kernel_default_kb])
+limit_text("") := sprintf("unset (kernel default %d KiB)", [kernel_default_kb])
 
-limit_text(v, _) := v if v != ""
+limit_text(v) := v if v != ""
 
 # METADATA
 # title: Locked-memory limit too low for RDMA
@@ -76,7 +76,7 @@ memlock_too_low contains f if {
 	value := object.get(input.limits.effective, [domain, "memlock", kind], "")
 	below(value)
 	f := {
-		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value, domain), memlock_min]),
+		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value), memlock_min]),
 		"evidence": [sprintf("limits.effective.%s.memlock.%s", [domain, kind])],
 		"fix": {"kind": "limits", "set": {"domain": domain, "item": "memlock", "value": memlock_min}},
 	}

@@ -11,15 +11,11 @@ present(m) if loaded(m)
 
 present(m) if configured(m)
 
-where(m) := concat(" and ", [w | some w, ok in {"loaded": loaded_bool(m), "configured to load": configured_bool(m)}; ok])
+where(m) := concat(" and ", [w | some w in ["loaded", "configured to load"]; state(w, m)])
 
-loaded_bool(m) := true if loaded(m)
+state("loaded", m) if loaded(m)
 
-else := false
-
-configured_bool(m) := true if configured(m)
-
-else := false
+state("configured to load", m) if configured(m)
 
 module_evidence(m) := [p | some p in [sprintf("modules.configured.%s", [m])]; configured(m)]
 
