@@ -126,6 +126,13 @@ func TestParamsArePerFleet(t *testing.T) {
 		var ids []string
 		for _, f := range got {
 			ids = append(ids, f.Rule+":"+f.Severity)
+			var wantOverride *SeverityOverride
+			if fleet == "demoted" {
+				wantOverride = &SeverityOverride{RuleSeverity: "critical", Profile: "demoted"}
+			}
+			if diff := cmp.Diff(wantOverride, f.SeverityOverride); diff != "" {
+				t.Errorf("fleet %s: severity override (-want +got):\n%s", fleet, diff)
+			}
 		}
 		if diff := cmp.Diff(want, ids); diff != "" {
 			t.Errorf("fleet %s (-want +got):\n%s", fleet, diff)

@@ -116,7 +116,8 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 				errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 				continue
 			}
-			if s, ok := severity[r.ID]; ok {
+			if s, ok := severity[r.ID]; ok && s != f.Severity {
+				f.SeverityOverride = &SeverityOverride{RuleSeverity: f.Severity, Profile: fleet}
 				f.Severity = s
 			}
 			out = append(out, f)

@@ -48,6 +48,17 @@ type Finding struct {
 	Basis    string `json:"basis,omitempty"`
 	// Fix is the rule's structured remediation, for the remediator.
 	Fix map[string]any `json:"fix,omitempty"`
+	// SeverityOverride is set when the fleet's profile changed the severity
+	// the rule gave: a reader sees both the rule's view and the site's.
+	SeverityOverride *SeverityOverride `json:"severity_override,omitempty"`
+}
+
+// SeverityOverride records a profile's severity override on a finding.
+type SeverityOverride struct {
+	// RuleSeverity is what the rule itself said.
+	RuleSeverity string `json:"rule_severity"`
+	// Profile is the fleet profile that set Finding.Severity.
+	Profile string `json:"profile"`
 }
 
 // Evidence is one fact a finding cites.

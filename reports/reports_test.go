@@ -65,3 +65,25 @@ func TestTableCitesTheConfiguringFile(t *testing.T) {
 		t.Errorf("coloured table lacks a red severity:\n%q", color.String())
 	}
 }
+
+func TestTableSaysWhenAProfileSetTheSeverity(t *testing.T) {
+	res := sampleResult()
+	res.Findings[0].Severity = "info"
+	res.Findings[0].SeverityOverride = &policies.SeverityOverride{RuleSeverity: "critical", Profile: "gpu-lab"}
+	r, _ := Get("table")
+	var out bytes.Buffer
+	if err := r.Render(&out, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "severity set by profile gpu-lab (rule: critical)") {
+		t.Errorf("table hides the override:\n%s", out.String())
+	}
+	j, _ := Get("json")
+	out.Reset()
+	if err := j.Render(&out, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"severity_override": {`) || !strings.Contains(out.String(), `"rule_severity": "critical"`) {
+		t.Errorf("json hides the override:\n%s", out.String())
+	}
+}

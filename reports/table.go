@@ -106,6 +106,9 @@ func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, c
 		if where := provenance(f); where != "" {
 			finding += "\nat " + where
 		}
+		if o := f.SeverityOverride; o != nil {
+			finding += fmt.Sprintf("\nseverity set by profile %s (rule: %s)", o.Profile, o.RuleSeverity)
+		}
 		if err := t.Append(f.Severity, f.Host, finding); err != nil {
 			return err
 		}
