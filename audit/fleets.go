@@ -11,9 +11,9 @@ import (
 	"github.com/fleetaudit/fleetaudit/policies"
 )
 
-// fleetConfigs turns every profile but the common baseline into the engine's
+// FleetConfigs turns every profile but the common baseline into the engine's
 // per-fleet configuration.
-func fleetConfigs(set *fleets.Set) map[string]policies.FleetConfig {
+func FleetConfigs(set *fleets.Set) map[string]policies.FleetConfig {
 	out := map[string]policies.FleetConfig{}
 	if set == nil {
 		return out

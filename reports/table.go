@@ -55,7 +55,7 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		if len(findings) == 0 {
 			continue
 		}
-		if err := renderFindings(&out, findings, width, opts.Color); err != nil {
+		if err := renderFindings(&out, findings, width, opts.Color, true); err != nil {
 			return err
 		}
 	}
@@ -75,17 +75,27 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 	return err
 }
 
-func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, color bool) error {
-	hostWidth := len("HOST")
-	for _, f := range findings {
-		hostWidth = max(hostWidth, min(len(f.Host), 24))
+// renderFindings prints SEVERITY, HOST (when withHost) and FINDING columns.
+func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, color, withHost bool) error {
+	hostWidth := 0
+	if withHost {
+		hostWidth = len("HOST")
+		for _, f := range findings {
+			hostWidth = max(hostWidth, min(len(f.Host), 24))
+		}
+		hostWidth += 2
 	}
 	const severityWidth, padding = 10, 4
-	hostWidth += 2
 	findingWidth := max(width-severityWidth-hostWidth-padding, 30)
+	widths := tw.NewMapper[int, int]().Set(0, severityWidth)
+	if withHost {
+		widths.Set(1, hostWidth).Set(2, findingWidth)
+	} else {
+		widths.Set(1, findingWidth)
+	}
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
-		tablewriter.WithColumnWidths(tw.NewMapper[int, int]().Set(0, severityWidth).Set(1, hostWidth).Set(2, findingWidth)),
+		tablewriter.WithColumnWidths(widths),
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders: tw.BorderNone,
 			Symbols: tw.NewSymbols(tw.StyleNone),
@@ -100,7 +110,11 @@ func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, c
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 	)
-	t.Header("SEVERITY", "HOST", "FINDING")
+	if withHost {
+		t.Header("SEVERITY", "HOST", "FINDING")
+	} else {
+		t.Header("SEVERITY", "FINDING")
+	}
 	for _, f := range findings {
 		finding := f.Rule + ": " + f.Message
 		if where := provenance(f); where != "" {
@@ -109,7 +123,11 @@ func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, c
 		if o := f.SeverityOverride; o != nil {
 			finding += fmt.Sprintf("\nseverity set by profile %s (rule: %s)", o.Profile, o.RuleSeverity)
 		}
-		if err := t.Append(f.Severity, f.Host, finding); err != nil {
+		row := []any{f.Severity, f.Host, finding}
+		if !withHost {
+			row = []any{f.Severity, finding}
+		}
+		if err := t.Append(row...); err != nil {
 			return err
 		}
 	}

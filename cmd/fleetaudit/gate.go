@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetaudit/fleetaudit/configrepo"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
+)
+
+func newGateCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gate",
+		Short: "Report the findings a config repo change introduces, per fleet",
+		Long: `gate checks out the config repo at --base and at --head (the work tree when --head is not
+given), renders every fleet named in fleetaudit.yaml by stacking its layers (a later layer's
+file replaces an earlier one at the same path; .d directories merge by file name), audits each
+rendered fleet with the rules of its profile, and reports the findings the change introduces,
+resolves and leaves unchanged, per fleet, each with the repo file and line that set the value.
+
+Findings are matched by rule and the facts they cite, not by message text: moving a setting to
+another file leaves its finding unchanged. The repo's configuration is audited as what a host
+would run after applying it, so rules about running sysctls and the running command line see
+it; rules comparing running with configured state do not apply. Facts a repo cannot know
+(driver, devices, libraries) come from a fleet's baseline: snapshot, else they are absent
+and no rule fires on their absence.
+
+Symlinks and paths that leave the repo are refused. A render: command in fleetaudit.yaml
+runs code from the change under review and runs only with --allow-render-command.
+
+Exit status: 0 when the change introduces no finding at or above --fail-on, 1 when it does,
+2 on a usage error or when a fleet could not be rendered or audited.`,
+		Example: `  # What does my uncommitted change do to each fleet?
+  fleetaudit gate --repo examples/config-repo --base HEAD
+
+  # In CI on a pull request, as a PR comment
+  fleetaudit gate --repo . --base origin/main --head HEAD --format markdown -o gate.md
+
+  # Blast radius in hosts, failing only on critical findings
+  fleetaudit gate --repo . --base origin/main --inventory hosts.ini --fail-on critical`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGate(cmd) },
+	}
+	f := cmd.Flags()
+	f.String("repo", ".", "config repo directory (a git work tree holding fleetaudit.yaml)")
+	f.String("base", "", "git ref the change starts from (required), e.g. origin/main")
+	f.String("head", "", "git ref the change ends at (default: the work tree, uncommitted files included)")
+	f.String("inventory", "", "inventory counting each fleet's hosts for the blast radius (default: fleetaudit.yaml's inventory)")
+	f.String("format", "table", "output format: "+strings.Join(reports.GateFormats(), ", "))
+	f.StringP("output", "o", "-", "write the report to FILE (- for stdout)")
+	f.String("fail-on", "high", "exit 1 when the change introduces a finding at or above: "+strings.Join(failOnLevels, ", "))
+	f.StringSlice("fleets", nil, "directory of fleet profile YAML files, beside the built-in ones (repeatable)")
+	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
+	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
+	return cmd
+}
+
+func (a *app) runGate(cmd *cobra.Command) error {
+	v := a.v
+	format := v.GetString("format")
+	render, err := reports.GetGate(format)
+	if err != nil {
+		return usageError{fmt.Errorf("--format: %w", err)}
+	}
+	failOn := v.GetString("fail-on")
+	if !slices.Contains(failOnLevels, failOn) {
+		return usageError{fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(failOnLevels, ", "))}
+	}
+	if v.GetString("base") == "" {
+		return usageError{fmt.Errorf("--base is required: the ref the change starts from, e.g. --base origin/main")}
+	}
+	set, err := fleets.Load(true, v.GetStringSlice("fleets")...)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := configrepo.Options{
+		Repo:               v.GetString("repo"),
+		Base:               v.GetString("base"),
+		Head:               v.GetString("head"),
+		Fleets:             set,
+		PolicyDirs:         v.GetStringSlice("policies"),
+		AllowRenderCommand: v.GetBool("allow-render-command"),
+		Version:            version,
+		Log:                a.log,
+	}
+	if file := v.GetString("inventory"); file != "" {
+		inv, err := inventory.Load(file)
+		if err != nil {
+			return usageError{err}
+		}
+		opts.Inventory = inv
+	}
+	res, err := configrepo.Run(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	out := v.GetString("output")
+	var buf bytes.Buffer
+	if err := render.RenderGate(&buf, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
+		return fmt.Errorf("rendering %s: %w", format, err)
+	}
+	if err := writeOutput(a, out, buf.Bytes()); err != nil {
+		return err
+	}
+	a.log.Info("gated", "fleets", len(res.Fleets), "introduced", res.Summary.Introduced,
+		"resolved", res.Summary.Resolved, "unchanged", res.Summary.Unchanged, "errors", len(res.Errors))
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("%d %s could not be gated in full (see the report)", len(res.Errors), plural(len(res.Errors), "fleet side", "fleet sides"))
+	}
+	if failOn != "none" && res.MaxIntroducedRank() >= policies.SeverityRank(failOn) {
+		return exitCodeError{exitFindings}
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

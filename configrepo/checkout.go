@@ -1,0 +1,192 @@
+package configrepo
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// WorkTree names the uncommitted state of the repo as a ref.
+const WorkTree = ""
+
+// Checkout is one state of the repo, materialised in a local directory.
+type Checkout struct {
+	// Dir holds the repo's regular files.
+	Dir string
+	// Ref is what was checked out ("" for the work tree) and Commit the
+	// commit it resolved to.
+	Ref    string
+	Commit string
+	// Refused maps repo paths that were not materialised to why: symlinks
+	// and other non-regular files never enter a rendered root.
+	Refused map[string]string
+}
+
+// Label names the checkout for people: the ref, or "work tree".
+func (c *Checkout) Label() string {
+	if c.Ref == WorkTree {
+		return "work tree"
+	}
+	return c.Ref
+}
+
+// CheckoutRef materialises ref of the git repo at repo into dst (which must
+// exist and be empty) with git archive, so the repo's own work tree and
+// index are never touched.
+func CheckoutRef(ctx context.Context, repo, ref, dst string) (*Checkout, error) {
+	if ref == "" || strings.HasPrefix(ref, "-") {
+		return nil, fmt.Errorf("ref %q: want a commit, branch or tag", ref)
+	}
+	commit, err := git(ctx, repo, nil, "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("ref %s: %w", ref, err)
+	}
+	c := &Checkout{Dir: dst, Ref: ref, Commit: strings.TrimSpace(string(commit)), Refused: map[string]string{}}
+	// The config repo may be a directory inside a larger git repo.
+	prefix, err := git(ctx, repo, nil, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil, err
+	}
+	treeish := c.Commit
+	if p := strings.TrimSpace(string(prefix)); p != "" {
+		treeish += ":" + strings.TrimSuffix(p, "/")
+		if _, err := git(ctx, repo, nil, "cat-file", "-e", treeish); err != nil {
+			return c, nil // the config repo's directory does not exist yet at ref
+		}
+	}
+	var archive bytes.Buffer
+	if _, err := git(ctx, repo, &archive, "archive", "--format=tar", treeish); err != nil {
+		return nil, fmt.Errorf("ref %s: %w", ref, err)
+	}
+	tr := tar.NewReader(&archive)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ref %s: reading git archive: %w", ref, err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue
+		}
+		name, err := repoPath(strings.TrimSuffix(h.Name, "/"))
+		if err != nil {
+			c.Refused[h.Name] = err.Error()
+			continue
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(filepath.Join(dst, filepath.FromSlash(name)), 0o755); err != nil {
+				return nil, err
+			}
+		case tar.TypeReg:
+			if err := writeFile(dst, name, tr, fs.FileMode(h.Mode)); err != nil {
+				return nil, err
+			}
+		case tar.TypeSymlink:
+			c.Refused[name] = fmt.Sprintf("symlink to %s: layers must hold regular files", h.Linkname)
+		default:
+			c.Refused[name] = fmt.Sprintf("not a regular file (tar type %q)", h.Typeflag)
+		}
+	}
+	return c, nil
+}
+
+// CheckoutWorkTree copies the work tree's tracked and untracked files (not
+// the ignored ones) into dst.
+func CheckoutWorkTree(ctx context.Context, repo, dst string) (*Checkout, error) {
+	c := &Checkout{Dir: dst, Ref: WorkTree, Refused: map[string]string{}}
+	if head, err := git(ctx, repo, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+		c.Commit = strings.TrimSpace(string(head))
+	}
+	list, err := git(ctx, repo, nil, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, fmt.Errorf("work tree: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, p := range strings.Split(string(list), "\x00") {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		name, err := repoPath(p)
+		if err != nil {
+			c.Refused[p] = err.Error()
+			continue
+		}
+		local := filepath.Join(repo, filepath.FromSlash(name))
+		fi, err := os.Lstat(local)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted in the work tree, not yet staged
+		}
+		if err != nil {
+			return nil, fmt.Errorf("work tree: %w", err)
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			f, err := os.Open(local)
+			if err != nil {
+				return nil, fmt.Errorf("work tree: %w", err)
+			}
+			err = writeFile(dst, name, f, fi.Mode())
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(local)
+			c.Refused[name] = fmt.Sprintf("symlink to %s: layers must hold regular files", target)
+		case fi.IsDir():
+			// A submodule: its files are another repo's.
+			c.Refused[name] = "a submodule or nested repo: not part of this repo's layers"
+		default:
+			c.Refused[name] = "not a regular file"
+		}
+	}
+	return c, nil
+}
+
+func writeFile(dst, name string, r io.Reader, mode fs.FileMode) error {
+	p := filepath.Join(dst, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()|0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// git runs git in repo; stdout goes to out when given, else is returned.
+func git(ctx context.Context, repo string, out io.Writer, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if out != nil {
+		cmd.Stdout = out
+	}
+	// Keep the user's pager, editor and prompts out of a batch run.
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C")
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			return nil, fmt.Errorf("git %s: %w", args[0], err)
+		}
+		return nil, fmt.Errorf("git %s: %s", args[0], msg)
+	}
+	return stdout.Bytes(), nil
+}

@@ -1,0 +1,462 @@
+package configrepo
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+// Schema identifies the gate's JSON document.
+const Schema = "fleetaudit.gate/v1"
+
+// Options configure one gate run.
+type Options struct {
+	// Repo is the config repo's directory (a git work tree).
+	Repo string
+	// Base is the ref the change starts from; Head the ref it ends at, or
+	// WorkTree for the files as they are.
+	Base, Head string
+	// Fleets are the fleet profiles the repo's fleets are judged by.
+	Fleets *fleets.Set
+	// Inventory, when set, counts the hosts of each fleet; else the repo's
+	// own inventory (fleetaudit.yaml inventory:) at head, if it has one.
+	Inventory *inventory.Inventory
+	// PolicyDirs are user policy directories.
+	PolicyDirs []string
+	// AllowRenderCommand lets a render command in fleetaudit.yaml run.
+	AllowRenderCommand bool
+	// WorkDir holds checkouts and rendered roots; a temporary directory
+	// (removed afterwards) when empty.
+	WorkDir string
+	Version string
+	Log     *slog.Logger
+}
+
+// Result is what a change does to each fleet.
+type Result struct {
+	Schema string  `json:"schema"`
+	Base   RefInfo `json:"base"`
+	Head   RefInfo `json:"head"`
+	// Fleets are every fleet at base or head, sorted by name.
+	Fleets  []FleetResult `json:"fleets"`
+	Errors  []FleetError  `json:"errors"`
+	Summary Summary       `json:"summary"`
+}
+
+// RefInfo names one side of the change.
+type RefInfo struct {
+	Ref    string `json:"ref"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// FleetResult is one fleet's side of the change.
+type FleetResult struct {
+	Fleet   string `json:"fleet"`
+	Profile string `json:"profile"`
+	// Status is "added", "removed", "changed" (the change reaches the
+	// fleet's rendered files) or "unchanged".
+	Status string `json:"status"`
+	// Changed are the repo files the change touches that this fleet
+	// renders (at head, or at base when removed).
+	Changed []string `json:"changed"`
+	// Hosts is the number of inventory hosts in the fleet; absent without
+	// an inventory.
+	Hosts *int `json:"hosts,omitempty"`
+	// Introduced findings hold at head and not at base, Resolved at base
+	// and not at head; Unchanged at both (reported with head's provenance).
+	Introduced []policies.Finding `json:"introduced"`
+	Resolved   []policies.Finding `json:"resolved"`
+	Unchanged  []policies.Finding `json:"unchanged"`
+}
+
+// FleetError is a fleet that could not be rendered or audited at one side.
+type FleetError struct {
+	Fleet string `json:"fleet,omitempty"`
+	Ref   string `json:"ref"`
+	Error string `json:"error"`
+}
+
+// Summary counts the change's effect.
+type Summary struct {
+	Introduced           int            `json:"introduced"`
+	Resolved             int            `json:"resolved"`
+	Unchanged            int            `json:"unchanged"`
+	IntroducedBySeverity map[string]int `json:"introduced_by_severity"`
+	// FleetsAffected are fleets the change reaches or that gain findings.
+	FleetsAffected []string `json:"fleets_affected"`
+	// HostsAffected sums the hosts of the affected fleets; absent without
+	// an inventory.
+	HostsAffected *int `json:"hosts_affected,omitempty"`
+}
+
+// MaxIntroducedRank is the highest severity rank among introduced findings
+// (0 when none).
+func (r *Result) MaxIntroducedRank() int {
+	top := 0
+	for _, f := range r.Fleets {
+		for _, x := range f.Introduced {
+			top = max(top, policies.SeverityRank(x.Severity))
+		}
+	}
+	return top
+}
+
+// side is one ref, rendered and audited.
+type side struct {
+	co       *Checkout
+	manifest *Manifest // nil: the ref has no fleetaudit.yaml
+	fleets   map[string]*fleetRun
+}
+
+type fleetRun struct {
+	rendered *Rendered
+	findings []policies.Finding
+	err      error
+}
+
+// Run gates the change from opts.Base to opts.Head.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Base == "" {
+		return nil, errors.New("gate: no base ref")
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	work := opts.WorkDir
+	if work == "" {
+		dir, err := os.MkdirTemp("", "fleetaudit-gate-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		work = dir
+	}
+	engine, err := policies.New(ctx, policies.Options{PolicyDirs: opts.PolicyDirs, Fleets: audit.FleetConfigs(opts.Fleets)})
+	if err != nil {
+		return nil, err
+	}
+	g := &gater{opts: opts, engine: engine, log: log}
+	head, err := g.side(ctx, opts.Head, filepath.Join(work, "head"))
+	if err != nil {
+		return nil, err
+	}
+	if head.manifest == nil {
+		return nil, fmt.Errorf("%s at %s: no %s: not a fleetaudit config repo", opts.Repo, head.co.Label(), ManifestFile)
+	}
+	base, err := g.side(ctx, opts.Base, filepath.Join(work, "base"))
+	if err != nil {
+		return nil, err
+	}
+	inv := opts.Inventory
+	if inv == nil && head.manifest.Inventory != "" {
+		p := filepath.Join(head.co.Dir, filepath.FromSlash(head.manifest.Inventory))
+		if inv, err = inventory.Load(p); err != nil {
+			return nil, fmt.Errorf("%s inventory: %w", ManifestFile, err)
+		}
+	}
+	return g.compare(base, head, inv), nil
+}
+
+type gater struct {
+	opts   Options
+	engine *policies.Engine
+	log    *slog.Logger
+}
+
+// side checks out ref, renders and audits every fleet of its manifest.
+func (g *gater) side(ctx context.Context, ref, dir string) (*side, error) {
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		return nil, err
+	}
+	var co *Checkout
+	var err error
+	if ref == WorkTree {
+		co, err = CheckoutWorkTree(ctx, g.opts.Repo, tree)
+	} else {
+		co, err = CheckoutRef(ctx, g.opts.Repo, ref, tree)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", g.opts.Repo, err)
+	}
+	s := &side{co: co, fleets: map[string]*fleetRun{}}
+	data, err := os.ReadFile(filepath.Join(tree, ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil // a repo that becomes a config repo with this change
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.manifest, err = ParseManifest(data); err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", g.opts.Repo, co.Label(), err)
+	}
+	names := s.manifest.FleetNames()
+	runs := make([]*fleetRun, len(names))
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, name := range names {
+		eg.Go(func() error {
+			runs[i] = g.fleet(ectx, s, name, filepath.Join(dir, "fleets", name))
+			return ectx.Err()
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	for i, name := range names {
+		s.fleets[name] = runs[i]
+		g.log.Debug("gated fleet", "ref", co.Label(), "fleet", name, "findings", len(runs[i].findings), "error", runs[i].err)
+	}
+	return s, nil
+}
+
+func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun {
+	run := &fleetRun{}
+	r, err := Render(ctx, s.co, s.manifest, name, dir, RenderOptions{AllowCommand: g.opts.AllowRenderCommand})
+	if err != nil {
+		run.err = err
+		return run
+	}
+	run.rendered = r
+	doc, err := hostDoc(ctx, s.co, s.manifest, r, g.opts.Version)
+	if err != nil {
+		run.err = fmt.Errorf("fleet %s: %w", name, err)
+		return run
+	}
+	profile := s.manifest.ProfileOf(name)
+	if !slices.Contains(g.engine.Fleets(), profile) {
+		run.err = fmt.Errorf("fleet %s: no fleet profile %q (known: %s); name one with profile: in %s or add it with --fleets", name, profile, strings.Join(g.engine.Fleets(), ", "), ManifestFile)
+		return run
+	}
+	findings, err := g.engine.EvalHost(ctx, doc, profile)
+	if err != nil {
+		run.err = fmt.Errorf("fleet %s: %w", name, err)
+		return run
+	}
+	for i := range findings {
+		findings[i].Fleet = name
+	}
+	run.findings = findings
+	if len(r.Refused) > 0 {
+		run.err = fmt.Errorf("fleet %s: refused %s", name, strings.Join(r.Refused, "; "))
+	}
+	return run
+}
+
+// compare matches findings of base and head per fleet.
+func (g *gater) compare(base, head *side, inv *inventory.Inventory) *Result {
+	res := &Result{
+		Schema:  Schema,
+		Base:    RefInfo{Ref: base.co.Label(), Commit: base.co.Commit},
+		Head:    RefInfo{Ref: head.co.Label(), Commit: head.co.Commit},
+		Errors:  []FleetError{},
+		Summary: Summary{IntroducedBySeverity: map[string]int{}, FleetsAffected: []string{}},
+	}
+	names := map[string]bool{}
+	for n := range base.fleets {
+		names[n] = true
+	}
+	for n := range head.fleets {
+		names[n] = true
+	}
+	hosts := hostCounts(g.opts.Fleets, inv, head.manifest)
+	affectedHosts := 0
+	for _, name := range sortedSet(names) {
+		b, h := base.fleets[name], head.fleets[name]
+		fr := FleetResult{Fleet: name, Introduced: []policies.Finding{}, Resolved: []policies.Finding{}, Unchanged: []policies.Finding{}, Changed: []string{}}
+		switch {
+		case b == nil:
+			fr.Status = "added"
+		case h == nil:
+			fr.Status = "removed"
+		}
+		if head.manifest != nil && h != nil {
+			fr.Profile = head.manifest.ProfileOf(name)
+		} else if base.manifest != nil {
+			fr.Profile = base.manifest.ProfileOf(name)
+		}
+		for _, x := range []struct {
+			run *fleetRun
+			s   *side
+		}{{b, base}, {h, head}} {
+			if x.run != nil && x.run.err != nil {
+				res.Errors = append(res.Errors, FleetError{Fleet: name, Ref: x.s.co.Label(), Error: x.run.err.Error()})
+			}
+		}
+		fr.Changed = changedFiles(b, h)
+		if fr.Status == "" {
+			fr.Status = "unchanged"
+			if len(fr.Changed) > 0 {
+				fr.Status = "changed"
+			}
+		}
+		var bf, hf []policies.Finding
+		if b != nil {
+			bf = b.findings
+		}
+		if h != nil {
+			hf = h.findings
+		}
+		fr.Introduced, fr.Resolved, fr.Unchanged = diffFindings(bf, hf)
+		if n, ok := hosts[name]; ok {
+			fr.Hosts = &n
+		}
+		res.Summary.Introduced += len(fr.Introduced)
+		res.Summary.Resolved += len(fr.Resolved)
+		res.Summary.Unchanged += len(fr.Unchanged)
+		for _, f := range fr.Introduced {
+			res.Summary.IntroducedBySeverity[f.Severity]++
+		}
+		if fr.Status != "unchanged" || len(fr.Introduced) > 0 || len(fr.Resolved) > 0 {
+			res.Summary.FleetsAffected = append(res.Summary.FleetsAffected, name)
+			if fr.Hosts != nil {
+				affectedHosts += *fr.Hosts
+			}
+		}
+		res.Fleets = append(res.Fleets, fr)
+	}
+	if hosts != nil {
+		res.Summary.HostsAffected = &affectedHosts
+	}
+	return res
+}
+
+// changedFiles lists the repo files whose change reaches a fleet's render:
+// rendered paths whose content differs, named by the repo file at head (at
+// base when the path went away).
+func changedFiles(b, h *fleetRun) []string {
+	var bd, hd map[string][sha256.Size]byte
+	var bo, ho map[string]string
+	if b != nil && b.rendered != nil {
+		bd, bo = b.rendered.Digests, b.rendered.Origins
+	}
+	if h != nil && h.rendered != nil {
+		hd, ho = h.rendered.Digests, h.rendered.Origins
+	}
+	name := func(origins map[string]string, p string) string {
+		if o, ok := origins[p]; ok {
+			return o
+		}
+		return p
+	}
+	out := map[string]bool{}
+	for p, sum := range hd {
+		if bs, ok := bd[p]; !ok || bs != sum {
+			out[name(ho, p)] = true
+		}
+	}
+	for p := range bd {
+		if _, ok := hd[p]; !ok {
+			out[name(bo, p)] = true
+		}
+	}
+	return sortedSet(out)
+}
+
+// diffFindings matches findings by (rule, facts cited): the message text
+// and the file that set a value may change while the finding stays the
+// same. Equal keys match one to one.
+func diffFindings(base, head []policies.Finding) (introduced, resolved, unchanged []policies.Finding) {
+	left := map[string][]policies.Finding{}
+	for _, f := range base {
+		k := findingKey(f)
+		left[k] = append(left[k], f)
+	}
+	introduced, resolved, unchanged = []policies.Finding{}, []policies.Finding{}, []policies.Finding{}
+	for _, f := range head {
+		k := findingKey(f)
+		if len(left[k]) > 0 {
+			left[k] = left[k][1:]
+			unchanged = append(unchanged, f)
+			continue
+		}
+		introduced = append(introduced, f)
+	}
+	for _, fs := range left {
+		resolved = append(resolved, fs...)
+	}
+	for _, list := range [][]policies.Finding{introduced, resolved, unchanged} {
+		slices.SortStableFunc(list, func(a, b policies.Finding) int {
+			return cmp.Or(
+				-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
+				cmp.Compare(a.Rule, b.Rule),
+				cmp.Compare(findingKey(a), findingKey(b)),
+			)
+		})
+	}
+	return introduced, resolved, unchanged
+}
+
+func findingKey(f policies.Finding) string {
+	facts := make([]string, 0, len(f.Evidence))
+	for _, e := range f.Evidence {
+		facts = append(facts, e.Fact)
+	}
+	slices.Sort(facts)
+	var b bytes.Buffer
+	b.WriteString(f.Rule)
+	for _, fact := range facts {
+		b.WriteByte('\x00')
+		b.WriteString(fact)
+	}
+	return b.String()
+}
+
+// hostCounts counts inventory hosts per repo fleet: a host belongs to a
+// repo fleet when its fleet (named or matched by the profiles) is the repo
+// fleet's name or profile. nil without an inventory.
+func hostCounts(set *fleets.Set, inv *inventory.Inventory, m *Manifest) map[string]int {
+	if inv == nil || m == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, name := range m.FleetNames() {
+		out[name] = 0
+	}
+	for _, h := range inv.Hosts {
+		fleet := h.Fleet
+		if set != nil {
+			if f, err := set.FleetOf(fleets.HostFacts{Name: h.Name, Fleet: h.Fleet, Groups: h.Groups, Labels: h.Labels}); err == nil {
+				fleet = f
+			}
+		}
+		if _, ok := m.Fleets[fleet]; ok {
+			out[fleet]++
+			continue
+		}
+		for _, name := range m.FleetNames() {
+			if m.ProfileOf(name) == fleet {
+				out[name]++
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

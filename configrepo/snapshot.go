@@ -1,0 +1,236 @@
+package configrepo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// SourceKind marks snapshots of a rendered config repo: rules that compare
+// running with configured state do not apply to them.
+const SourceKind = "config-repo"
+
+// liveSections are facts a repo cannot know; they come from the fleet's
+// baseline snapshot when it has one, and are empty otherwise.
+var liveSections = []string{"kernel", "nvidia", "libraries", "memory", "rdma", "iommu", "pci"}
+
+// hostDoc collects a rendered fleet as one host and returns the document
+// the engine evaluates. The repo's configuration is taken as what a host of
+// the fleet would run after applying it and rebooting: running cmdline and
+// sysctls are the configured ones, so rules about running values see the
+// change.
+func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, version string) (map[string]any, error) {
+	opts := collectors.Options{
+		Hostname:  r.Fleet,
+		Kind:      SourceKind,
+		RootLabel: co.Label(),
+		Version:   version,
+	}
+	// MANIFESTS-PENDING if r.Manifests != "" { opts.Manifests = []string{r.Manifests} }
+	snap, err := collectors.Collect(ctx, collectors.Dir(r.Root), opts)
+	if err != nil {
+		return nil, err
+	}
+	project(snap)
+	snap.Labels = maps.Clone(m.Fleets[r.Fleet].Labels)
+	for _, refused := range r.Refused {
+		p, why, _ := strings.Cut(refused, ": ")
+		snap.Errors = append(snap.Errors, snapshot.CollectionError{Collector: "configrepo", Path: p, Reason: "refused: " + why})
+	}
+	rewriteProvenance(snap, r, co.Dir)
+	var buf bytes.Buffer
+	if err := snapshot.Encode(&buf, snap); err != nil {
+		return nil, err
+	}
+	doc, err := decodeDoc(buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	if r.Baseline != "" {
+		if err := mergeBaseline(doc, r.Baseline, m.Fleets[r.Fleet].Baseline); err != nil {
+			return nil, err
+		}
+	}
+	return doc, nil
+}
+
+// project sets the running cmdline and sysctls to the configured ones.
+func project(s *snapshot.Snapshot) {
+	s.Boot.Running = s.Boot.Configured.Cmdline
+	s.Boot.Running.Params = maps.Clone(s.Boot.Configured.Params)
+	s.Sysctl.Running = maps.Clone(s.Sysctl.Configured)
+	s.Sysctl.Missing = nil
+	for k, v := range s.Sources {
+		if rest, ok := strings.CutPrefix(k, "boot.configured."); ok && strings.HasPrefix(rest, "params") {
+			s.Sources["boot.running."+rest] = v
+		}
+		if rest, ok := strings.CutPrefix(k, "sysctl.configured."); ok {
+			s.Sources["sysctl.running."+rest] = v
+		}
+	}
+}
+
+// rewriteProvenance names repo files instead of rendered paths:
+// "/etc/default/grub.d/60-x.cfg:3" becomes "layers/base/etc/default/grub.d/60-x.cfg:3".
+func rewriteProvenance(s *snapshot.Snapshot, r *Rendered, checkout string) {
+	rewrite := func(v string) string {
+		p, line := v, ""
+		if i := strings.LastIndexByte(v, ':'); i > 0 && isDigits(v[i+1:]) {
+			p, line = v[:i], v[i:]
+		}
+		if o, ok := r.Origins[p]; ok {
+			return o + line
+		}
+		if rel, ok := strings.CutPrefix(p, checkout+string(filepath.Separator)); ok {
+			return filepath.ToSlash(rel) + line
+		}
+		return v
+	}
+	for k, v := range s.Sources {
+		s.Sources[k] = rewrite(v)
+	}
+	for i := range s.Errors {
+		s.Errors[i].Path = rewrite(s.Errors[i].Path)
+		for p, o := range r.Origins {
+			s.Errors[i].Reason = strings.ReplaceAll(s.Errors[i].Reason, p+":", o+":")
+		}
+	}
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeBaseline fills what a repo cannot know from a snapshot of a typical
+// host of the fleet: the live sections, the loaded modules, the OS when the
+// repo has no os-release, logind's RemoveIPC when the repo leaves it to the
+// OS default, and running sysctls the repo does not configure.
+func mergeBaseline(doc map[string]any, file, repoPath string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("baseline %s: %w", repoPath, err)
+	}
+	base, err := decodeDoc(data)
+	if err != nil {
+		return fmt.Errorf("baseline %s: %w", repoPath, err)
+	}
+	schema, _ := base["schema"].(string)
+	if err := snapshot.CheckSchema(schema); err != nil {
+		return fmt.Errorf("baseline %s: %w", repoPath, err)
+	}
+	sources, _ := doc["sources"].(map[string]any)
+	if sources == nil {
+		sources = map[string]any{}
+		doc["sources"] = sources
+	}
+	baseSources, _ := base["sources"].(map[string]any)
+	take := func(prefix string) {
+		for k, v := range baseSources {
+			if k == prefix || strings.HasPrefix(k, prefix+".") {
+				sources[k] = fmt.Sprintf("%v (baseline %s)", v, repoPath)
+			}
+		}
+	}
+	for _, sec := range liveSections {
+		if v, ok := base[sec]; ok {
+			doc[sec] = v
+			take(sec)
+		}
+	}
+	if loaded, ok := get(base, "modules", "loaded"); ok {
+		set(doc, loaded, "modules", "loaded")
+		take("modules.loaded")
+	}
+	if id, _ := get(doc, "os", "id"); id == "" || id == nil {
+		if v, ok := base["os"]; ok {
+			doc["os"] = v
+			take("os")
+		}
+	}
+	if def, _ := get(doc, "logind", "remove_ipc_default"); def == true {
+		for _, k := range []string{"remove_ipc", "remove_ipc_default", "installed"} {
+			if v, ok := get(base, "logind", k); ok {
+				set(doc, v, "logind", k)
+				take("logind." + k)
+			}
+		}
+	}
+	running, _ := get(doc, "sysctl", "running")
+	configured, _ := get(doc, "sysctl", "configured")
+	baseRunning, _ := get(base, "sysctl", "running")
+	if rm, ok := running.(map[string]any); ok {
+		cm, _ := configured.(map[string]any)
+		bm, _ := baseRunning.(map[string]any)
+		for k, v := range bm {
+			if _, set := cm[k]; !set {
+				rm[k] = v
+				take("sysctl.running." + k)
+			}
+		}
+	}
+	labels, _ := doc["labels"].(map[string]any)
+	baseLabels, _ := base["labels"].(map[string]any)
+	if len(baseLabels) > 0 {
+		merged := maps.Clone(baseLabels)
+		maps.Copy(merged, labels)
+		doc["labels"] = merged
+	}
+	return nil
+}
+
+func get(doc map[string]any, path ...string) (any, bool) {
+	var cur any = doc
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func set(doc map[string]any, v any, path ...string) {
+	m := doc
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// decodeDoc decodes JSON as the engine does, numbers kept exact.
+func decodeDoc(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
+	}
+	if doc == nil {
+		return nil, fmt.Errorf("not a JSON snapshot: the document is not an object")
+	}
+	return doc, nil
+}
