@@ -17,7 +17,8 @@ import (
 
 // Output of nvidia-smi --query-gpu=pci.bus_id,persistence_mode --format=csv,noheader.
 const (
-	// An H200 VM, persistence mode set with nvidia-smi -pm 1 and no daemon.
+	// An H200 VM (driver 580.159.04), persistence mode set with nvidia-smi
+	// -pm 1 and no daemon; /proc/driver/nvidia/gpus names it 0000:00:06.0.
 	smiH200 = "00000000:00:06.0, Enabled\n"
 	// An 8-GPU HGX host after a reboot without nvidia-persistenced.
 	smiHGX = "00000000:1B:00.0, Disabled\n00000000:43:00.0, Disabled\n00000000:52:00.0, Disabled\n00000000:61:00.0, Disabled\n" +
@@ -263,7 +264,8 @@ func TestCollectWithExec(t *testing.T) {
 func FuzzNvidiaSmiPersistence(f *testing.F) {
 	for _, s := range []string{smiH200, smiHGX, smiUnknown, "\n\n00000000:00:06.0, Enabled\r\n\n",
 		"00000000:1B:00.0, [Not Supported]\n00000000:43:00.0, Disabled", "No devices were found\n",
-		"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", "ffffffff:ff:1f.7, enabled\n", ","} {
+		"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", "Field \"bogus\" is not a valid field to query.\n\n",
+		"ffffffff:ff:1f.7, enabled\n", ","} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -125,14 +125,18 @@ func commandRunner(root string, noExec bool) func(context.Context, string, ...st
 // environment. A missing binary stays an *exec.Error wrapping
 // exec.ErrNotFound.
 func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
+	path, err := lookCommand(name, commandDirs)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
 	cmd.WaitDelay = time.Second
 	var stdout, stderr cappedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	if err == nil {
 		return stdout.Bytes(), nil
 	}
@@ -151,6 +155,26 @@ func runCommand(ctx context.Context, name string, args ...string) ([]byte, error
 		return nil, fmt.Errorf("%s: %s", name, exit.ProcessState)
 	}
 	return nil, err
+}
+
+// commandDirs are searched after PATH: sudo's secure_path and systemd units
+// leave out /usr/local/nvidia/bin, where the GPU operator and container
+// images put nvidia-smi.
+var commandDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/nvidia/bin"}
+
+// lookCommand finds name in PATH, else in dirs. Not found anywhere is
+// exec.LookPath's error, which wraps exec.ErrNotFound.
+func lookCommand(name string, dirs []string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil || strings.Contains(name, "/") {
+		return path, err
+	}
+	for _, dir := range dirs {
+		if p, e := exec.LookPath(filepath.Join(dir, name)); e == nil {
+			return p, nil
+		}
+	}
+	return "", err
 }
 
 // firstLine is the first non-blank line of out, capped for an error message.

@@ -62,6 +62,21 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
+func TestLookCommandBeyondPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	got, err := lookCommand("nvidia-smi", []string{"/does/not/exist", dir})
+	if err != nil || got != filepath.Join(dir, "nvidia-smi") {
+		t.Errorf("lookCommand = %q, %v", got, err)
+	}
+	if _, err := lookCommand("nvidia-smi", []string{"/does/not/exist"}); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("not found: %v, want exec.ErrNotFound", err)
+	}
+}
+
 // A fixture root never runs nvidia-smi, even when one is on PATH.
 func TestCollectFixtureRunsNoCommand(t *testing.T) {
 	bin := t.TempDir()
