@@ -41,6 +41,15 @@ type Options struct {
 	Now func() time.Time
 	// Version is written as the collector version.
 	Version string
+	// Exec runs a command on the host being collected and returns its
+	// standard output; a non-zero exit is an error, and a missing binary an
+	// error wrapping exec.ErrNotFound (as os/exec reports it). It is called
+	// with the collection's context. Nil (the default) runs no command, and
+	// the facts only a command can give (each GPU's persistence mode,
+	// through nvidia-smi) are left unknown. Set it only when the Source is
+	// the live host that the commands run on: a fixture tree or mounted image
+	// must not be mixed with the facts of the machine running fleetaudit.
+	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)
 }
 
 // collection is the state of one Collect call, shared by the fact families.

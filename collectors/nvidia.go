@@ -59,6 +59,7 @@ func collectNVIDIA(c *collection) {
 		c.from("nvidia.module_version", nvidiaModuleDir+"/version", 0)
 	}
 	nv.GPUs = collectGPUs(c)
+	collectPersistenceMode(c)
 	collectFabricManager(c)
 	collectNVSwitches(c)
 	if nv.NVMLVersions == nil {

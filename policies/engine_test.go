@@ -302,7 +302,8 @@ func TestEvidenceSourceFallsBackToAncestor(t *testing.T) {
 }
 
 // Every embedded rule has complete metadata, and the set of ids is the one
-// the catalog (shared/HAZARDS.md) lists for what is implemented.
+// the catalog (shared/HAZARDS.md) lists: every rule is in the catalog, and
+// every catalog entry has a rule.
 func TestBuiltinRulesMetadata(t *testing.T) {
 	e := newEngine(t, Options{})
 	var ids []string
@@ -334,6 +335,12 @@ func TestBuiltinRulesMetadata(t *testing.T) {
 	for _, id := range ids {
 		if !known[id] {
 			t.Errorf("rule id %q is not in the hazard catalog (testdata/catalog-ids.txt)", id)
+		}
+	}
+	// The library implements the whole catalog.
+	for id := range known {
+		if !slices.Contains(ids, id) {
+			t.Errorf("catalog id %q (testdata/catalog-ids.txt) has no built-in rule", id)
 		}
 	}
 	if len(ids) != len(slices.Compact(slices.Sorted(slices.Values(ids)))) {

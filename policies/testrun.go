@@ -27,6 +27,10 @@ func RunTests(ctx context.Context, w io.Writer, dirs []string, verbose bool) (bo
 	for name, m := range userMods {
 		mods[name] = m
 	}
+	if docs == nil {
+		// No DIRs: inmem panics on a nil root.
+		docs = map[string]any{}
+	}
 	store := inmem.NewFromObject(docs)
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {

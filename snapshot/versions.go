@@ -3,7 +3,8 @@ package snapshot
 // Provenance of these facts: os.* is the os-release file and line;
 // kernel.* the /proc/sys/kernel file; nvidia.* the proc or sys file, the dpkg
 // status line of fabric_manager, and every libnvidia-ml file for
-// nvml_versions; modules.loaded is /proc/modules and each
+// nvml_versions, the nvidia-smi command line for each
+// nvidia.gpus.<i>.persistence_mode; modules.loaded is /proc/modules and each
 // modules.configured.<name> the file and line that loads it;
 // libraries.nccl and libraries.cuda list their entries' Source fields.
 
@@ -54,6 +55,12 @@ type NVIDIA struct {
 type GPU struct {
 	BusID string `json:"bus_id"`
 	Model string `json:"model"`
+	// PersistenceMode is "enabled" or "disabled" as NVML reports it
+	// (nvidia-smi --query-gpu=persistence_mode). Neither /proc nor /sys show
+	// it, so it is only collected when commands may run on the host
+	// (collectors.Options.Exec); absent means unknown, never off. Its source
+	// is "command: <command line>".
+	PersistenceMode string `json:"persistence_mode,omitempty"`
 }
 
 // Modules are kernel modules loaded now and configured to load at boot.

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,12 +28,20 @@ line each value came from.
 
 Every path is read under --root, so a mounted image or a copied tree can be collected like
 a live host. Files that cannot be read or parsed are listed in the snapshot's "errors" and
-the rest is still collected; running unprivileged only loses the root-only facts.`,
+the rest is still collected; running unprivileged only loses the root-only facts.
+
+Collecting the live host (--root /, the default) also runs nvidia-smi on a GPU host, with a
+10s timeout, for each GPU's persistence mode, which no file shows. --no-exec runs no
+command; any other --root never runs one, since the commands would describe this machine
+and not the tree.`,
 		Example: `  # This host, to stdout
   fleetaudit collect
 
   # A fixture tree or mounted image, to a file
   fleetaudit collect --root testdata/hosts/gpu-node -o gpu-a-001.json
+
+  # This host, reading files only (no nvidia-smi)
+  fleetaudit collect --no-exec
 
   # Also read two more sysctls and the limits a job user gets
   fleetaudit collect --sysctl net.ipv4.tcp_rmem --limits-domain trainer --limits-domain @hpc`,
@@ -44,6 +56,7 @@ the rest is still collected; running unprivileged only loses the root-only facts
 	f.StringP("output", "o", "-", "write the snapshot to FILE (- for stdout)")
 	f.StringSlice("sysctl", nil, "extra sysctl key to read from /proc/sys (repeatable)")
 	f.StringSlice("limits-domain", nil, "user or @group whose effective pam limits to compute besides * (repeatable)")
+	f.Bool("no-exec", false, "run no command (nvidia-smi) on the live host; only files are read")
 	return cmd
 }
 
@@ -68,6 +81,7 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 		ExtraSysctls:  v.GetStringSlice("sysctl"),
 		LimitsDomains: v.GetStringSlice("limits-domain"),
 		Version:       version,
+		Exec:          commandRunner(label, v.GetBool("no-exec")),
 	})
 	if err != nil {
 		return err
@@ -87,6 +101,104 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	}
 	a.log.Info("collected", "host", snap.Host, "root", label, "facts", len(snap.Sources), "errors", len(snap.Errors))
 	return nil
+}
+
+// execTimeout bounds each command collect runs on the live host.
+const execTimeout = 10 * time.Second
+
+// maxCommandOutput caps what one command's output may hold.
+const maxCommandOutput = 1 << 20
+
+// commandRunner is the collectors' Exec for root: commands run only when the
+// root is this machine's own "/" (they describe this machine, not a fixture
+// tree or a mounted image) and --no-exec is not given.
+func commandRunner(root string, noExec bool) func(context.Context, string, ...string) ([]byte, error) {
+	if noExec || filepath.Clean(root) != "/" {
+		return nil
+	}
+	return runCommand
+}
+
+// runCommand runs name with args under execTimeout and returns its standard
+// output. The child gets only PATH and LC_ALL=C, and an error names the
+// command, its exit status and the first line it printed, never the
+// environment. A missing binary stays an *exec.Error wrapping
+// exec.ErrNotFound.
+func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
+	path, err := lookCommand(name, commandDirs)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
+	cmd.WaitDelay = time.Second
+	var stdout, stderr cappedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%s: timed out after %s", name, execTimeout)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		msg := firstLine(stderr.Bytes())
+		if msg == "" {
+			msg = firstLine(stdout.Bytes())
+		}
+		if msg != "" {
+			return nil, fmt.Errorf("%s: %s: %s", name, exit.ProcessState, msg)
+		}
+		return nil, fmt.Errorf("%s: %s", name, exit.ProcessState)
+	}
+	return nil, err
+}
+
+// commandDirs are searched after PATH: sudo's secure_path and systemd units
+// leave out /usr/local/nvidia/bin, where the GPU operator and container
+// images put nvidia-smi.
+var commandDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/nvidia/bin"}
+
+// lookCommand finds name in PATH, else in dirs. Not found anywhere is
+// exec.LookPath's error, which wraps exec.ErrNotFound.
+func lookCommand(name string, dirs []string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil || strings.Contains(name, "/") {
+		return path, err
+	}
+	for _, dir := range dirs {
+		if p, e := exec.LookPath(filepath.Join(dir, name)); e == nil {
+			return p, nil
+		}
+	}
+	return "", err
+}
+
+// firstLine is the first non-blank line of out, capped for an error message.
+func firstLine(out []byte) string {
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > 200 {
+				line = line[:200] + "..."
+			}
+			return line
+		}
+	}
+	return ""
+}
+
+// cappedBuffer keeps the first maxCommandOutput bytes written to it and
+// drops the rest, so a runaway command cannot exhaust memory.
+type cappedBuffer struct{ bytes.Buffer }
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := maxCommandOutput - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // writeOutput writes to stdout for "-", else atomically replaces the file so a

@@ -146,3 +146,49 @@ proprietary_module_unsupported contains f if {
 		"evidence": ["nvidia.gpus", "nvidia.flavor"],
 	}
 }
+
+# METADATA
+# title: GPU persistence mode off and no nvidia-persistenced
+# description: >-
+#   nvidia-smi reports persistence mode Disabled for a GPU and no
+#   nvidia-persistenced process runs. The driver then deinitialises the GPU
+#   each time its last client exits, between every two jobs: the next CUDA
+#   initialisation pays an ECC scrub of about 1-3 seconds per GPU, and state
+#   that lives only while the GPU is initialised (application clocks, the
+#   software power cap, compute and accounting mode, volatile ECC error
+#   counts) reverts to its defaults. NVIDIA recommends the persistence daemon
+#   over the legacy persistence mode (nvidia-smi -pm 1), which resets to
+#   Disabled at every boot. The mode is only known when collect ran
+#   nvidia-smi on the live host; an unknown mode, or a host where either
+#   persistence mode is on or the daemon runs, does not fire.
+# related_resources:
+# - ref: https://docs.nvidia.com/deploy/driver-persistence/overview.html
+#   description: Driver persistence, start latency and driver state
+# - ref: https://docs.nvidia.com/deploy/driver-persistence/data-persistence.html
+#   description: state lost when the driver deinitialises a GPU
+# - ref: https://docs.nvidia.com/deploy/driver-persistence/persistence-daemon.html
+#   description: nvidia-persistenced, the recommended way
+# custom:
+#   id: persistence-mode-off
+#   severity: low
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Enable and start the persistence daemon (systemctl enable --now
+#     nvidia-persistenced.service; the unit ships with the driver packages).
+#     nvidia-smi -pm 1 also works until the next reboot.
+#   facts:
+#   - nvidia.gpus
+#   - nvidia.persistenced
+persistence_mode_off contains f if {
+	input.nvidia.persistenced == false
+	some i, g in input.nvidia.gpus
+	g.persistence_mode == "disabled"
+	f := {
+		"msg": sprintf("GPU %s%s has persistence mode off and no nvidia-persistenced runs: the driver tears the GPU down after every job", [g.bus_id, gpu_model(g)]),
+		"evidence": [sprintf("nvidia.gpus.%d.persistence_mode", [i]), "nvidia.persistenced"],
+	}
+}
+
+gpu_model(g) := sprintf(" (%s)", [g.model]) if g.model != ""
+
+else := ""
