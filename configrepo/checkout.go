@@ -50,20 +50,27 @@ func CheckoutRef(ctx context.Context, repo, ref, dst string) (*Checkout, error) 
 		return nil, fmt.Errorf("ref %s: %w", ref, err)
 	}
 	c := &Checkout{Dir: dst, Ref: ref, Commit: strings.TrimSpace(string(commit)), Refused: map[string]string{}}
-	// The config repo may be a directory inside a larger git repo.
-	prefix, err := git(ctx, repo, nil, "rev-parse", "--show-prefix")
+	// The config repo may be a directory inside a larger git repo: archive
+	// that tree from the top (git archive in a subdirectory limits itself
+	// to the subdirectory's path a second time).
+	top, err := git(ctx, repo, nil, "rev-parse", "--show-toplevel", "--show-prefix")
 	if err != nil {
 		return nil, err
 	}
+	lines := strings.SplitN(string(top), "\n", 3)
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("git rev-parse: unexpected output %q", top)
+	}
+	topDir, prefix := lines[0], strings.TrimSuffix(strings.TrimSpace(lines[1]), "/")
 	treeish := c.Commit
-	if p := strings.TrimSpace(string(prefix)); p != "" {
-		treeish += ":" + strings.TrimSuffix(p, "/")
-		if _, err := git(ctx, repo, nil, "cat-file", "-e", treeish); err != nil {
+	if prefix != "" {
+		treeish += ":" + prefix
+		if _, err := git(ctx, topDir, nil, "cat-file", "-e", treeish); err != nil {
 			return c, nil // the config repo's directory does not exist yet at ref
 		}
 	}
 	var archive bytes.Buffer
-	if _, err := git(ctx, repo, &archive, "archive", "--format=tar", treeish); err != nil {
+	if _, err := git(ctx, topDir, &archive, "archive", "--format=tar", treeish); err != nil {
 		return nil, fmt.Errorf("ref %s: %w", ref, err)
 	}
 	tr := tar.NewReader(&archive)

@@ -1,0 +1,342 @@
+package configrepo
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+// gitRepo is a real git repository in a temporary directory.
+type gitRepo struct {
+	t   *testing.T
+	dir string
+}
+
+func newGitRepo(t *testing.T) *gitRepo {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is required: %v", err)
+	}
+	r := &gitRepo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	return r
+}
+
+func (r *gitRepo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", r.dir, "-c", "user.name=fleetaudit", "-c", "user.email=ci@fleetaudit.invalid", "-c", "commit.gpgsign=false"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (r *gitRepo) write(path, content string) {
+	r.t.Helper()
+	p := filepath.Join(r.dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *gitRepo) commit(msg string) string {
+	r.t.Helper()
+	r.git("add", "-A")
+	r.git("commit", "-q", "--allow-empty", "-m", msg)
+	return r.git("rev-parse", "HEAD")
+}
+
+const hugetlbCMA = "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT hugetlb_cma=6G\"\n"
+
+// baseRepo is two fleets sharing a base layer; the GPU fleet's baseline has
+// RDMA devices, so hugetlb_cma on it is critical.
+func baseRepo(t *testing.T) *gitRepo {
+	t.Helper()
+	r := newGitRepo(t)
+	baseline, err := os.ReadFile("../examples/config-repo/baselines/gpu-training.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write("baselines/gpu.json", string(baseline))
+	r.write(ManifestFile, `fleets:
+  gpu-training: {layers: [base, gpu], baseline: baselines/gpu.json}
+  web-serving: {layers: [base, web]}
+`)
+	r.write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n")
+	r.write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
+	r.write("layers/gpu/etc/security/limits.d/90-rdma.conf", "* soft memlock unlimited\n* hard memlock unlimited\n")
+	r.write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=no\n")
+	r.write("layers/web/etc/sysctl.d/60-net.conf", "net.core.somaxconn = 8192\n")
+	r.commit("base")
+	return r
+}
+
+func testFleets(t *testing.T) *fleets.Set {
+	t.Helper()
+	set, err := fleets.Load(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func gate(t *testing.T, r *gitRepo, base, head string) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), Options{Repo: r.dir, Base: base, Head: head, Fleets: testFleets(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func fleetResult(t *testing.T, res *Result, name string) FleetResult {
+	t.Helper()
+	for _, f := range res.Fleets {
+		if f.Fleet == name {
+			return f
+		}
+	}
+	t.Fatalf("no fleet %s in %+v", name, res.Fleets)
+	return FleetResult{}
+}
+
+func rules(fs []policies.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+func TestSharedLayerChangeReachesOnlyTheFleetItHarms(t *testing.T) {
+	r := baseRepo(t)
+	base := r.git("rev-parse", "HEAD")
+	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", "# for the web servers\n"+hugetlbCMA)
+	head := r.commit("reserve CMA for hugepages")
+
+	res := gate(t, r, base, head)
+	gpu, web := fleetResult(t, res, "gpu-training"), fleetResult(t, res, "web-serving")
+	if diff := cmp.Diff([]string{"hugetlb-cma-on-gpu"}, rules(gpu.Introduced)); diff != "" {
+		t.Errorf("gpu-training introduced (-want +got):\n%s", diff)
+	}
+	f := gpu.Introduced[0]
+	if f.Severity != "critical" || f.Fleet != "gpu-training" {
+		t.Errorf("finding %s %s, want critical in gpu-training (RDMA devices in the baseline)", f.Severity, f.Fleet)
+	}
+	var cited []string
+	for _, e := range f.Evidence {
+		if e.Source != "" {
+			cited = append(cited, e.Source)
+		}
+	}
+	if !slices.Contains(cited, "layers/base/etc/default/grub.d/60-hugetlb.cfg:2") {
+		t.Errorf("finding cites %v, want the base layer's file and line", cited)
+	}
+	if len(web.Introduced) != 0 {
+		t.Errorf("web-serving introduced %v, want nothing", rules(web.Introduced))
+	}
+	for _, fr := range []FleetResult{gpu, web} {
+		if fr.Status != "changed" || !slices.Equal(fr.Changed, []string{"layers/base/etc/default/grub.d/60-hugetlb.cfg"}) {
+			t.Errorf("%s: status %s changed %v", fr.Fleet, fr.Status, fr.Changed)
+		}
+	}
+	if got := res.Summary; got.Introduced != 1 || !slices.Equal(got.FleetsAffected, []string{"gpu-training", "web-serving"}) {
+		t.Errorf("summary %+v", got)
+	}
+	if res.MaxIntroducedRank() != policies.SeverityRank("critical") {
+		t.Errorf("max introduced rank %d", res.MaxIntroducedRank())
+	}
+
+	// A file of the same name in the GPU layer replaces the shared one.
+	r.write("layers/gpu/etc/default/grub.d/60-hugetlb.cfg", "# no CMA on RDMA nodes\n")
+	fixed := r.commit("keep hugetlb_cma off the training nodes")
+	res = gate(t, r, head, fixed)
+	gpu, web = fleetResult(t, res, "gpu-training"), fleetResult(t, res, "web-serving")
+	if diff := cmp.Diff([]string{"hugetlb-cma-on-gpu"}, rules(gpu.Resolved)); diff != "" {
+		t.Errorf("gpu-training resolved (-want +got):\n%s", diff)
+	}
+	if len(gpu.Introduced) != 0 || web.Status != "unchanged" || len(web.Changed) != 0 {
+		t.Errorf("override: gpu introduced %v, web %s %v", rules(gpu.Introduced), web.Status, web.Changed)
+	}
+}
+
+func TestRenamedFileKeepsItsFindingUnchanged(t *testing.T) {
+	r := baseRepo(t)
+	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
+	base := r.commit("cma")
+	r.git("mv", "layers/base/etc/default/grub.d/60-hugetlb.cfg", "layers/base/etc/default/grub.d/70-memory.cfg")
+	head := r.commit("rename")
+
+	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
+	if len(gpu.Introduced)+len(gpu.Resolved) != 0 {
+		t.Fatalf("rename introduced %v resolved %v", rules(gpu.Introduced), rules(gpu.Resolved))
+	}
+	i := slices.IndexFunc(gpu.Unchanged, func(f policies.Finding) bool { return f.Rule == "hugetlb-cma-on-gpu" })
+	if i < 0 {
+		t.Fatalf("unchanged %v lacks hugetlb-cma-on-gpu", rules(gpu.Unchanged))
+	}
+	if where := gpu.Unchanged[i].Evidence; !slices.ContainsFunc(where, func(e policies.Evidence) bool {
+		return e.Source == "layers/base/etc/default/grub.d/70-memory.cfg:1"
+	}) {
+		t.Errorf("unchanged finding cites %+v, want head's file", where)
+	}
+}
+
+func TestSymlinkInALayerIsRefused(t *testing.T) {
+	r := baseRepo(t)
+	base := r.git("rev-parse", "HEAD")
+	secret := filepath.Join(t.TempDir(), "secret.conf")
+	if err := os.WriteFile(secret, []byte("kernel.numa_balancing = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(r.dir, "layers/gpu/etc/sysctl.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(r.dir, "layers/gpu/etc/sysctl.d/99-outside.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../../../../etc/passwd", filepath.Join(r.dir, "layers/web/etc/sysctl.d/99-up.conf")); err != nil {
+		t.Fatal(err)
+	}
+	head := r.commit("symlinks")
+
+	for _, h := range []string{head, WorkTree} {
+		res := gate(t, r, base, h)
+		if len(res.Errors) != 2 {
+			t.Fatalf("head %q: errors %+v, want one per fleet", h, res.Errors)
+		}
+		for _, e := range res.Errors {
+			if !strings.Contains(e.Error, "99-") || !strings.Contains(e.Error, "symlink") {
+				t.Errorf("error %q does not name the symlink", e.Error)
+			}
+		}
+		gpu := fleetResult(t, res, "gpu-training")
+		if slices.Contains(rules(gpu.Introduced), "numa-balancing-enabled") {
+			t.Error("the symlink's target was read")
+		}
+		if !slices.Contains(rules(gpu.Introduced), "collection-error") {
+			t.Errorf("gpu introduced %v, want a collection-error for the refused file", rules(gpu.Introduced))
+		}
+	}
+}
+
+func TestMalformedLayerFileIsAFindingAndOtherFleetsStillGate(t *testing.T) {
+	r := baseRepo(t)
+	base := r.git("rev-parse", "HEAD")
+	r.write("layers/gpu/etc/security/limits.d/95-broken.conf", "* soft memlock\n\x00\x01garbage\n")
+	r.write("layers/web/etc/sysctl.d/90-backlog.conf", "net.core.somaxconn = 128\n")
+	head := r.commit("broken limits, low backlog")
+
+	res := gate(t, r, base, head)
+	if len(res.Errors) != 0 {
+		t.Fatalf("errors %+v: a malformed file is a finding, not a failure", res.Errors)
+	}
+	gpu, web := fleetResult(t, res, "gpu-training"), fleetResult(t, res, "web-serving")
+	i := slices.IndexFunc(gpu.Introduced, func(f policies.Finding) bool { return f.Rule == "collection-error" })
+	if i < 0 {
+		t.Fatalf("gpu introduced %v, want collection-error", rules(gpu.Introduced))
+	}
+	if !strings.Contains(gpu.Introduced[i].Message, "layers/gpu/etc/security/limits.d/95-broken.conf") {
+		t.Errorf("collection-error %q does not name the repo file", gpu.Introduced[i].Message)
+	}
+	if !slices.Contains(rules(web.Introduced), "somaxconn-low") {
+		t.Errorf("web introduced %v, want somaxconn-low", rules(web.Introduced))
+	}
+}
+
+func TestWorkTreeHeadAndNewConfigRepo(t *testing.T) {
+	r := newGitRepo(t)
+	r.write("README", "not a config repo yet\n")
+	base := r.commit("init")
+	r.write(ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
+	r.write("layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 1024\n")
+	r.write(".gitignore", "layers/web/etc/sysctl.d/ignored.conf\n")
+	r.write("layers/web/etc/sysctl.d/ignored.conf", "net.ipv4.tcp_tw_recycle = 1\n")
+
+	res := gate(t, r, base, WorkTree)
+	web := fleetResult(t, res, "web-serving")
+	if web.Status != "added" || !slices.Equal(rules(web.Introduced), []string{"somaxconn-low"}) {
+		t.Errorf("web %s introduced %v, want added with somaxconn-low only (ignored files are not rendered)", web.Status, rules(web.Introduced))
+	}
+	if res.Head.Ref != "work tree" || res.Base.Commit != base {
+		t.Errorf("refs %+v %+v", res.Base, res.Head)
+	}
+}
+
+func TestConfigRepoInASubdirectory(t *testing.T) {
+	r := newGitRepo(t)
+	r.write("ops/fleet/"+ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
+	r.write("ops/fleet/layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 8192\n")
+	base := r.commit("init")
+	r.write("ops/fleet/layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 512\n")
+	head := r.commit("lower")
+	res, err := Run(context.Background(), Options{Repo: filepath.Join(r.dir, "ops/fleet"), Base: base, Head: head, Fleets: testFleets(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := fleetResult(t, res, "web-serving")
+	if !slices.Equal(rules(web.Introduced), []string{"somaxconn-low"}) || !slices.Equal(web.Changed, []string{"layers/web/etc/sysctl.d/60.conf"}) {
+		t.Errorf("introduced %v changed %v", rules(web.Introduced), web.Changed)
+	}
+}
+
+func TestRenderCommandRunsOnlyWhenAllowed(t *testing.T) {
+	r := newGitRepo(t)
+	r.write(ManifestFile, "fleets:\n  web-serving: {}\nrender:\n  command: [sh, render.sh]\n")
+	r.write("render.sh", `set -e
+test "$FLEETAUDIT_FLEET" = web-serving
+mkdir -p "$FLEETAUDIT_ROOT/etc/sysctl.d"
+echo "net.core.somaxconn = 256" > "$FLEETAUDIT_ROOT/etc/sysctl.d/60.conf"
+`)
+	head := r.commit("rendered by a script")
+	res, err := Run(context.Background(), Options{Repo: r.dir, Base: head, Head: head, Fleets: testFleets(t)})
+	if err != nil || len(res.Errors) != 2 || !strings.Contains(res.Errors[0].Error, "--allow-render-command") {
+		t.Fatalf("without permission: err %v, errors %+v", err, res.Errors)
+	}
+	res, err = Run(context.Background(), Options{Repo: r.dir, Base: head, Head: head, Fleets: testFleets(t), AllowRenderCommand: true})
+	if err != nil || len(res.Errors) != 0 {
+		t.Fatalf("allowed: err %v errors %+v", err, res.Errors)
+	}
+	web := fleetResult(t, res, "web-serving")
+	if !slices.Equal(rules(web.Unchanged), []string{"somaxconn-low"}) {
+		t.Errorf("unchanged %v, want the rendered somaxconn-low", rules(web.Unchanged))
+	}
+}
+
+func TestGateErrors(t *testing.T) {
+	r := baseRepo(t)
+	for name, opts := range map[string]Options{
+		"no base":     {Repo: r.dir},
+		"unknown ref": {Repo: r.dir, Base: "no-such-branch"},
+		"option ref":  {Repo: r.dir, Base: "--output=/tmp/x"},
+		"not a repo":  {Repo: t.TempDir(), Base: "HEAD"},
+	} {
+		opts.Fleets = testFleets(t)
+		if _, err := Run(context.Background(), opts); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	r.write(ManifestFile, "fleets:\n  gpu-training: {layers: [../../etc]}\n")
+	_, err := Run(context.Background(), Options{Repo: r.dir, Base: "HEAD", Fleets: testFleets(t)})
+	if err == nil || !strings.Contains(err.Error(), `layer "../../etc"`) {
+		t.Errorf("escaping layer: %v", err)
+	}
+	r.write(ManifestFile, "fleets:\n  gpu-lab: {layers: [base]}\n")
+	res, err := Run(context.Background(), Options{Repo: r.dir, Base: "HEAD", Fleets: testFleets(t)})
+	if err != nil || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error, `no fleet profile "gpu-lab"`) {
+		t.Errorf("unknown profile: %v %+v", err, res.Errors)
+	}
+}
