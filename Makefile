@@ -5,7 +5,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
 EXAMPLE   := examples/fleet
 
-.PHONY: build test demo bench fuzz lint clean
+.PHONY: build test demo gate-demo bench fuzz lint clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/fleetaudit
@@ -18,6 +18,10 @@ test: lint
 # it finds hazards, so --fail-on none keeps the demo's exit status 0.
 demo: build
 	$(BIN) audit --inventory $(EXAMPLE)/inventory.yaml --snapshots $(EXAMPLE)/snapshots --fail-on none
+
+# The incident as a config-repo change, stopped by the gate.
+gate-demo: build
+	scripts/gate-demo.sh $(BIN)
 
 # Go benchmarks (collection per host, policy evaluation), then fleetaudit and
 # conftest side by side over 1k and 10k generated snapshots.

@@ -97,8 +97,13 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 }
 
 func refLabel(ref configrepo.RefInfo) string {
-	if ref.Commit == "" {
+	switch {
+	case ref.Commit == "":
 		return ref.Ref
+	case ref.Ref == "work tree":
+		return fmt.Sprintf("work tree (at %.12s)", ref.Commit)
+	case strings.HasPrefix(ref.Commit, ref.Ref):
+		return fmt.Sprintf("%.12s", ref.Commit)
 	}
 	return fmt.Sprintf("%s (%.12s)", ref.Ref, ref.Commit)
 }
@@ -133,16 +138,16 @@ func blastRadius(r *configrepo.Result) string {
 			continue
 		}
 		if f.Hosts != nil {
-			parts = append(parts, fmt.Sprintf("%s %d %s", f.Fleet, *f.Hosts, plural(*f.Hosts, "host", "hosts")))
+			parts = append(parts, fmt.Sprintf("%s %d", f.Fleet, *f.Hosts))
 		} else {
 			parts = append(parts, f.Fleet)
 		}
 	}
-	s := fmt.Sprintf("Blast radius: %d %s (%s)", n, plural(n, "fleet", "fleets"), strings.Join(parts, ", "))
+	s := fmt.Sprintf("Blast radius: %d %s", n, plural(n, "fleet", "fleets"))
 	if h := r.Summary.HostsAffected; h != nil {
 		s += fmt.Sprintf(", %d %s", *h, plural(*h, "host", "hosts"))
 	}
-	return s
+	return s + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // gateMarkdown is a pull-request comment: a summary table, then each
