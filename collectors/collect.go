@@ -41,6 +41,11 @@ type Options struct {
 	Now func() time.Time
 	// Version is written as the collector version.
 	Version string
+	// Manifests are Kubernetes manifest files or directories (kubectl get
+	// pods -o json output, workload YAML) whose pods and pod templates become
+	// the snapshot's pods. They are read from the local filesystem, not
+	// through the Source: they describe the host's workload, not its files.
+	Manifests []string
 }
 
 // collection is the state of one Collect call, shared by the fact families.
@@ -74,6 +79,7 @@ var families = []family{
 	{"pci", collectPCI},
 	{"nccl_config", collectNCCLConfig},
 	{"processes", collectProcesses},
+	{"pods", collectPods},
 }
 
 // Collect reads every fact family from src. Unreadable or malformed sources
