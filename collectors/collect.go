@@ -50,6 +50,11 @@ type Options struct {
 	// the live host that the commands run on: a fixture tree or mounted image
 	// must not be mixed with the facts of the machine running fleetaudit.
 	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Manifests are Kubernetes manifest files or directories (kubectl get
+	// pods -o json output, workload YAML) whose pods and pod templates become
+	// the snapshot's pods. They are read from the local filesystem, not
+	// through the Source: they describe the host's workload, not its files.
+	Manifests []string
 }
 
 // collection is the state of one Collect call, shared by the fact families.
@@ -83,6 +88,7 @@ var families = []family{
 	{"pci", collectPCI},
 	{"nccl_config", collectNCCLConfig},
 	{"processes", collectProcesses},
+	{"pods", collectPods},
 }
 
 // Collect reads every fact family from src. Unreadable or malformed sources

@@ -33,7 +33,12 @@ the rest is still collected; running unprivileged only loses the root-only facts
 Collecting the live host (--root /, the default) also runs nvidia-smi on a GPU host, with a
 10s timeout, for each GPU's persistence mode, which no file shows. --no-exec runs no
 command; any other --root never runs one, since the commands would describe this machine
-and not the tree.`,
+and not the tree.
+
+--pods adds the host's Kubernetes pods for the pod rules: a file or directory of manifests
+(*.yaml, *.yml, *.json), read from the local filesystem and not under --root. Pods are kept
+as they are; the pod template of a workload (Deployment, Job, CronJob, PyTorchJob, MPIJob,
+LeaderWorkerSet, ...) becomes the pod its controller would create.`,
 		Example: `  # This host, to stdout
   fleetaudit collect
 
@@ -44,7 +49,14 @@ and not the tree.`,
   fleetaudit collect --no-exec
 
   # Also read two more sysctls and the limits a job user gets
-  fleetaudit collect --sysctl net.ipv4.tcp_rmem --limits-domain trainer --limits-domain @hpc`,
+  fleetaudit collect --sysctl net.ipv4.tcp_rmem --limits-domain trainer --limits-domain @hpc
+
+  # With the pods running on this node
+  kubectl get pods -A --field-selector spec.nodeName=$(hostname) -o json > pods.json
+  fleetaudit collect --pods pods.json
+
+  # With the pod templates of a directory of job manifests
+  fleetaudit collect --pods k8s/training/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runCollect(cmd)
@@ -57,6 +69,7 @@ and not the tree.`,
 	f.StringSlice("sysctl", nil, "extra sysctl key to read from /proc/sys (repeatable)")
 	f.StringSlice("limits-domain", nil, "user or @group whose effective pam limits to compute besides * (repeatable)")
 	f.Bool("no-exec", false, "run no command (nvidia-smi) on the live host; only files are read")
+	f.StringSlice("pods", nil, "Kubernetes manifest FILE or DIR whose pods and pod templates to record, e.g. kubectl get pods -o json output (repeatable)")
 	return cmd
 }
 
@@ -70,6 +83,12 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	if !info.IsDir() {
 		return usageError{fmt.Errorf("--root %s: not a directory", root)}
 	}
+	manifests := v.GetStringSlice("pods")
+	for _, m := range manifests {
+		if _, err := os.Stat(m); err != nil {
+			return usageError{fmt.Errorf("--pods %s: %w", m, err)}
+		}
+	}
 	label, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -80,6 +99,7 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 		RootLabel:     label,
 		ExtraSysctls:  v.GetStringSlice("sysctl"),
 		LimitsDomains: v.GetStringSlice("limits-domain"),
+		Manifests:     manifests,
 		Version:       version,
 		Exec:          commandRunner(label, v.GetBool("no-exec")),
 	})
@@ -99,7 +119,7 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	for _, e := range snap.Errors {
 		a.log.Warn("collection error", "host", snap.Host, "collector", e.Collector, "path", e.Path, "reason", e.Reason)
 	}
-	a.log.Info("collected", "host", snap.Host, "root", label, "facts", len(snap.Sources), "errors", len(snap.Errors))
+	a.log.Info("collected", "host", snap.Host, "root", label, "facts", len(snap.Sources), "pods", len(snap.Pods), "errors", len(snap.Errors))
 	return nil
 }
 

@@ -1,0 +1,50 @@
+package collectors
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fleetaudit/fleetaudit/kube"
+)
+
+// collectPods adds the pods and pod templates of Options.Manifests, each
+// with the file and line it came from as the source of "pods.<i>".
+func collectPods(c *collection) {
+	for _, name := range c.opts.Manifests {
+		if c.ctx.Err() != nil {
+			return
+		}
+		info, err := os.Stat(name)
+		if err != nil {
+			c.fail("pods", name, err)
+			continue
+		}
+		// Read through os.DirFS so kube names files relative to dir, and
+		// name them as the user did by joining dir back.
+		dir, root := name, "."
+		if !info.IsDir() {
+			dir, root = filepath.Dir(name), filepath.Base(name)
+		}
+		objs, errs := kube.ReadManifests(os.DirFS(dir), root)
+		for _, o := range objs {
+			fact := fmt.Sprintf("pods.%d", len(c.snap.Pods))
+			c.snap.Pods = append(c.snap.Pods, o.Pod)
+			c.snap.Sources[fact] = fmt.Sprintf("%s:%d", filepath.Join(dir, filepath.FromSlash(o.File)), o.Line)
+		}
+		for _, err := range errs {
+			var me *kube.ManifestError
+			if !errors.As(err, &me) {
+				c.fail("pods", name, err)
+				continue
+			}
+			file := filepath.Join(dir, filepath.FromSlash(me.File))
+			if me.Line > 0 {
+				c.fail("pods", file, fmt.Errorf("line %d: %w", me.Line, me.Err))
+			} else {
+				c.fail("pods", file, me.Err)
+			}
+		}
+	}
+}
