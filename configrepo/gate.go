@@ -128,7 +128,10 @@ type side struct {
 type fleetRun struct {
 	rendered *Rendered
 	findings []policies.Finding
-	err      error
+	// pods names each "pods.<i>" fact by the pod's kind, namespace and
+	// name, which survive manifests being added or reordered.
+	pods map[string]string
+	err  error
 }
 
 // Run gates the change from opts.Base to opts.Head.
@@ -255,6 +258,7 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 		findings[i].Fleet = name
 	}
 	run.findings = findings
+	run.pods = podIDs(doc)
 	if len(r.Refused) > 0 {
 		run.err = fmt.Errorf("fleet %s: refused %s", name, strings.Join(r.Refused, "; "))
 	}
@@ -308,14 +312,7 @@ func (g *gater) compare(base, head *side, inv *inventory.Inventory) *Result {
 				fr.Status = "changed"
 			}
 		}
-		var bf, hf []policies.Finding
-		if b != nil {
-			bf = b.findings
-		}
-		if h != nil {
-			hf = h.findings
-		}
-		fr.Introduced, fr.Resolved, fr.Unchanged = diffFindings(bf, hf)
+		fr.Introduced, fr.Resolved, fr.Unchanged = diffFindings(b, h)
 		if n, ok := hosts[name]; ok {
 			fr.Hosts = &n
 		}
@@ -374,21 +371,26 @@ func changedFiles(b, h *fleetRun) []string {
 // diffFindings matches findings by (rule, facts cited): the message text
 // and the file that set a value may change while the finding stays the
 // same. Equal keys match one to one.
-func diffFindings(base, head []policies.Finding) (introduced, resolved, unchanged []policies.Finding) {
-	left := map[string][]policies.Finding{}
-	for _, f := range base {
-		k := findingKey(f)
-		left[k] = append(left[k], f)
-	}
+func diffFindings(base, head *fleetRun) (introduced, resolved, unchanged []policies.Finding) {
 	introduced, resolved, unchanged = []policies.Finding{}, []policies.Finding{}, []policies.Finding{}
-	for _, f := range head {
-		k := findingKey(f)
-		if len(left[k]) > 0 {
-			left[k] = left[k][1:]
-			unchanged = append(unchanged, f)
-			continue
+	left := map[string][]policies.Finding{}
+	if base != nil {
+		for _, f := range base.findings {
+			k := findingKey(f, base.pods)
+			left[k] = append(left[k], f)
 		}
-		introduced = append(introduced, f)
+	}
+	if head != nil {
+		for i := range head.findings {
+			f := head.findings[i]
+			k := findingKey(f, head.pods)
+			if len(left[k]) > 0 {
+				left[k] = left[k][1:]
+				unchanged = append(unchanged, f)
+				continue
+			}
+			introduced = append(introduced, f)
+		}
 	}
 	for _, fs := range left {
 		resolved = append(resolved, fs...)
@@ -398,17 +400,27 @@ func diffFindings(base, head []policies.Finding) (introduced, resolved, unchange
 			return cmp.Or(
 				-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
 				cmp.Compare(a.Rule, b.Rule),
-				cmp.Compare(findingKey(a), findingKey(b)),
+				cmp.Compare(a.Message, b.Message),
 			)
 		})
 	}
 	return introduced, resolved, unchanged
 }
 
-func findingKey(f policies.Finding) string {
+func findingKey(f policies.Finding, pods map[string]string) string {
 	facts := make([]string, 0, len(f.Evidence))
 	for _, e := range f.Evidence {
-		facts = append(facts, e.Fact)
+		fact := e.Fact
+		if rest, ok := strings.CutPrefix(fact, "pods."); ok {
+			i, tail, _ := strings.Cut(rest, ".")
+			if id, ok := pods["pods."+i]; ok {
+				fact = "pods[" + id + "]"
+				if tail != "" {
+					fact += "." + tail
+				}
+			}
+		}
+		facts = append(facts, fact)
 	}
 	slices.Sort(facts)
 	var b bytes.Buffer
@@ -418,6 +430,18 @@ func findingKey(f policies.Finding) string {
 		b.WriteString(fact)
 	}
 	return b.String()
+}
+
+// podIDs names the pods of a snapshot document by kind, namespace and name.
+func podIDs(doc map[string]any) map[string]string {
+	pods, _ := doc["pods"].([]any)
+	out := make(map[string]string, len(pods))
+	for i, p := range pods {
+		m, _ := p.(map[string]any)
+		meta, _ := m["metadata"].(map[string]any)
+		out[fmt.Sprintf("pods.%d", i)] = fmt.Sprintf("%v/%v/%v", m["kind"], meta["namespace"], meta["name"])
+	}
+	return out
 }
 
 // hostCounts counts inventory hosts per repo fleet: a host belongs to a

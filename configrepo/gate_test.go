@@ -340,3 +340,48 @@ func TestGateErrors(t *testing.T) {
 		t.Errorf("unknown profile: %v %+v", err, res.Errors)
 	}
 }
+
+const shmJob = `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pretrain, namespace: research}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: train:1
+            resources: {limits: {nvidia.com/gpu: 8, memory: 1600Gi}}
+            volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+          volumes:
+          - {name: dshm, emptyDir: {medium: Memory}}
+`
+
+func TestManifestsAreAuditedWithThePodRules(t *testing.T) {
+	r := baseRepo(t)
+	base := r.git("rev-parse", "HEAD")
+	r.write("k8s/gpu-training/pretrain.yaml", shmJob)
+	head := r.commit("pretrain job")
+
+	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
+	i := slices.IndexFunc(gpu.Introduced, func(f policies.Finding) bool { return f.Rule == "pod-shm-unbounded" })
+	if i < 0 {
+		t.Fatalf("introduced %v, want pod-shm-unbounded", rules(gpu.Introduced))
+	}
+	if src := gpu.Introduced[i].Evidence[0].Source; !strings.HasPrefix(src, "k8s/gpu-training/pretrain.yaml:") {
+		t.Errorf("pod finding cites %q, want the manifest in the repo", src)
+	}
+	if !slices.Equal(gpu.Changed, []string{"k8s/gpu-training/pretrain.yaml"}) {
+		t.Errorf("changed %v", gpu.Changed)
+	}
+
+	// A manifest read before it shifts the pod's index; the finding is the same.
+	r.write("k8s/gpu-training/00-inference.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: probe}\nspec:\n  containers: [{name: c, image: busybox}]\n")
+	later := r.commit("another manifest first")
+	gpu = fleetResult(t, gate(t, r, head, later), "gpu-training")
+	if len(gpu.Introduced) != 0 || len(gpu.Resolved) != 0 || !slices.Contains(rules(gpu.Unchanged), "pod-shm-unbounded") {
+		t.Errorf("introduced %v resolved %v unchanged %v", rules(gpu.Introduced), rules(gpu.Resolved), rules(gpu.Unchanged))
+	}
+}

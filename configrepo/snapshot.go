@@ -34,7 +34,9 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 		RootLabel: co.Label(),
 		Version:   version,
 	}
-	// MANIFESTS-PENDING if r.Manifests != "" { opts.Manifests = []string{r.Manifests} }
+	if r.Manifests != "" {
+		opts.Manifests = []string{r.Manifests}
+	}
 	snap, err := collectors.Collect(ctx, collectors.Dir(r.Root), opts)
 	if err != nil {
 		return nil, err
