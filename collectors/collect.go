@@ -55,6 +55,10 @@ type Options struct {
 	// the snapshot's pods. They are read from the local filesystem, not
 	// through the Source: they describe the host's workload, not its files.
 	Manifests []string
+	// ManifestFS, when set, is where Manifests are read instead of the
+	// local filesystem (a config repo's files), and sources name them by
+	// their path in it.
+	ManifestFS fs.FS
 }
 
 // collection is the state of one Collect call, shared by the fact families.

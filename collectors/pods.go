@@ -16,6 +16,11 @@ func collectPods(c *collection) {
 		if c.ctx.Err() != nil {
 			return
 		}
+		if c.opts.ManifestFS != nil {
+			objs, errs := kube.ReadManifests(c.opts.ManifestFS, name)
+			c.addPods(objs, errs, name, func(file string) string { return file })
+			continue
+		}
 		info, err := os.Stat(name)
 		if err != nil {
 			c.fail("pods", name, err)
@@ -28,23 +33,29 @@ func collectPods(c *collection) {
 			dir, root = filepath.Dir(name), filepath.Base(name)
 		}
 		objs, errs := kube.ReadManifests(os.DirFS(dir), root)
-		for _, o := range objs {
-			fact := fmt.Sprintf("pods.%d", len(c.snap.Pods))
-			c.snap.Pods = append(c.snap.Pods, o.Pod)
-			c.snap.Sources[fact] = fmt.Sprintf("%s:%d", filepath.Join(dir, filepath.FromSlash(o.File)), o.Line)
+		c.addPods(objs, errs, name, func(file string) string { return filepath.Join(dir, filepath.FromSlash(file)) })
+	}
+}
+
+// addPods records objs and errs read from manifests named name; local maps
+// a file's path in the manifest FS to the name users know it by.
+func (c *collection) addPods(objs []kube.Object, errs []error, name string, local func(string) string) {
+	for _, o := range objs {
+		fact := fmt.Sprintf("pods.%d", len(c.snap.Pods))
+		c.snap.Pods = append(c.snap.Pods, o.Pod)
+		c.snap.Sources[fact] = fmt.Sprintf("%s:%d", local(o.File), o.Line)
+	}
+	for _, err := range errs {
+		var me *kube.ManifestError
+		if !errors.As(err, &me) {
+			c.fail("pods", name, err)
+			continue
 		}
-		for _, err := range errs {
-			var me *kube.ManifestError
-			if !errors.As(err, &me) {
-				c.fail("pods", name, err)
-				continue
-			}
-			file := filepath.Join(dir, filepath.FromSlash(me.File))
-			if me.Line > 0 {
-				c.fail("pods", file, fmt.Errorf("line %d: %w", me.Line, me.Err))
-			} else {
-				c.fail("pods", file, me.Err)
-			}
+		file := local(me.File)
+		if me.Line > 0 {
+			c.fail("pods", file, fmt.Errorf("line %d: %w", me.Line, me.Err))
+		} else {
+			c.fail("pods", file, me.Err)
 		}
 	}
 }

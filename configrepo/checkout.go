@@ -12,15 +12,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing/fstest"
 )
 
 // WorkTree names the uncommitted state of the repo as a ref.
 const WorkTree = ""
 
-// Checkout is one state of the repo, materialised in a local directory.
+// maxRepoBytes bounds the files of one checkout held in memory.
+const maxRepoBytes = 1 << 30
+
+// Checkout is one state of the repo, held in memory: config repos are
+// small, and rendering a fleet then writes nothing to disk.
 type Checkout struct {
-	// Dir holds the repo's regular files.
-	Dir string
+	// Files are the repo's regular files by slash path.
+	Files fstest.MapFS
 	// Ref is what was checked out ("" for the work tree) and Commit the
 	// commit it resolved to.
 	Ref    string
@@ -28,6 +33,8 @@ type Checkout struct {
 	// Refused maps repo paths that were not materialised to why: symlinks
 	// and other non-regular files never enter a rendered root.
 	Refused map[string]string
+
+	size int64
 }
 
 // Label names the checkout for people: the ref, or "work tree".
@@ -38,10 +45,9 @@ func (c *Checkout) Label() string {
 	return c.Ref
 }
 
-// CheckoutRef materialises ref of the git repo at repo into dst (which must
-// exist and be empty) with git archive, so the repo's own work tree and
-// index are never touched.
-func CheckoutRef(ctx context.Context, repo, ref, dst string) (*Checkout, error) {
+// CheckoutRef reads ref of the git repo at repo with git archive, so the
+// repo's own work tree and index are never touched.
+func CheckoutRef(ctx context.Context, repo, ref string) (*Checkout, error) {
 	if ref == "" || strings.HasPrefix(ref, "-") {
 		return nil, fmt.Errorf("ref %q: want a commit, branch or tag", ref)
 	}
@@ -49,7 +55,7 @@ func CheckoutRef(ctx context.Context, repo, ref, dst string) (*Checkout, error) 
 	if err != nil {
 		return nil, fmt.Errorf("ref %s: %w", ref, err)
 	}
-	c := &Checkout{Dir: dst, Ref: ref, Commit: strings.TrimSpace(string(commit)), Refused: map[string]string{}}
+	c := &Checkout{Files: fstest.MapFS{}, Ref: ref, Commit: strings.TrimSpace(string(commit)), Refused: map[string]string{}}
 	// The config repo may be a directory inside a larger git repo: archive
 	// that tree from the top (git archive in a subdirectory limits itself
 	// to the subdirectory's path a second time).
@@ -92,12 +98,9 @@ func CheckoutRef(ctx context.Context, repo, ref, dst string) (*Checkout, error) 
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(filepath.Join(dst, filepath.FromSlash(name)), 0o755); err != nil {
-				return nil, err
-			}
 		case tar.TypeReg:
-			if err := writeFile(dst, name, tr, fs.FileMode(h.Mode)); err != nil {
-				return nil, err
+			if err := c.add(name, tr, fs.FileMode(h.Mode)); err != nil {
+				return nil, fmt.Errorf("ref %s: %w", ref, err)
 			}
 		case tar.TypeSymlink:
 			c.Refused[name] = fmt.Sprintf("symlink to %s: layers must hold regular files", h.Linkname)
@@ -108,10 +111,10 @@ func CheckoutRef(ctx context.Context, repo, ref, dst string) (*Checkout, error) 
 	return c, nil
 }
 
-// CheckoutWorkTree copies the work tree's tracked and untracked files (not
-// the ignored ones) into dst.
-func CheckoutWorkTree(ctx context.Context, repo, dst string) (*Checkout, error) {
-	c := &Checkout{Dir: dst, Ref: WorkTree, Refused: map[string]string{}}
+// CheckoutWorkTree reads the work tree's tracked and untracked files (not
+// the ignored ones).
+func CheckoutWorkTree(ctx context.Context, repo string) (*Checkout, error) {
+	c := &Checkout{Files: fstest.MapFS{}, Ref: WorkTree, Refused: map[string]string{}}
 	if head, err := git(ctx, repo, nil, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
 		c.Commit = strings.TrimSpace(string(head))
 	}
@@ -144,10 +147,10 @@ func CheckoutWorkTree(ctx context.Context, repo, dst string) (*Checkout, error) 
 			if err != nil {
 				return nil, fmt.Errorf("work tree: %w", err)
 			}
-			err = writeFile(dst, name, f, fi.Mode())
+			err = c.add(name, f, fi.Mode())
 			f.Close()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("work tree: %w", err)
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(local)
@@ -162,20 +165,30 @@ func CheckoutWorkTree(ctx context.Context, repo, dst string) (*Checkout, error) 
 	return c, nil
 }
 
-func writeFile(dst, name string, r io.Reader, mode fs.FileMode) error {
-	p := filepath.Join(dst, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()|0o600)
+func (c *Checkout) add(name string, r io.Reader, mode fs.FileMode) error {
+	data, err := io.ReadAll(io.LimitReader(r, maxRepoBytes-c.size+1))
 	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return f.Close()
+	if c.size += int64(len(data)); c.size > maxRepoBytes {
+		return fmt.Errorf("the repo's files exceed %d bytes", int64(maxRepoBytes))
+	}
+	c.Files[name] = &fstest.MapFile{Data: data, Mode: mode.Perm()}
+	return nil
+}
+
+// Materialize writes the checkout's files under dir, for a render command.
+func (c *Checkout) Materialize(dir string) error {
+	for name, f := range c.Files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, f.Data, f.Mode.Perm()|0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // git runs git in repo; stdout goes to out when given, else is returned.

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -170,8 +169,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	inv := opts.Inventory
 	if inv == nil && head.manifest.Inventory != "" {
-		p := filepath.Join(head.co.Dir, filepath.FromSlash(head.manifest.Inventory))
-		if inv, err = inventory.Load(p); err != nil {
+		f, ok := head.co.Files[head.manifest.Inventory]
+		if !ok {
+			return nil, fmt.Errorf("%s: inventory %s: no such file in the repo", ManifestFile, head.manifest.Inventory)
+		}
+		if inv, err = inventory.Parse(head.manifest.Inventory, f.Data); err != nil {
 			return nil, fmt.Errorf("%s inventory: %w", ManifestFile, err)
 		}
 	}
@@ -186,29 +188,22 @@ type gater struct {
 
 // side checks out ref, renders and audits every fleet of its manifest.
 func (g *gater) side(ctx context.Context, ref, dir string) (*side, error) {
-	tree := filepath.Join(dir, "tree")
-	if err := os.MkdirAll(tree, 0o755); err != nil {
-		return nil, err
-	}
 	var co *Checkout
 	var err error
 	if ref == WorkTree {
-		co, err = CheckoutWorkTree(ctx, g.opts.Repo, tree)
+		co, err = CheckoutWorkTree(ctx, g.opts.Repo)
 	} else {
-		co, err = CheckoutRef(ctx, g.opts.Repo, ref, tree)
+		co, err = CheckoutRef(ctx, g.opts.Repo, ref)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", g.opts.Repo, err)
 	}
 	s := &side{co: co, fleets: map[string]*fleetRun{}}
-	data, err := os.ReadFile(filepath.Join(tree, ManifestFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	mf, ok := co.Files[ManifestFile]
+	if !ok {
 		return s, nil // a repo that becomes a config repo with this change
 	}
-	if err != nil {
-		return nil, err
-	}
-	if s.manifest, err = ParseManifest(data); err != nil {
+	if s.manifest, err = ParseManifest(mf.Data); err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", g.opts.Repo, co.Label(), err)
 	}
 	names := s.manifest.FleetNames()
@@ -233,7 +228,7 @@ func (g *gater) side(ctx context.Context, ref, dir string) (*side, error) {
 
 func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun {
 	run := &fleetRun{}
-	r, err := Render(ctx, s.co, s.manifest, name, dir, RenderOptions{AllowCommand: g.opts.AllowRenderCommand})
+	r, err := Render(ctx, s.co, s.manifest, name, RenderOptions{AllowCommand: g.opts.AllowRenderCommand, WorkDir: dir})
 	if err != nil {
 		run.err = err
 		return run

@@ -14,7 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing/fstest"
 	"time"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
 )
 
 // ErrRenderCommandNotAllowed is returned for a repo whose fleetaudit.yaml
@@ -25,8 +28,9 @@ var ErrRenderCommandNotAllowed = errors.New("fleetaudit.yaml declares a render c
 // Rendered is one fleet's root tree at one checkout.
 type Rendered struct {
 	Fleet string
-	// Root is the local directory holding the fleet's files as under /.
-	Root string
+	// Root is the fleet's files as under /: the stacked layers in memory,
+	// or the directory a render command wrote.
+	Root collectors.Source
 	// Origins maps a rendered path ("/etc/default/grub") to the repo file
 	// that put it there ("layers/base/etc/default/grub"). Empty for a root
 	// a render command wrote.
@@ -35,12 +39,11 @@ type Rendered struct {
 	// by repo path) to a digest of its content, to tell which fleets a
 	// change reaches.
 	Digests map[string][sha256.Size]byte
-	// Manifests is the local directory of the fleet's Kubernetes manifests
-	// and ManifestsRepo its repo path; both empty when it has none.
-	Manifests     string
-	ManifestsRepo string
-	// Baseline is the local path of the fleet's baseline snapshot, if any.
-	Baseline string
+	// Manifests is the repo directory of the fleet's Kubernetes manifests,
+	// "" when it has none.
+	Manifests string
+	// Baseline is the fleet's baseline snapshot, if any.
+	Baseline []byte
 	// Refused are repo files of the fleet's layers and manifests that were
 	// not rendered (symlinks, paths that leave the repo), with why.
 	Refused []string
@@ -52,37 +55,58 @@ type RenderOptions struct {
 	AllowCommand bool
 	// CommandTimeout bounds a render command; 5 minutes when zero.
 	CommandTimeout time.Duration
+	// WorkDir is where a render command's checkout and root are written.
+	WorkDir string
 }
 
-// Render writes fleet's root under dst (created) from checkout co.
-func Render(ctx context.Context, co *Checkout, m *Manifest, fleet, dst string, opts RenderOptions) (*Rendered, error) {
+// overlay is a fleet's stacked layers; it describes each file by the layer
+// file it came from, so provenance names the repo.
+type overlay struct {
+	collectors.Source
+	origins map[string]string
+}
+
+func (o overlay) Describe(name string) string { return o.origins["/"+name] }
+
+// Render stacks fleet's layers from checkout co (or runs the render command).
+func Render(ctx context.Context, co *Checkout, m *Manifest, fleet string, opts RenderOptions) (*Rendered, error) {
 	spec := m.Fleets[fleet]
 	if spec == nil {
 		return nil, fmt.Errorf("fleet %s: not in %s", fleet, ManifestFile)
 	}
-	r := &Rendered{Fleet: fleet, Root: filepath.Join(dst, "root"), Origins: map[string]string{}, Digests: map[string][sha256.Size]byte{}}
-	if err := os.MkdirAll(r.Root, 0o755); err != nil {
-		return nil, err
-	}
-	prefixes := []string{}
+	r := &Rendered{Fleet: fleet, Origins: map[string]string{}, Digests: map[string][sha256.Size]byte{}}
+	var prefixes []string
 	if m.Render != nil {
 		if !opts.AllowCommand {
 			return nil, ErrRenderCommandNotAllowed
 		}
-		if err := runRender(ctx, co, m.Render, fleet, spec.Layers, r.Root, opts.CommandTimeout); err != nil {
+		if opts.WorkDir == "" {
+			return nil, fmt.Errorf("fleet %s: a render command needs a work directory", fleet)
+		}
+		tree, root := filepath.Join(opts.WorkDir, "tree"), filepath.Join(opts.WorkDir, "root")
+		if err := co.Materialize(tree); err != nil {
 			return nil, fmt.Errorf("fleet %s: %w", fleet, err)
 		}
-		if err := digestTree(r.Root, "", r.Digests); err != nil {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, err
+		}
+		if err := runRender(ctx, tree, m.Render, fleet, spec.Layers, root, opts.CommandTimeout); err != nil {
+			return nil, fmt.Errorf("fleet %s: %w", fleet, err)
+		}
+		if err := digestTree(root, r.Digests); err != nil {
 			return nil, fmt.Errorf("fleet %s: reading the rendered root: %w", fleet, err)
 		}
+		r.Root = collectors.Dir(root)
 	} else {
+		files := fstest.MapFS{}
 		for _, layer := range spec.Layers {
 			dir := "layers/" + layer
 			prefixes = append(prefixes, dir+"/")
-			if err := r.stack(co, dir); err != nil {
+			if err := r.stack(co, dir, files); err != nil {
 				return nil, fmt.Errorf("fleet %s: layer %s: %w", fleet, layer, err)
 			}
 		}
+		r.Root = overlay{Source: collectors.FS(files), origins: r.Origins}
 	}
 	k8s := spec.K8s
 	if k8s == "" {
@@ -93,11 +117,12 @@ func Render(ctx context.Context, co *Checkout, m *Manifest, fleet, dst string, o
 		return nil, fmt.Errorf("fleet %s: k8s: %w", fleet, err)
 	}
 	prefixes = append(prefixes, k8s+"/")
-	local := filepath.Join(co.Dir, filepath.FromSlash(k8s))
-	if fi, err := os.Stat(local); err == nil && fi.IsDir() {
-		r.Manifests, r.ManifestsRepo = local, k8s
-		if err := digestTree(local, k8s, r.Digests); err != nil {
-			return nil, fmt.Errorf("fleet %s: %s: %w", fleet, k8s, err)
+	if fi, err := fs.Stat(co.Files, k8s); err == nil && fi.IsDir() {
+		r.Manifests = k8s
+		for name, f := range co.Files {
+			if strings.HasPrefix(name, k8s+"/") {
+				r.Digests[name] = sha256.Sum256(f.Data)
+			}
 		}
 	} else if spec.K8s != "" {
 		return nil, fmt.Errorf("fleet %s: k8s: %s is not a directory in the repo", fleet, k8s)
@@ -108,12 +133,12 @@ func Render(ctx context.Context, co *Checkout, m *Manifest, fleet, dst string, o
 			return nil, fmt.Errorf("fleet %s: baseline: %w", fleet, err)
 		}
 		prefixes = append(prefixes, b)
-		r.Baseline = filepath.Join(co.Dir, filepath.FromSlash(b))
-		data, err := os.ReadFile(r.Baseline)
-		if err != nil {
-			return nil, fmt.Errorf("fleet %s: baseline %s: %w", fleet, b, err)
+		f, ok := co.Files[b]
+		if !ok {
+			return nil, fmt.Errorf("fleet %s: baseline %s: no such file in the repo", fleet, b)
 		}
-		r.Digests[b] = sha256.Sum256(data)
+		r.Baseline = f.Data
+		r.Digests[b] = sha256.Sum256(f.Data)
 	}
 	for p, why := range co.Refused {
 		for _, pre := range prefixes {
@@ -127,65 +152,51 @@ func Render(ctx context.Context, co *Checkout, m *Manifest, fleet, dst string, o
 	return r, nil
 }
 
-// stack copies one layer over the root: a file replaces the one at the same
+// stack lays one layer over files: a file replaces the one at the same
 // path, directories (the .d ones included) merge by file name.
-func (r *Rendered) stack(co *Checkout, dir string) error {
-	local := filepath.Join(co.Dir, filepath.FromSlash(dir))
-	fi, err := os.Stat(local)
+func (r *Rendered) stack(co *Checkout, dir string, files fstest.MapFS) error {
+	fi, err := fs.Stat(co.Files, dir)
 	if err != nil || !fi.IsDir() {
-		if _, refused := co.Refused[dir]; refused {
-			return fmt.Errorf("%s: %s", dir, co.Refused[dir])
+		if why, refused := co.Refused[dir]; refused {
+			return fmt.Errorf("%s: %s", dir, why)
 		}
 		return fmt.Errorf("%s: no such directory in the repo", dir)
 	}
-	return filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	prefix := dir + "/"
+	for name, f := range co.Files {
+		rel, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
 		}
-		rel, err := filepath.Rel(local, p)
-		if err != nil {
-			return err
-		}
-		slashed := "/" + filepath.ToSlash(rel)
-		target := filepath.Join(r.Root, rel)
-		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			if fi, err := os.Lstat(target); err == nil && !fi.IsDir() {
-				return fmt.Errorf("%s/%s is a directory, an earlier layer's %s a file", dir, rel, slashed)
-			}
-			return os.MkdirAll(target, 0o755)
-		}
-		if fi, err := os.Lstat(target); err == nil {
-			if fi.IsDir() {
-				return fmt.Errorf("%s/%s is a file, an earlier layer's %s a directory", dir, filepath.ToSlash(rel), slashed)
-			}
-			if err := os.Remove(target); err != nil {
-				return err
+		// A path that is a file in one layer and a directory in another
+		// cannot be stacked.
+		for p := path.Dir(rel); p != "."; p = path.Dir(p) {
+			if _, clash := files[p]; clash {
+				return fmt.Errorf("%s is under %s, a file in an earlier layer (%s)", name, "/"+p, r.Origins["/"+p])
 			}
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		files[rel] = f
+		r.Origins["/"+rel] = name
+		r.Digests["/"+rel] = sha256.Sum256(f.Data)
+	}
+	for rel := range files {
+		for p := path.Dir(rel); p != "."; p = path.Dir(p) {
+			if _, isFile := files[p]; isFile {
+				return fmt.Errorf("%s is a file here and a directory in another layer", "/"+p)
+			}
 		}
-		if err := os.WriteFile(target, data, 0o644); err != nil {
-			return err
-		}
-		r.Origins[slashed] = path.Join(dir, filepath.ToSlash(rel))
-		r.Digests[slashed] = sha256.Sum256(data)
-		return nil
-	})
+	}
+	return nil
 }
 
-func runRender(ctx context.Context, co *Checkout, rc *RenderCommand, fleet string, layers []string, root string, timeout time.Duration) error {
+func runRender(ctx context.Context, tree string, rc *RenderCommand, fleet string, layers []string, root string, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rc.Command[0], rc.Command[1:]...)
-	cmd.Dir = co.Dir
+	cmd.Dir = tree
 	cmd.Env = append(os.Environ(),
 		"FLEETAUDIT_FLEET="+fleet,
 		"FLEETAUDIT_ROOT="+root,
@@ -200,10 +211,10 @@ func runRender(ctx context.Context, co *Checkout, rc *RenderCommand, fleet strin
 }
 
 // digestTree records a digest of every regular file under dir, keyed by
-// prefix + its slash path (a leading "/" when prefix is empty). Anything but
-// a regular file or directory is refused: a render command's output is
-// collected as a root and must not point outside it.
-func digestTree(dir, prefix string, into map[string][sha256.Size]byte) error {
+// "/" + its slash path. Anything but a regular file or directory is
+// refused: a render command's output is collected as a root and must not
+// point outside it.
+func digestTree(dir string, into map[string][sha256.Size]byte) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -212,10 +223,7 @@ func digestTree(dir, prefix string, into map[string][sha256.Size]byte) error {
 		if err != nil || rel == "." {
 			return err
 		}
-		key := path.Join(prefix, filepath.ToSlash(rel))
-		if prefix == "" {
-			key = "/" + filepath.ToSlash(rel)
-		}
+		key := "/" + filepath.ToSlash(rel)
 		if d.IsDir() {
 			return nil
 		}

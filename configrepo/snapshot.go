@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
@@ -35,9 +33,9 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 		Version:   version,
 	}
 	if r.Manifests != "" {
-		opts.Manifests = []string{r.Manifests}
+		opts.Manifests, opts.ManifestFS = []string{r.Manifests}, co.Files
 	}
-	snap, err := collectors.Collect(ctx, collectors.Dir(r.Root), opts)
+	snap, err := collectors.Collect(ctx, r.Root, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +45,7 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 		p, why, _ := strings.Cut(refused, ": ")
 		snap.Errors = append(snap.Errors, snapshot.CollectionError{Collector: "configrepo", Path: p, Reason: "refused: " + why})
 	}
-	rewriteProvenance(snap, r, co.Dir)
+	rewriteProvenance(snap, r)
 	var buf bytes.Buffer
 	if err := snapshot.Encode(&buf, snap); err != nil {
 		return nil, err
@@ -56,7 +54,7 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 	if err != nil {
 		return nil, err
 	}
-	if r.Baseline != "" {
+	if r.Baseline != nil {
 		if err := mergeBaseline(doc, r.Baseline, m.Fleets[r.Fleet].Baseline); err != nil {
 			return nil, err
 		}
@@ -82,7 +80,7 @@ func project(s *snapshot.Snapshot) {
 
 // rewriteProvenance names repo files instead of rendered paths:
 // "/etc/default/grub.d/60-x.cfg:3" becomes "layers/base/etc/default/grub.d/60-x.cfg:3".
-func rewriteProvenance(s *snapshot.Snapshot, r *Rendered, checkout string) {
+func rewriteProvenance(s *snapshot.Snapshot, r *Rendered) {
 	rewrite := func(v string) string {
 		p, line := v, ""
 		if i := strings.LastIndexByte(v, ':'); i > 0 && isDigits(v[i+1:]) {
@@ -90,9 +88,6 @@ func rewriteProvenance(s *snapshot.Snapshot, r *Rendered, checkout string) {
 		}
 		if o, ok := r.Origins[p]; ok {
 			return o + line
-		}
-		if rel, ok := strings.CutPrefix(p, checkout+string(filepath.Separator)); ok {
-			return filepath.ToSlash(rel) + line
 		}
 		return v
 	}
@@ -123,11 +118,7 @@ func isDigits(s string) bool {
 // host of the fleet: the live sections, the loaded modules, the OS when the
 // repo has no os-release, logind's RemoveIPC when the repo leaves it to the
 // OS default, and running sysctls the repo does not configure.
-func mergeBaseline(doc map[string]any, file, repoPath string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("baseline %s: %w", repoPath, err)
-	}
+func mergeBaseline(doc map[string]any, data []byte, repoPath string) error {
 	base, err := decodeDoc(data)
 	if err != nil {
 		return fmt.Errorf("baseline %s: %w", repoPath, err)
