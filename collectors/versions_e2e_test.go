@@ -165,7 +165,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 				OS:     snapshot.OSRelease{ID: "rocky", IDLike: "rhel centos fedora", VersionID: "9.4", PrettyName: "Rocky Linux 9.4 (Blue Onyx)"},
 				NVIDIA: snapshot.NVIDIA{
 					Present: true, DriverVersion: "550.54.15", Flavor: "proprietary", ModuleVersion: "550.54.15",
-					NVMLVersions: []string{"550.54.15"},
+					NVMLVersions: []string{"550.90.07"},
 					GPUs: []snapshot.GPU{
 						{BusID: "0000:07:00.0", Model: "NVIDIA A100-SXM4-80GB"}, {BusID: "0000:0f:00.0", Model: "NVIDIA A100-SXM4-80GB"},
 						{BusID: "0000:47:00.0", Model: "NVIDIA A100-SXM4-80GB"}, {BusID: "0000:4e:00.0", Model: "NVIDIA A100-SXM4-80GB"},
@@ -189,7 +189,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					"nvidia.flavor":         "/proc/driver/nvidia/version:1",
 					"nvidia.module_version": "/sys/module/nvidia/version",
 					"nvidia.gpus":           "/proc/driver/nvidia/gpus",
-					"nvidia.nvml_versions":  "/usr/lib64/libnvidia-ml.so.550.54.15",
+					"nvidia.nvml_versions":  "/usr/lib64/libnvidia-ml.so.550.90.07",
 					"libraries.nccl":        "/usr/lib64/libnccl.so.2.21.5",
 					"libraries.cuda":        "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127",
 				},
