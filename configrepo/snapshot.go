@@ -21,10 +21,9 @@ const SourceKind = "config-repo"
 var liveSections = []string{"kernel", "nvidia", "libraries", "memory", "rdma", "iommu", "pci"}
 
 // hostDoc collects a rendered fleet as one host and returns the document
-// the engine evaluates. The repo's configuration is taken as what a host of
-// the fleet would run after applying it and rebooting: running cmdline and
-// sysctls are the configured ones, so rules about running values see the
-// change.
+// the engine evaluates. The repo's sysctls are taken as what a host of the
+// fleet would run after applying them, so rules about running values see
+// the change. Boot rules read the configured cmdline already.
 func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, version string) (map[string]any, error) {
 	opts := collectors.Options{
 		Hostname:  r.Fleet,
@@ -62,16 +61,11 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 	return doc, nil
 }
 
-// project sets the running cmdline and sysctls to the configured ones.
+// project sets the running sysctls to the configured ones.
 func project(s *snapshot.Snapshot) {
-	s.Boot.Running = s.Boot.Configured.Cmdline
-	s.Boot.Running.Params = maps.Clone(s.Boot.Configured.Params)
 	s.Sysctl.Running = maps.Clone(s.Sysctl.Configured)
 	s.Sysctl.Missing = nil
 	for k, v := range s.Sources {
-		if rest, ok := strings.CutPrefix(k, "boot.configured."); ok && strings.HasPrefix(rest, "params") {
-			s.Sources["boot.running."+rest] = v
-		}
 		if rest, ok := strings.CutPrefix(k, "sysctl.configured."); ok {
 			s.Sources["sysctl.running."+rest] = v
 		}

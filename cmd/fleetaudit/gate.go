@@ -27,10 +27,9 @@ resolves and leaves unchanged, per fleet, each with the repo file and line that 
 
 Findings are matched by rule and the facts they cite, not by message text: moving a setting to
 another file leaves its finding unchanged. The repo's configuration is audited as what a host
-would run after applying it, so rules about running sysctls and the running command line see
-it; rules comparing running with configured state do not apply. Facts a repo cannot know
-(driver, devices, libraries) come from a fleet's baseline: snapshot, else they are absent
-and no rule fires on their absence.
+would run after applying it, so rules about running sysctls see it; rules comparing running
+with configured state do not apply. Facts a repo cannot know (driver, devices, libraries)
+come from a fleet's baseline: snapshot, else they are absent and no rule fires on absence.
 
 Symlinks and paths that leave the repo are refused. A render: command in fleetaudit.yaml
 runs code from the change under review and runs only with --allow-render-command.
