@@ -3,6 +3,7 @@ package policies
 import (
 	"strconv"
 	"strings"
+	"unique"
 )
 
 func splitPath(p string) []string { return strings.Split(p, ".") }
@@ -52,7 +53,29 @@ func (e *Engine) Project(doc map[string]any) map[string]any {
 		}
 		out["sources"] = kept
 	}
-	return out
+	return internValue(out).(map[string]any)
+}
+
+// internValue deep-copies a JSON value with every string, keys included,
+// replaced by its canonical copy.
+func internValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return unique.Make(v).Value()
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[unique.Make(k).Value()] = internValue(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = internValue(x)
+		}
+		return l
+	}
+	return v
 }
 
 // project copies the values at path from src into dst, creating the

@@ -51,6 +51,11 @@ func run(n int, out, roots string, seed uint64) error {
 	for _, root := range []struct{ dir, prefix string }{
 		{"gpu-node", "gpu"}, {"dropins", "gpu"}, {"rhel-node", "gpu"}, {"web-node", "web"},
 	} {
+		// A missing root would still collect, as a near-empty host full of
+		// errors: a benchmark of the wrong thing.
+		if _, err := os.Stat(filepath.Join(roots, root.dir, "etc")); err != nil {
+			return fmt.Errorf("fixture root (run from the repository root or pass -roots): %w", err)
+		}
 		snap, err := collectors.Collect(context.Background(), collectors.Dir(filepath.Join(roots, root.dir)), collectors.Options{
 			Kind: "local", RootLabel: "/", Version: "bench",
 			Now: func() time.Time { return time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) },

@@ -214,18 +214,18 @@ forbidden_values := data.fleetaudit.params.forbidden_boot_param_values
 # how a fleet switches off an inherited one: it is not the param being set.
 zero_value(v) if regex.match(`^(0[xX])?0+[kKmMgGtT]?$`, v)
 
+# Walks the (usually empty) forbidden lists, not every param of the host.
 forbidden_hits := {[w, p, v] |
+	some p in forbidden_params
 	some w in ["running", "configured"]
-	some p, v in input.boot[w].params
-	forbidden(p, v)
-}
-
-forbidden(p, v) if {
-	p in forbidden_params
+	v := input.boot[w].params[p]
 	not zero_value(v)
+} | {[w, p, v] |
+	some p, values in forbidden_values
+	some w in ["running", "configured"]
+	v := input.boot[w].params[p]
+	v in values
 }
-
-forbidden(p, v) if v in forbidden_values[p]
 
 # METADATA
 # title: Boot parameter this fleet must not inherit

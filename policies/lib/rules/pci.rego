@@ -2,17 +2,21 @@
 package fleetaudit.rules.pci
 
 # Bridges above a GPU or NIC whose ACS redirects peer traffic upstream.
+# Bridges with ACS request or completion redirect on. Found first: on most
+# hosts there are none, and the walk over GPU paths is skipped.
+redirect_bridges := {b |
+	some b, d in input.pci.devices
+	redirect_flags := {d.acs.request_redirect, d.acs.completion_redirect}
+	redirect_flags[true]
+}
+
 redirecting := {[dev, bridge] |
+	count(redirect_bridges) > 0
 	some dev, d in input.pci.devices
 	d.kind in {"gpu", "network"}
 	some bridge in d.upstream
-	acs := input.pci.devices[bridge].acs
-	redirects(acs)
+	redirect_bridges[bridge]
 }
-
-redirects(acs) if acs.request_redirect == true
-
-redirects(acs) if acs.completion_redirect == true
 
 # METADATA
 # title: PCIe ACS redirect on a GPU or NIC path
