@@ -49,7 +49,7 @@ func TestRealGPUNodeSnapshot(t *testing.T) {
 		"driver": "580.159.04",
 		"flavor": "open",
 		"nvml":   []string{"580.159.04"},
-		"gpus":   []GPU{{BusID: "0000:00:06.0", Model: "NVIDIA H200"}},
+		"gpus":   []GPU{{BusID: "0000:00:06.0", Model: "NVIDIA H200", PersistenceMode: "enabled"}}, // nvidia-smi -pm 1, no daemon
 		"kernel": "6.18.44-fc-v657-gpu",
 		"os":     "ubuntu 24.04",
 		"cma":    false,
