@@ -249,6 +249,15 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 		run.err = fmt.Errorf("fleet %s: %w", name, err)
 		return run
 	}
+	// Fleet-wide rules see the rendered fleet as its one host: job rules
+	// compare the pod templates of a job's roles, and skew rules compare
+	// the host with the profile's declared baseline.
+	fleetFindings, err := g.engine.EvalFleet(ctx, profile, []map[string]any{g.engine.Project(doc)})
+	if err != nil {
+		run.err = fmt.Errorf("fleet %s: %w", name, err)
+		return run
+	}
+	findings = append(findings, fleetFindings...)
 	for i := range findings {
 		findings[i].Fleet = name
 	}

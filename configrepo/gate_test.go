@@ -385,3 +385,29 @@ func TestManifestsAreAuditedWithThePodRules(t *testing.T) {
 		t.Errorf("introduced %v resolved %v unchanged %v", rules(gpu.Introduced), rules(gpu.Resolved), rules(gpu.Unchanged))
 	}
 }
+
+func TestJobRulesCompareTheRolesOfAManifest(t *testing.T) {
+	r := baseRepo(t)
+	job := strings.ReplaceAll(shmJob, "emptyDir: {medium: Memory}", "emptyDir: {medium: Memory, sizeLimit: 64Gi}")
+	job = strings.Replace(job, "    Worker:", `    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: train:1
+            resources: {limits: {nvidia.com/gpu: 8, memory: 1600Gi}}
+            volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+          volumes:
+          - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 64Gi}}
+    Worker:`, 1)
+	r.write("k8s/gpu-training/pretrain.yaml", job)
+	base := r.commit("pretrain job")
+	r.write("k8s/gpu-training/pretrain.yaml", strings.Replace(job, "image: train:1", "image: train:2", 1))
+	head := r.commit("new master image only")
+
+	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
+	if got := rules(gpu.Introduced); !slices.Contains(got, "job-image-skew") {
+		t.Errorf("introduced %v, want job-image-skew for a master on another image than its workers", got)
+	}
+}
