@@ -24,23 +24,10 @@ var gateRenderers = map[string]GateRenderer{
 }
 
 // GateFormats lists the format names GetGate accepts.
-func GateFormats() []string {
-	names := make([]string, 0, len(gateRenderers))
-	for name := range gateRenderers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
+func GateFormats() []string { return names(gateRenderers) }
 
 // GetGate returns the gate renderer for a format name.
-func GetGate(format string) (GateRenderer, error) {
-	r, ok := gateRenderers[format]
-	if !ok {
-		return nil, fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(GateFormats(), ", "))
-	}
-	return r, nil
-}
+func GetGate(format string) (GateRenderer, error) { return lookup(gateRenderers, format) }
 
 // gateJSON writes the fleetaudit.gate/v1 document.
 type gateJSON struct{}
@@ -70,13 +57,7 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 		for _, c := range f.Changed {
 			fmt.Fprintf(&out, "   changed %s\n", c)
 		}
-		for _, part := range []struct {
-			title    string
-			findings []policies.Finding
-		}{{"introduced", f.Introduced}, {"resolved", f.Resolved}} {
-			if len(part.findings) == 0 {
-				continue
-			}
+		for _, part := range changeParts(f) {
 			fmt.Fprintf(&out, "-- %s\n", part.title)
 			if err := renderFindings(&out, part.findings, width, opts.Color, false); err != nil {
 				return err
@@ -94,6 +75,23 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 		countLine(r.Summary.IntroducedBySeverity), r.Summary.Resolved, r.Summary.Unchanged)
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+type changePart struct {
+	title    string
+	findings []policies.Finding
+}
+
+// changeParts are a fleet's introduced and resolved findings, the parts
+// reports list in full, leaving out empty ones.
+func changeParts(f configrepo.FleetResult) []changePart {
+	var parts []changePart
+	for _, p := range []changePart{{"introduced", f.Introduced}, {"resolved", f.Resolved}} {
+		if len(p.findings) > 0 {
+			parts = append(parts, p)
+		}
+	}
+	return parts
 }
 
 func refLabel(ref configrepo.RefInfo) string {
@@ -172,13 +170,7 @@ func (gateMarkdown) RenderGate(w io.Writer, r *configrepo.Result, _ Options) err
 		fmt.Fprintf(&out, "| %s | %s | %s | %d | %d | %d |\n", mdCell(f.Fleet), hosts, f.Status, len(f.Introduced), len(f.Resolved), len(f.Unchanged))
 	}
 	for _, f := range r.Fleets {
-		for _, part := range []struct {
-			title    string
-			findings []policies.Finding
-		}{{"introduced", f.Introduced}, {"resolved", f.Resolved}} {
-			if len(part.findings) == 0 {
-				continue
-			}
+		for _, part := range changeParts(f) {
 			fmt.Fprintf(&out, "\n#### %s: %s\n\n", mdCell(f.Fleet), part.title)
 			mdFindings(&out, part.findings)
 		}

@@ -30,20 +30,25 @@ var renderers = map[string]Renderer{
 }
 
 // Formats lists the format names Get accepts.
-func Formats() []string {
-	names := make([]string, 0, len(renderers))
-	for name := range renderers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
+func Formats() []string { return names(renderers) }
 
 // Get returns the renderer for a format name.
-func Get(format string) (Renderer, error) {
-	r, ok := renderers[format]
+func Get(format string) (Renderer, error) { return lookup(renderers, format) }
+
+func names[R any](m map[string]R) []string {
+	out := make([]string, 0, len(m))
+	for name := range m {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func lookup[R any](m map[string]R, format string) (R, error) {
+	r, ok := m[format]
 	if !ok {
-		return nil, fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(Formats(), ", "))
+		var zero R
+		return zero, fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(names(m), ", "))
 	}
 	return r, nil
 }

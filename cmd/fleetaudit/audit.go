@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
@@ -50,12 +51,41 @@ or when nothing could be audited.`,
 	f.String("inventory", "", "inventory file: native YAML, Ansible YAML or Ansible INI")
 	f.StringSlice("snapshots", nil, "snapshot file or directory of *.json snapshots (repeatable)")
 	f.StringSlice("root", nil, "directory to collect as one host's / (repeatable)")
-	f.String("format", "table", "output format: "+strings.Join(reports.Formats(), ", "))
+	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
+	return cmd
+}
+
+// addReportFlags adds the flags audit and gate share, meaning the same in both.
+func addReportFlags(f *pflag.FlagSet, formats []string, failOnHelp string) {
+	f.String("format", "table", "output format: "+strings.Join(formats, ", "))
 	f.StringP("output", "o", "-", "write the report to FILE (- for stdout)")
-	f.String("fail-on", "high", "exit 1 when a finding is at or above: "+strings.Join(failOnLevels, ", "))
+	f.String("fail-on", "high", failOnHelp+": "+strings.Join(failOnLevels, ", "))
 	f.StringSlice("fleets", nil, "directory of fleet profile YAML files, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
-	return cmd
+}
+
+// reportInputs checks --fail-on and loads --fleets and --inventory.
+func (a *app) reportInputs() (failOn string, set *fleets.Set, inv *inventory.Inventory, err error) {
+	v := a.v
+	failOn = v.GetString("fail-on")
+	if !slices.Contains(failOnLevels, failOn) {
+		return "", nil, nil, usageError{fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(failOnLevels, ", "))}
+	}
+	if set, err = fleets.Load(true, v.GetStringSlice("fleets")...); err != nil {
+		return "", nil, nil, usageError{err}
+	}
+	if file := v.GetString("inventory"); file != "" {
+		if inv, err = inventory.Load(file); err != nil {
+			return "", nil, nil, usageError{err}
+		}
+	}
+	return failOn, set, inv, nil
+}
+
+// failsOn reports whether a result whose worst finding has rank top fails
+// the run under --fail-on.
+func failsOn(failOn string, top int) bool {
+	return failOn != "none" && top >= policies.SeverityRank(failOn)
 }
 
 func (a *app) runAudit(cmd *cobra.Command) error {
@@ -65,28 +95,18 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--format: %w", err)}
 	}
-	failOn := v.GetString("fail-on")
-	if !slices.Contains(failOnLevels, failOn) {
-		return usageError{fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(failOnLevels, ", "))}
-	}
-	set, err := fleets.Load(true, v.GetStringSlice("fleets")...)
+	failOn, set, inv, err := a.reportInputs()
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	opts := audit.Options{
 		Fleets:     set,
+		Inventory:  inv,
 		Snapshots:  v.GetStringSlice("snapshots"),
 		Roots:      v.GetStringSlice("root"),
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
 		Log:        a.log,
-	}
-	if file := v.GetString("inventory"); file != "" {
-		inv, err := inventory.Load(file)
-		if err != nil {
-			return usageError{err}
-		}
-		opts.Inventory = inv
 	}
 	res, err := audit.Run(cmd.Context(), opts)
 	if err != nil {
@@ -107,7 +127,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if res.Summary.Hosts == 0 {
 		return errors.New("no host could be audited")
 	}
-	if failOn != "none" && res.MaxSeverityRank() >= policies.SeverityRank(failOn) {
+	if failsOn(failOn, res.MaxSeverityRank()) {
 		return exitCodeError{exitFindings}
 	}
 	return nil

@@ -3,15 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
-	"github.com/fleetaudit/fleetaudit/fleets"
-	"github.com/fleetaudit/fleetaudit/inventory"
-	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
 )
 
@@ -52,11 +47,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	f.String("base", "", "git ref the change starts from (required), e.g. origin/main")
 	f.String("head", "", "git ref the change ends at (default: the work tree, uncommitted files included)")
 	f.String("inventory", "", "inventory counting each fleet's hosts for the blast radius (default: fleetaudit.yaml's inventory)")
-	f.String("format", "table", "output format: "+strings.Join(reports.GateFormats(), ", "))
-	f.StringP("output", "o", "-", "write the report to FILE (- for stdout)")
-	f.String("fail-on", "high", "exit 1 when the change introduces a finding at or above: "+strings.Join(failOnLevels, ", "))
-	f.StringSlice("fleets", nil, "directory of fleet profile YAML files, beside the built-in ones (repeatable)")
-	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
+	addReportFlags(f, reports.GateFormats(), "exit 1 when the change introduces a finding at or above")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
 	return cmd
 }
@@ -68,18 +59,15 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--format: %w", err)}
 	}
-	failOn := v.GetString("fail-on")
-	if !slices.Contains(failOnLevels, failOn) {
-		return usageError{fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(failOnLevels, ", "))}
-	}
 	if v.GetString("base") == "" {
 		return usageError{fmt.Errorf("--base is required: the ref the change starts from, e.g. --base origin/main")}
 	}
-	set, err := fleets.Load(true, v.GetStringSlice("fleets")...)
+	failOn, set, inv, err := a.reportInputs()
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	opts := configrepo.Options{
+		Inventory:          inv,
 		Repo:               v.GetString("repo"),
 		Base:               v.GetString("base"),
 		Head:               v.GetString("head"),
@@ -88,13 +76,6 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		AllowRenderCommand: v.GetBool("allow-render-command"),
 		Version:            version,
 		Log:                a.log,
-	}
-	if file := v.GetString("inventory"); file != "" {
-		inv, err := inventory.Load(file)
-		if err != nil {
-			return usageError{err}
-		}
-		opts.Inventory = inv
 	}
 	res, err := configrepo.Run(cmd.Context(), opts)
 	if err != nil {
@@ -113,7 +94,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if len(res.Errors) > 0 {
 		return fmt.Errorf("%d %s could not be gated in full (see the report)", len(res.Errors), plural(len(res.Errors), "fleet side", "fleet sides"))
 	}
-	if failOn != "none" && res.MaxIntroducedRank() >= policies.SeverityRank(failOn) {
+	if failsOn(failOn, res.MaxIntroducedRank()) {
 		return exitCodeError{exitFindings}
 	}
 	return nil
