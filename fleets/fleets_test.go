@@ -540,6 +540,23 @@ func TestSelects(t *testing.T) {
 	}
 }
 
+func TestExcludes(t *testing.T) {
+	p := &Profile{Rules: Rules{Include: []string{"tag:gpu-training", "tag:all"}, Exclude: []string{"numa-*"}}}
+	for _, tc := range []struct {
+		id       string
+		profiles []string
+		want     bool
+	}{
+		{"numa-balancing-enabled", []string{"gpu-training"}, true},
+		{"hugetlb-cma-on-gpu", []string{"gpu-training"}, false},
+		{"numa-web-thing", []string{"web-serving"}, false}, // never included: not switched off
+	} {
+		if got := p.Excludes(tc.id, tc.profiles, nil); got != tc.want {
+			t.Errorf("Excludes(%s) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
+
 func TestSeverity(t *testing.T) {
 	p := &Profile{Rules: Rules{Severity: map[string]string{"iommu-translating": "low"}}}
 	if got := p.Severity("iommu-translating", "medium"); got != "low" {

@@ -91,6 +91,13 @@ func (p *Profile) Selects(ruleID string, ruleProfiles, tags []string) bool {
 		!anySelects(p.Rules.Exclude, ruleID, ruleProfiles, tags)
 }
 
+// Excludes reports whether the profile's includes select a rule and its
+// excludes then drop it: a rule the fleet switched off on purpose.
+func (p *Profile) Excludes(ruleID string, ruleProfiles, tags []string) bool {
+	return anySelects(p.Rules.Include, ruleID, ruleProfiles, tags) &&
+		anySelects(p.Rules.Exclude, ruleID, ruleProfiles, tags)
+}
+
 func anySelects(items []string, ruleID string, ruleProfiles, tags []string) bool {
 	for _, item := range items {
 		pattern, isTag := strings.CutPrefix(item, TagPrefix)

@@ -80,40 +80,67 @@ func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error
 	return engine.Rules(), set, nil
 }
 
+// listedRule is a rule as a fleet runs it: with the profile's severity, and
+// the rule's own when the profile overrode it.
+type listedRule struct {
+	policies.Rule
+	SeverityOverride *policies.SeverityOverride `json:"severity_override,omitempty"`
+}
+
 func (a *app) runPoliciesList(cmd *cobra.Command) error {
 	rules, set, err := a.loadRules(cmd)
 	if err != nil {
 		return err
 	}
-	if fleet := a.v.GetString("fleet"); fleet != "" {
+	listed := make([]listedRule, 0, len(rules))
+	var excluded []string
+	fleet := a.v.GetString("fleet")
+	if fleet == "" {
+		for _, r := range rules {
+			listed = append(listed, listedRule{Rule: r})
+		}
+	} else {
 		p, err := set.Resolve(fleet)
 		if err != nil {
 			return usageError{err}
 		}
-		var kept []policies.Rule
 		for _, r := range rules {
-			if p.Selects(r.ID, r.Profiles, nil) {
-				r.Severity = p.Severity(r.ID, r.Severity)
-				kept = append(kept, r)
+			if !p.Selects(r.ID, r.Profiles, nil) {
+				if p.Excludes(r.ID, r.Profiles, nil) {
+					excluded = append(excluded, r.ID)
+				}
+				continue
 			}
+			lr := listedRule{Rule: r}
+			if sev := p.Severity(r.ID, r.Severity); sev != r.Severity {
+				lr.SeverityOverride = &policies.SeverityOverride{RuleSeverity: r.Severity, Profile: fleet}
+				lr.Severity = sev
+			}
+			listed = append(listed, lr)
 		}
-		rules = kept
 	}
 	switch format := a.v.GetString("format"); format {
 	case "json":
 		enc := json.NewEncoder(a.out)
 		enc.SetIndent("", "  ")
-		if rules == nil {
-			rules = []policies.Rule{}
-		}
-		return enc.Encode(rules)
+		return enc.Encode(listed)
 	case "table":
 		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSEVERITY\tPROFILES\tTITLE")
-		for _, r := range rules {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Severity, strings.Join(r.Profiles, ","), r.Title)
+		for _, r := range listed {
+			sev := r.Severity
+			if r.SeverityOverride != nil {
+				sev += " (rule: " + r.SeverityOverride.RuleSeverity + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, sev, strings.Join(r.Profiles, ","), r.Title)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(excluded) > 0 {
+			fmt.Fprintf(a.out, "\nExcluded by profile %s: %s\n", fleet, strings.Join(excluded, ", "))
+		}
+		return nil
 	default:
 		return usageError{fmt.Errorf("--format %q: want table or json", format)}
 	}

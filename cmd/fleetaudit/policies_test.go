@@ -34,6 +34,47 @@ func TestPoliciesListPerFleet(t *testing.T) {
 	}
 }
 
+func TestPoliciesListShowsProfileOverrides(t *testing.T) {
+	dir := t.TempDir()
+	profile := "name: gpu-lab\nincludes: [gpu-training]\nmatch: {hostnames: [\"lab-*\"]}\nrules:\n  exclude: [numa-balancing-enabled]\n  severity: {hugetlb-cma-on-gpu: info}\n"
+	if err := os.WriteFile(filepath.Join(dir, "gpu-lab.yaml"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := runCLI(t, nil, "policies", "list", "--fleets", dir, "--fleet", "gpu-lab")
+	if table.code != exitOK {
+		t.Fatalf("exit %d\n%s", table.code, table.stderr)
+	}
+	for _, want := range []string{"info (rule: critical)", "Excluded by profile gpu-lab: numa-balancing-enabled"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, table.stdout)
+		}
+	}
+	js := runCLI(t, nil, "policies", "list", "--fleets", dir, "--fleet", "gpu-lab", "--format", "json")
+	var rules []struct {
+		ID               string `json:"id"`
+		Severity         string `json:"severity"`
+		SeverityOverride *struct {
+			RuleSeverity string `json:"rule_severity"`
+			Profile      string `json:"profile"`
+		} `json:"severity_override"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		switch {
+		case r.ID == "numa-balancing-enabled":
+			t.Error("an excluded rule is listed")
+		case r.ID == "hugetlb-cma-on-gpu":
+			if r.Severity != "info" || r.SeverityOverride == nil || r.SeverityOverride.RuleSeverity != "critical" || r.SeverityOverride.Profile != "gpu-lab" {
+				t.Errorf("hugetlb-cma-on-gpu: %+v", r)
+			}
+		case r.SeverityOverride != nil:
+			t.Errorf("%s: unexpected override %+v", r.ID, r.SeverityOverride)
+		}
+	}
+}
+
 func TestPoliciesExplain(t *testing.T) {
 	r := runCLI(t, nil, "policies", "explain", "removeipc-enabled")
 	for _, want := range []string{"removeipc-enabled  (high", "Remediation:", "logind.remove_ipc", "https://github.com/systemd/systemd/issues/2039", "policies/lib/rules/logind.rego:"} {
