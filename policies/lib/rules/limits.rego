@@ -128,11 +128,13 @@ nccl_stack_safe := data.fleetaudit.params.nccl_min_stack_safe
 # description: >-
 #   The soft stack limit is unlimited for a domain the snapshot computed (the
 #   wildcard, the job user, --limits-domain) and an NCCL older than param
-#   nccl_min_stack_safe (default 2.30.4, the catalog's boundary for
-#   NVIDIA/nccl#2186) is installed. With an unlimited RLIMIT_STACK glibc gives
-#   new threads its built-in default (2 MiB on x86-64) instead of the 8 MiB
-#   soft limit, and NCCL's recursive
-#   topology search overruns it on large systems.
+#   nccl_min_stack_safe (default 2.30.4) is installed. With an unlimited
+#   RLIMIT_STACK glibc gives new threads its built-in default (2 MiB on x86-64)
+#   instead of the 8 MiB soft limit, and NCCL's recursive topology search
+#   overruns it on large systems. In NVIDIA/nccl#2186 the maintainers
+#   reproduced the crash with 2.27.5 only after ulimit -s unlimited, and 2.30.4
+#   instead logs "Stack size limit (unlimited) is unsafe; will use 8192KB";
+#   releases in between were not tested there, so they count as affected.
 # related_resources:
 # - ref: https://github.com/NVIDIA/nccl/issues/2186
 #   description: topology search overruns the thread stack
