@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -62,13 +63,17 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if v.GetString("base") == "" {
 		return usageError{fmt.Errorf("--base is required: the ref the change starts from, e.g. --base origin/main")}
 	}
+	repo := v.GetString("repo")
+	if info, err := os.Stat(repo); err != nil || !info.IsDir() {
+		return usageError{fmt.Errorf("--repo %s: not a directory", repo)}
+	}
 	failOn, set, inv, err := a.reportInputs()
 	if err != nil {
 		return err
 	}
 	opts := configrepo.Options{
 		Inventory:          inv,
-		Repo:               v.GetString("repo"),
+		Repo:               repo,
 		Base:               v.GetString("base"),
 		Head:               v.GetString("head"),
 		Fleets:             set,

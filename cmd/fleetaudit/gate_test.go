@@ -128,6 +128,8 @@ func TestGateUsageErrors(t *testing.T) {
 		"bad format":  {"gate", "--repo", dir, "--base", "HEAD", "--format", "sarif-ish"},
 		"bad fail-on": {"gate", "--repo", dir, "--base", "HEAD", "--fail-on", "urgent"},
 		"unknown ref": {"gate", "--repo", dir, "--base", "no-such-ref"},
+		"no repo":     {"gate", "--repo", filepath.Join(dir, "missing"), "--base", "HEAD"},
+		"not git":     {"gate", "--repo", t.TempDir(), "--base", "HEAD"},
 	} {
 		r := runCLI(t, nil, args...)
 		if r.code != exitError || !strings.Contains(r.stderr, "fleetaudit: ") {
