@@ -300,6 +300,8 @@ func TestRenderCommandRunsOnlyWhenAllowed(t *testing.T) {
 test "$FLEETAUDIT_FLEET" = web-serving
 mkdir -p "$FLEETAUDIT_ROOT/etc/sysctl.d"
 echo "net.core.somaxconn = 256" > "$FLEETAUDIT_ROOT/etc/sysctl.d/60.conf"
+# A link in the rendered root resolves inside it, never to this machine's /etc.
+ln -s /etc/sysctl.d/60.conf "$FLEETAUDIT_ROOT/etc/sysctl.d/70-link.conf"
 `)
 	head := r.commit("rendered by a script")
 	res, err := Run(context.Background(), Options{Repo: r.dir, Base: head, Head: head, Fleets: testFleets(t)})

@@ -210,10 +210,10 @@ func runRender(ctx context.Context, tree string, rc *RenderCommand, fleet string
 	return nil
 }
 
-// digestTree records a digest of every regular file under dir, keyed by
-// "/" + its slash path. Anything but a regular file or directory is
-// refused: a render command's output is collected as a root and must not
-// point outside it.
+// digestTree records a digest of every file under dir, keyed by "/" + its
+// slash path; a symbolic link is digested by its target (collection
+// resolves it inside the root, as after chroot). Devices, sockets and pipes
+// are refused.
 func digestTree(dir string, into map[string][sha256.Size]byte) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -227,8 +227,16 @@ func digestTree(dir string, into map[string][sha256.Size]byte) error {
 		if d.IsDir() {
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			into[key] = sha256.Sum256([]byte("symlink\x00" + target))
+			return nil
+		}
 		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", key)
+			return fmt.Errorf("%s: not a regular file, directory or symbolic link", key)
 		}
 		f, err := os.Open(p)
 		if err != nil {
