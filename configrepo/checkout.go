@@ -75,18 +75,46 @@ func CheckoutRef(ctx context.Context, repo, ref string) (*Checkout, error) {
 			return c, nil // the config repo's directory does not exist yet at ref
 		}
 	}
-	var archive bytes.Buffer
-	if _, err := git(ctx, topDir, &archive, "archive", "--format=tar", treeish); err != nil {
-		return nil, fmt.Errorf("ref %s: %w", ref, err)
+	// Stream the archive: only the files are kept, never the whole tar.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := git(ctx, topDir, pw, "archive", "--format=tar", treeish)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	readErr := c.readArchive(pr)
+	if readErr == nil {
+		// tar ends before git's padding to a full record: let git finish.
+		_, readErr = io.Copy(io.Discard, pr)
 	}
-	tr := tar.NewReader(&archive)
+	if readErr != nil {
+		cancel() // stop git; its error is then the cancellation
+		pr.CloseWithError(readErr)
+	}
+	gitErr := <-done
+	if readErr != nil {
+		return nil, fmt.Errorf("ref %s: %w", ref, readErr)
+	}
+	if gitErr != nil {
+		return nil, fmt.Errorf("ref %s: %w", ref, gitErr)
+	}
+	return c, nil
+}
+
+// readArchive keeps the regular files of a git archive stream and records
+// everything else as refused.
+func (c *Checkout) readArchive(r io.Reader) error {
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ref %s: reading git archive: %w", ref, err)
+			return fmt.Errorf("reading git archive: %w", err)
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue
@@ -100,7 +128,7 @@ func CheckoutRef(ctx context.Context, repo, ref string) (*Checkout, error) {
 		case tar.TypeDir:
 		case tar.TypeReg:
 			if err := c.add(name, tr, fs.FileMode(h.Mode)); err != nil {
-				return nil, fmt.Errorf("ref %s: %w", ref, err)
+				return err
 			}
 		case tar.TypeSymlink:
 			c.Refused[name] = fmt.Sprintf("symlink to %s: layers must hold regular files", h.Linkname)
@@ -108,7 +136,7 @@ func CheckoutRef(ctx context.Context, repo, ref string) (*Checkout, error) {
 			c.Refused[name] = fmt.Sprintf("not a regular file (tar type %q)", h.Typeflag)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // CheckoutWorkTree reads the work tree's tracked and untracked files (not
