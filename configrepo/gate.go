@@ -164,6 +164,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%s at %s: no %s: not a fleetaudit config repo", opts.Repo, head.co.Label(), ManifestFile)
 	}
 	base, err := g.side(ctx, opts.Base, filepath.Join(work, "base"))
+	var badManifest *manifestError
+	if errors.As(err, &badManifest) {
+		// A change that repairs fleetaudit.yaml is gated against nothing.
+		log.Warn("base has no valid manifest; every finding at head counts as introduced", "error", err)
+		base, err = &side{co: badManifest.co, fleets: map[string]*fleetRun{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +185,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	return g.compare(base, head, inv), nil
 }
+
+// manifestError is a checkout whose fleetaudit.yaml is invalid.
+type manifestError struct {
+	co  *Checkout
+	err error
+}
+
+func (e *manifestError) Error() string { return e.err.Error() }
+func (e *manifestError) Unwrap() error { return e.err }
 
 type gater struct {
 	opts   Options
@@ -204,7 +219,7 @@ func (g *gater) side(ctx context.Context, ref, dir string) (*side, error) {
 		return s, nil // a repo that becomes a config repo with this change
 	}
 	if s.manifest, err = ParseManifest(mf.Data); err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", g.opts.Repo, co.Label(), err)
+		return nil, &manifestError{co: co, err: fmt.Errorf("%s at %s: %w", g.opts.Repo, co.Label(), err)}
 	}
 	names := s.manifest.FleetNames()
 	runs := make([]*fleetRun, len(names))
@@ -240,8 +255,9 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 		return run
 	}
 	profile := s.manifest.ProfileOf(name)
-	if !slices.Contains(g.engine.Fleets(), profile) {
-		run.err = fmt.Errorf("fleet %s: no fleet profile %q (known: %s); name one with profile: in %s or add it with --fleets", name, profile, strings.Join(g.engine.Fleets(), ", "), ManifestFile)
+	if profile == "" || !slices.Contains(g.engine.Fleets(), profile) {
+		known := slices.DeleteFunc(slices.Clone(g.engine.Fleets()), func(f string) bool { return f == "" })
+		run.err = fmt.Errorf("fleet %s: no fleet profile %q (known: %s); name one with profile: in %s or add it with --fleets", name, profile, strings.Join(known, ", "), ManifestFile)
 		return run
 	}
 	findings, err := g.engine.EvalHost(ctx, doc, profile)

@@ -276,6 +276,25 @@ func TestWorkTreeHeadAndNewConfigRepo(t *testing.T) {
 	}
 }
 
+func TestBrokenManifestAtBaseIsGatedAgainstNothing(t *testing.T) {
+	r := baseRepo(t)
+	r.write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
+	base := r.commit("typo in the manifest")
+	r.write(ManifestFile, "fleets:\n  web-serving: {layers: [base, web]}\n")
+	r.write("layers/web/etc/sysctl.d/90-low.conf", "net.core.somaxconn = 128\n")
+	head := r.commit("fix it")
+	res := gate(t, r, base, head)
+	web := fleetResult(t, res, "web-serving")
+	if web.Status != "added" || !slices.Contains(rules(web.Introduced), "somaxconn-low") || len(res.Errors) != 0 {
+		t.Errorf("status %s introduced %v errors %v", web.Status, rules(web.Introduced), res.Errors)
+	}
+	// A broken manifest at head is an error: there is nothing to gate.
+	r.write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
+	if _, err := Run(context.Background(), Options{Repo: r.dir, Base: head, Fleets: testFleets(t)}); err == nil || !strings.Contains(err.Error(), `unknown key "layer"`) {
+		t.Errorf("broken head manifest: %v", err)
+	}
+}
+
 func TestConfigRepoInASubdirectory(t *testing.T) {
 	r := newGitRepo(t)
 	r.write("ops/fleet/"+ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
