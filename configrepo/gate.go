@@ -464,9 +464,10 @@ func podIDs(doc map[string]any) map[string]string {
 	return out
 }
 
-// hostCounts counts inventory hosts per repo fleet: a host belongs to a
-// repo fleet when its fleet (named or matched by the profiles) is the repo
-// fleet's name or profile. nil without an inventory.
+// hostCounts counts inventory hosts per repo fleet: a repo fleet that
+// declares labels has the hosts carrying all of them; any other has the
+// hosts whose fleet (named by the inventory or matched by the profiles) is
+// its name or profile. nil without an inventory.
 func hostCounts(set *fleets.Set, inv *inventory.Inventory, m *Manifest) map[string]int {
 	if inv == nil || m == nil {
 		return nil
@@ -482,18 +483,26 @@ func hostCounts(set *fleets.Set, inv *inventory.Inventory, m *Manifest) map[stri
 				fleet = f
 			}
 		}
-		if _, ok := m.Fleets[fleet]; ok {
-			out[fleet]++
-			continue
-		}
 		for _, name := range m.FleetNames() {
-			if m.ProfileOf(name) == fleet {
+			if labels := m.Fleets[name].Labels; len(labels) > 0 {
+				if hasLabels(h.Labels, labels) {
+					out[name]++
+				}
+			} else if fleet != "" && (fleet == name || fleet == m.ProfileOf(name)) {
 				out[name]++
-				break
 			}
 		}
 	}
 	return out
+}
+
+func hasLabels(host, want map[string]string) bool {
+	for k, v := range want {
+		if host[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedSet(m map[string]bool) []string {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
 
@@ -430,5 +431,35 @@ func TestJobRulesCompareTheRolesOfAManifest(t *testing.T) {
 	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
 	if got := rules(gpu.Introduced); !slices.Contains(got, "job-image-skew") {
 		t.Errorf("introduced %v, want job-image-skew for a master on another image than its workers", got)
+	}
+}
+
+func TestBlastRadiusCountsHostsByFleetAndLabels(t *testing.T) {
+	m, err := ParseManifest([]byte(`fleets:
+  gpu-training: {layers: [base, gpu]}
+  h100-lab: {layers: [base, gpu], profile: gpu-training, labels: {pool: lab}}
+  web-serving: {layers: [base, web]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Parse("hosts.ini", []byte(`[gpu]
+gpu-a-[01:10]
+[gpu:vars]
+fleetaudit_fleet=gpu-training
+[lab]
+lab-[1:3] fleetaudit_labels='{"pool": "lab"}'
+[web]
+web-[01:04]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := hostCounts(testFleets(t), inv, m)
+	// Labels pick the lab fleet's hosts although it shares gpu-training's
+	// profile; the web hosts match web-serving's profile by name.
+	want := map[string]int{"gpu-training": 10, "h100-lab": 3, "web-serving": 4}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("host counts (-want +got):\n%s", diff)
 	}
 }

@@ -46,7 +46,8 @@ type Fleet struct {
 	// Baseline is a repo path of a snapshot of a typical host of the fleet:
 	// facts a repo cannot know (driver, devices, libraries) come from it.
 	Baseline string `yaml:"baseline"`
-	// Labels are the labels of the fleet's hosts.
+	// Labels are the labels of the fleet's hosts: rules see them, and the
+	// blast radius counts the inventory hosts that carry all of them.
 	Labels map[string]string `yaml:"labels"`
 }
 
