@@ -65,7 +65,7 @@ func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string
 			return nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
 		}
 		byName[name] = h
-		list[i] = h
+		list[i] = ruleInput(h) // provenance stays in h, for evidence
 	}
 	input, err := ast.InterfaceToValue(map[string]any{"fleet": fleet, "hosts": list})
 	if err != nil {
