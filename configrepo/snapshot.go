@@ -72,8 +72,10 @@ func project(s *snapshot.Snapshot) {
 	}
 }
 
-// rewriteProvenance names repo files instead of rendered paths:
-// "/etc/default/grub.d/60-x.cfg:3" becomes "layers/base/etc/default/grub.d/60-x.cfg:3".
+// rewriteProvenance names repo files instead of rendered paths
+// ("/etc/default/grub.d/60-x.cfg:3" becomes
+// "layers/base/etc/default/grub.d/60-x.cfg:3") where the overlay's Describe
+// did not: error paths and reasons, and sources collectors write directly.
 func rewriteProvenance(s *snapshot.Snapshot, r *Rendered) {
 	rewrite := func(v string) string {
 		p, line := v, ""
