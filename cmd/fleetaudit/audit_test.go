@@ -195,22 +195,7 @@ func TestAuditReportGolden(t *testing.T) {
 			// The one host collected from a root records where it was.
 			abs, _ := filepath.Abs("../../testdata/hosts/dropins")
 			got = strings.ReplaceAll(got, abs, "<root>")
-			golden := filepath.Join("testdata", "audit-example."+format)
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test ./cmd/fleetaudit -run Golden -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s report differs from %s (-want +got):\n%s", format, golden, diff)
-			}
+			checkGolden(t, "audit-example."+format, got)
 			if format != "table" {
 				return
 			}
@@ -220,5 +205,26 @@ func TestAuditReportGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkGolden compares got with testdata/name, rewriting it under -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/fleetaudit -run '%s' -update)", err, t.Name())
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", golden, diff)
 	}
 }

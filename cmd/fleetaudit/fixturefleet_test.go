@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetaudit/fleetaudit/policies"
 )
@@ -53,19 +50,7 @@ func TestFixtureFleetCoversEveryRuleFamily(t *testing.T) {
 	slices.Sort(lines)
 	lines = slices.Compact(lines)
 	got := strings.Join(lines, "\n") + "\n"
-	golden := filepath.Join("testdata", "fixture-fleet.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/fleetaudit -run FixtureFleet -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("findings on the fixture fleet differ from %s (-want +got):\n%s", golden, diff)
-	}
+	checkGolden(t, "fixture-fleet.txt", got)
 
 	engine, err := policies.New(context.Background(), policies.Options{})
 	if err != nil {

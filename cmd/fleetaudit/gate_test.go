@@ -150,19 +150,7 @@ func TestGateReportGolden(t *testing.T) {
 			}
 			got := strings.ReplaceAll(r.stdout, base, "<base>")
 			got = strings.ReplaceAll(got, base[:12], "<base>")
-			golden := filepath.Join("testdata", "gate-example."+format)
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test ./cmd/fleetaudit -run Golden -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s report differs from %s (-want +got):\n%s", format, golden, diff)
-			}
+			checkGolden(t, "gate-example."+format, got)
 		})
 	}
 }
