@@ -12,12 +12,16 @@ threshold := 60
 #   {"basis": "none", "distribution": {v: n}, "of": t}      no consensus
 expected(_, baseline) := {"basis": "baseline", "value": baseline} if baseline != null
 
-expected(values, null) := majority(values)
+expected(values, null) := from_distribution(distribution(values), null)
 
-majority(values) := {"basis": "majority", "value": v, "hosts": n, "of": count(values)} if {
-	some v, n in distribution(values)
-	n * 100 >= count(values) * threshold
-} else := {"basis": "none", "distribution": distribution(values), "of": count(values)}
+# from_distribution is expected for a fleet already counted as {value: hosts}.
+from_distribution(_, baseline) := {"basis": "baseline", "value": baseline} if baseline != null
+
+from_distribution(dist, null) := {"basis": "majority", "value": v, "hosts": n, "of": total} if {
+	total := sum([n | some n in dist])
+	some v, n in dist
+	n * 100 >= total * threshold
+} else := {"basis": "none", "distribution": dist, "of": sum([n | some n in dist])}
 
 # distribution counts the hosts holding each distinct value; one pass per
 # distinct value, so a 10,000-host fleet with a few versions stays cheap.

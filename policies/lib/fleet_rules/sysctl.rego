@@ -8,27 +8,37 @@ per_host_keys := {"kernel.hostname", "kernel.random.boot_id", "kernel.ns_last_pi
 
 ignored := per_host_keys | {k | some k in data.fleetaudit.params.sysctl_skew_ignore}
 
-keys := {key |
-	some h in input.hosts
-	some key, _ in h.sysctl.running
-	not key in ignored
-}
-
-# values[key][host] = that host's running value: one pass over the hosts per
-# key, so a 10,000-host fleet stays linear.
-values := {key: {h.host: v |
-	some h in input.hosts
-	v := h.sysctl.running[key]
-} |
-	some key in keys
-}
-
 default sysctl_baseline := {}
 
 sysctl_baseline := data.fleetaudit.params.baseline.sysctl
 
-expected := {key: skew.expected(hosts, object.get(sysctl_baseline, key, null)) |
-	some key, hosts in values
+# [host, its compared sysctls] for every host (object.remove runs as one
+# builtin, not one Rego step per key).
+cleaned := [[h.host, object.remove(h.sysctl.running, ignored)] | some h in input.hosts]
+
+# [map, hosts]: the distinct sysctl maps of the fleet and who runs each.
+# Hosts configured alike collapse into one group, so the work per key grows
+# with the number of distinct maps, not with the fleet.
+groups := [[m, hosts] |
+	some m in {c | some [_, c] in cleaned}
+	hosts := [name | some [name, c] in cleaned; c == m]
+]
+
+keys := {key | some [m, _] in groups; some key, _ in m}
+
+# distribution[key][value] = number of hosts running that value.
+distribution := {key: {v: n |
+	some v in {m[key] | some [m, _] in groups}
+	n := sum([count(hosts) | some [m, hosts] in groups; m[key] == v])
+} |
+	some key in keys
+}
+
+# Keys that can deviate: more than one value in the fleet, or a baseline.
+compared := {key | some key, dist in distribution; count(dist) > 1} | {key | some key, _ in sysctl_baseline; key in keys}
+
+expected := {key: skew.from_distribution(distribution[key], object.get(sysctl_baseline, key, null)) |
+	some key in compared
 }
 
 # METADATA
@@ -53,7 +63,14 @@ expected := {key: skew.expected(hosts, object.get(sysctl_baseline, key, null)) |
 #   facts:
 #   - sysctl.running
 sysctl_skew contains f if {
-	some key, hosts in values
-	some host, v in hosts
-	f := skew.finding(host, v, expected[key], key, [sprintf("sysctl.running.%s", [key])])
+	some key, exp in expected
+	some [m, hosts] in groups
+	v := m[key]
+	deviates(v, exp)
+	some host in hosts
+	f := skew.finding(host, v, exp, key, [sprintf("sysctl.running.%s", [key])])
 }
+
+deviates(_, exp) if exp.basis == "none"
+
+deviates(v, exp) if v != exp.value

@@ -27,3 +27,39 @@ test_baseline if {
 	findings := sysctl.sysctl_skew with input as fleet with data.fleetaudit.params as {"baseline": {"sysctl": {"vm.swappiness": "1"}}}
 	{f.host | some f in findings} == {"a", "b"}
 }
+
+test_hosts_without_the_key_are_not_compared if {
+	fleet := {"fleet": "gpu", "hosts": [
+		host("a", {"vm.swappiness": "10", "net.core.somaxconn": "4096"}),
+		host("b", {"vm.swappiness": "10", "net.core.somaxconn": "4096"}),
+		host("c", {"vm.swappiness": "10"}),
+		host("d", {"vm.swappiness": "10", "net.core.somaxconn": "128"}),
+	]}
+	findings := sysctl.sysctl_skew with input as fleet
+	[f] := [f | some f in findings]
+	f.host == "d"
+	f.msg == "net.core.somaxconn 128 differs from the fleet's majority 4096 (2 of 3 hosts)"
+}
+
+test_no_consensus_reports_every_host if {
+	fleet := {"fleet": "gpu", "hosts": [
+		host("a", {"vm.swappiness": "10"}),
+		host("b", {"vm.swappiness": "10"}),
+		host("c", {"vm.swappiness": "30"}),
+		host("d", {"vm.swappiness": "60"}),
+	]}
+	findings := sysctl.sysctl_skew with input as fleet
+	{f.host | some f in findings} == {"a", "b", "c", "d"}
+	every f in findings {
+		f.basis == "none"
+	}
+}
+
+test_alike_hosts_share_a_group if {
+	fleet := {"fleet": "gpu", "hosts": [
+		host("a", {"vm.swappiness": "10", "kernel.hostname": "a"}),
+		host("b", {"vm.swappiness": "10", "kernel.hostname": "b"}),
+		host("c", {"vm.swappiness": "60", "kernel.hostname": "c"}),
+	]}
+	count(sysctl.groups) == 2 with input as fleet
+}
