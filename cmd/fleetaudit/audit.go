@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -116,11 +116,13 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	var buf bytes.Buffer
-	if err := render.Render(&buf, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
-		return fmt.Errorf("rendering %s: %w", format, err)
-	}
-	if err := writeOutput(a, out, buf.Bytes()); err != nil {
+	err = writeOutputWith(a, out, func(w io.Writer) error {
+		if err := render.Render(w, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
+			return fmt.Errorf("rendering %s: %w", format, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	a.log.Info("audited", "hosts", res.Summary.Hosts, "findings", res.Summary.Findings, "errors", len(res.Errors))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,11 +224,23 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 }
 
 // writeOutput writes to stdout for "-", else atomically replaces the file so a
-// reader never sees half a snapshot.
+// reader never sees half a snapshot or report.
 func writeOutput(a *app, name string, data []byte) error {
-	if name == "-" || name == "" {
-		_, err := a.out.Write(data)
+	return writeOutputWith(a, name, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
+	})
+}
+
+// writeOutputWith is writeOutput for output rendered straight into the
+// destination: a report of a large fleet is never held in memory whole.
+func writeOutputWith(a *app, name string, render func(io.Writer) error) error {
+	if name == "-" || name == "" {
+		bw := bufio.NewWriter(a.out)
+		if err := render(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}
 	dir := filepath.Dir(name)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
@@ -234,7 +248,12 @@ func writeOutput(a *app, name string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriter(tmp)
+	if err := render(bw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", name, err)
 	}

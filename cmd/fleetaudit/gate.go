@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -87,11 +87,13 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	var buf bytes.Buffer
-	if err := render.RenderGate(&buf, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
-		return fmt.Errorf("rendering %s: %w", format, err)
-	}
-	if err := writeOutput(a, out, buf.Bytes()); err != nil {
+	err = writeOutputWith(a, out, func(w io.Writer) error {
+		if err := render.RenderGate(w, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
+			return fmt.Errorf("rendering %s: %w", format, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	a.log.Info("gated", "fleets", len(res.Fleets), "introduced", res.Summary.Introduced,
