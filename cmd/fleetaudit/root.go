@@ -84,8 +84,14 @@ workload of its fleet, and says which file set each value.`,
 		Example: `  # Snapshot this host
   fleetaudit collect -o /tmp/$(hostname).json
 
-  # Snapshot a mounted image or a fixture tree
-  fleetaudit collect --root /mnt/node-image --hostname gpu-a-001`,
+  # Audit a fleet's snapshots against the rules of each host's fleet
+  fleetaudit audit --inventory hosts.ini --snapshots /var/lib/fleetaudit/snapshots
+
+  # What does this config repo change plant in each fleet?
+  fleetaudit gate --repo . --base origin/main
+
+  # The rules, and why each exists
+  fleetaudit policies list --fleet gpu-training`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
