@@ -27,6 +27,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -75,6 +76,8 @@ type Engine struct {
 	// facts are the fact paths fleet rules declare, split at dots, with
 	// paths another one covers removed: what Project keeps.
 	facts [][]string
+	// factPaths are facts joined back with dots ("" for a pattern with "*").
+	factPaths []string
 }
 
 type fleetQueries struct {
@@ -126,7 +129,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			facts = append(facts, r.Facts...)
 		}
 	}
-	e.facts = coveringFacts(facts)
+	e.setFleetFacts(facts)
 
 	fleets := map[string]FleetConfig{"": {}}
 	for name, fc := range opts.Fleets {
@@ -289,6 +292,17 @@ func jsonObject(m map[string]any) (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// setFleetFacts records the facts fleet rules read, which Project keeps.
+func (e *Engine) setFleetFacts(paths []string) {
+	e.facts = coveringFacts(paths)
+	e.factPaths = make([]string, len(e.facts))
+	for i, f := range e.facts {
+		if !slices.Contains(f, "*") {
+			e.factPaths[i] = strings.Join(f, ".")
+		}
+	}
 }
 
 // coveringFacts splits fact paths and drops those another path covers.

@@ -262,13 +262,14 @@ func TestEvalFleetSkew(t *testing.T) {
 }
 
 func TestProject(t *testing.T) {
-	e := &Engine{facts: coveringFacts([]string{
+	e := &Engine{}
+	e.setFleetFacts([]string{
 		"libraries.nccl",
 		"libraries.nccl.*.version", // covered by the line above
 		"sysctl.running.vm.max_map_count",
 		"boot.*.params.hugetlb_cma",
 		"rdma.devices.*.driver",
-	})}
+	})
 	doc := host{name: "h", labels: map[string]string{"rack": "r1"}, hugetlbCMA: "6G", nccl: []string{"2.20.5"}, rdma: 2}.doc(t)
 	got := e.Project(doc)
 	b, _ := json.Marshal(got)

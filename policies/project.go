@@ -43,17 +43,35 @@ func (e *Engine) Project(doc map[string]any) map[string]any {
 	if sources, ok := doc["sources"].(map[string]any); ok {
 		kept := map[string]any{}
 		for k, v := range sources {
-			p := splitPath(k)
-			for _, f := range e.facts {
-				if related(f, p) {
-					kept[k] = v
-					break
-				}
+			if e.relatedFact(k) {
+				kept[k] = v
 			}
 		}
 		out["sources"] = kept
 	}
 	return internValue(out).(map[string]any)
+}
+
+// relatedFact reports whether fact path k lies on, above or below a fact
+// some fleet rule reads. Most patterns have no "*": prefix tests then avoid
+// splitting each of a snapshot's hundreds of source keys.
+func (e *Engine) relatedFact(k string) bool {
+	var p []string
+	for i, f := range e.facts {
+		if joined := e.factPaths[i]; joined != "" {
+			if k == joined || strings.HasPrefix(k, joined+".") || strings.HasPrefix(joined, k+".") {
+				return true
+			}
+			continue
+		}
+		if p == nil {
+			p = splitPath(k)
+		}
+		if related(f, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // internValue deep-copies a JSON value with every string, keys included,
