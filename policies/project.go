@@ -59,7 +59,7 @@ func (e *Engine) relatedFact(k string) bool {
 	var p []string
 	for i, f := range e.facts {
 		if joined := e.factPaths[i]; joined != "" {
-			if k == joined || strings.HasPrefix(k, joined+".") || strings.HasPrefix(joined, k+".") {
+			if k == joined || pathPrefix(joined, k) || pathPrefix(k, joined) {
 				return true
 			}
 			continue
@@ -72,6 +72,11 @@ func (e *Engine) relatedFact(k string) bool {
 		}
 	}
 	return false
+}
+
+// pathPrefix reports whether fact path p lies strictly above q.
+func pathPrefix(p, q string) bool {
+	return len(q) > len(p) && q[len(p)] == '.' && strings.HasPrefix(q, p)
 }
 
 // internValue deep-copies a JSON value with every string, keys included,
