@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unique"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -192,11 +193,15 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 // that has one.
 func evidence(doc map[string]any, fact string) Evidence {
 	ev := Evidence{Fact: fact}
-	ev.Value, _ = snapshot.Lookup(doc, fact)
+	// A copy with interned strings: findings outlive the snapshot they came
+	// from, and should not keep its decoded subtrees (or their many copies
+	// of the same names and values) alive until the report is written.
+	v, _ := snapshot.Lookup(doc, fact)
+	ev.Value = internValue(v)
 	sources, _ := doc["sources"].(map[string]any)
 	for p := fact; p != ""; {
 		if s, ok := sources[p].(string); ok {
-			ev.Source = s
+			ev.Source = unique.Make(s).Value()
 			break
 		}
 		i := strings.LastIndexByte(p, '.')
