@@ -27,9 +27,6 @@ type template struct {
 	role string
 	// path leads from the workload to the template mapping.
 	path []any
-	// layers are label sets between the workload's and the template's own
-	// (a CronJob's jobTemplate), lowest precedence first.
-	layers []any
 	// controller are the labels the workload's controller adds to its pods.
 	controller map[string]any
 	line       int
@@ -166,20 +163,12 @@ func templates(kind string, obj map[string]any, name string) ([]template, error)
 		if err != nil {
 			return nil, &fieldError{path: []any{"spec", "jobTemplate"}, msg: err.Error()}
 		}
-		jobMeta, err := mapping(jobTmpl, "metadata")
-		if err != nil {
-			return nil, &fieldError{path: []any{"spec", "jobTemplate", "metadata"}, msg: err.Error()}
-		}
 		jobSpec, err := mapping(jobTmpl, "spec")
 		if err != nil {
 			return nil, &fieldError{path: []any{"spec", "jobTemplate", "spec"}, msg: err.Error()}
 		}
 		// Jobs a CronJob starts are named at run time: no job-name label.
-		ts, err := single(jobSpec, []any{"spec", "jobTemplate", "spec", "template"}, nil)
-		for i := range ts {
-			ts[i].layers = []any{jobMeta["labels"]}
-		}
-		return ts, err
+		return single(jobSpec, []any{"spec", "jobTemplate", "spec", "template"}, nil)
 	case "LeaderWorkerSet":
 		return leaderWorker(spec, name)
 	}
@@ -280,7 +269,7 @@ func looksLikePod(t map[string]any) bool {
 }
 
 // templatePod is the pod a template describes: the workload's name (with the
-// role), namespace and labels under the template's own, and its spec.
+// role) and namespace, the template's labels and annotations and its spec.
 func templatePod(obj, meta map[string]any, kind, name string, t template) (map[string]any, error) {
 	tmpl := lookupPath(obj, t.path)
 	tmeta, err := mapping(tmpl, "metadata")
@@ -294,19 +283,13 @@ func templatePod(obj, meta map[string]any, kind, name string, t template) (map[s
 	if spec == nil {
 		spec = map[string]any{}
 	}
+	// A controller's pods carry the template's labels and the ones the
+	// controller adds, never the workload's own (as the API server shows).
 	labels := map[string]any{}
-	layers := slices.Concat([]any{meta["labels"]}, t.layers, []any{tmeta["labels"]})
-	for i, l := range layers {
-		if l == nil {
-			continue
-		}
+	if l := tmeta["labels"]; l != nil {
 		m, ok := l.(map[string]any)
 		if !ok {
-			where := slices.Concat(t.path, []any{"metadata", "labels"})
-			if i == 0 {
-				where = []any{"metadata", "labels"}
-			}
-			return nil, &fieldError{path: where, msg: fmt.Sprintf("labels is a %s, not a mapping", typeName(l))}
+			return nil, &fieldError{path: slices.Concat(t.path, []any{"metadata", "labels"}), msg: fmt.Sprintf("labels is a %s, not a mapping", typeName(l))}
 		}
 		maps.Copy(labels, m)
 	}

@@ -56,9 +56,9 @@ func TestParseManifestsKinds(t *testing.T) {
 		yaml: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {a: b}\nspec:\n  containers: [{name: c, image: img}]\n",
 		want: []want{{line: 1, kind: "Pod", name: "p", podName: "p", namespace: "default", labels: map[string]any{"a": "b"}, image: "img"}},
 	}, {
-		name: "deployment labels merge under the template's",
+		name: "pods carry the template's labels, not the workload's",
 		yaml: "kind: Deployment\nmetadata:\n  name: d\n  namespace: ns\n  labels: {app: workload, tier: x}\nspec:\n  template:\n" + podTemplate,
-		want: []want{{line: 7, kind: "Deployment", name: "d", podName: "d", namespace: "ns", labels: map[string]any{"app": "web", "tier": "x"}, image: "img"}},
+		want: []want{{line: 7, kind: "Deployment", name: "d", podName: "d", namespace: "ns", labels: map[string]any{"app": "web"}, image: "img"}},
 	}, {
 		name: "statefulset",
 		yaml: "kind: StatefulSet\nmetadata: {name: s}\nspec:\n  template:\n" + podTemplate,
@@ -82,7 +82,7 @@ func TestParseManifestsKinds(t *testing.T) {
 	}, {
 		name: "cronjob",
 		yaml: "kind: CronJob\nmetadata: {name: cj, labels: {a: cron}}\nspec:\n  schedule: '@daily'\n  jobTemplate:\n    metadata: {labels: {a: job, b: job}}\n    spec:\n      template:\n        spec:\n          containers: [{name: c, image: img}]\n",
-		want: []want{{line: 8, kind: "CronJob", name: "cj", podName: "cj", namespace: "default", labels: map[string]any{"a": "job", "b": "job"}, image: "img"}},
+		want: []want{{line: 8, kind: "CronJob", name: "cj", podName: "cj", namespace: "default", image: "img"}},
 	}, {
 		name: "pod template",
 		yaml: "kind: PodTemplate\nmetadata: {name: pt}\ntemplate:\n  spec:\n    containers: [{name: c, image: img}]\n",
@@ -172,8 +172,8 @@ func TestParseManifestsSamples(t *testing.T) {
 	}{{
 		file: "pytorchjob.yaml",
 		want: []want{
-			{line: 16, kind: "PyTorchJob", name: "llama-finetune", role: "Master", podName: "llama-finetune-master", namespace: "research", labels: map[string]any{"app": "llama", "team": "nlp", "training.kubeflow.org/job-name": "llama-finetune", "training.kubeflow.org/replica-type": "master", "training.kubeflow.org/job-role": "master"}, image: "nvcr.io/nvidia/pytorch:24.05-py3"},
-			{line: 43, kind: "PyTorchJob", name: "llama-finetune", role: "Worker", podName: "llama-finetune-worker", namespace: "research", labels: map[string]any{"app": "llama", "team": "nlp", "training.kubeflow.org/job-name": "llama-finetune", "training.kubeflow.org/replica-type": "worker"}, image: "nvcr.io/nvidia/pytorch:24.05-py3"},
+			{line: 16, kind: "PyTorchJob", name: "llama-finetune", role: "Master", podName: "llama-finetune-master", namespace: "research", labels: map[string]any{"app": "llama", "training.kubeflow.org/job-name": "llama-finetune", "training.kubeflow.org/replica-type": "master", "training.kubeflow.org/job-role": "master"}, image: "nvcr.io/nvidia/pytorch:24.05-py3"},
+			{line: 43, kind: "PyTorchJob", name: "llama-finetune", role: "Worker", podName: "llama-finetune-worker", namespace: "research", labels: map[string]any{"app": "llama", "training.kubeflow.org/job-name": "llama-finetune", "training.kubeflow.org/replica-type": "worker"}, image: "nvcr.io/nvidia/pytorch:24.05-py3"},
 		},
 	}, {
 		file: "mpijob.yaml",
@@ -183,7 +183,7 @@ func TestParseManifestsSamples(t *testing.T) {
 		},
 	}, {
 		file: "deployment-shm.yaml",
-		want: []want{{line: 22, kind: "Deployment", name: "triton", podName: "triton", namespace: "serving", labels: map[string]any{"app": "triton", "app.kubernetes.io/part-of": "inference"}, image: "nvcr.io/nvidia/tritonserver:24.05-py3"}},
+		want: []want{{line: 22, kind: "Deployment", name: "triton", podName: "triton", namespace: "serving", labels: map[string]any{"app": "triton"}, image: "nvcr.io/nvidia/tritonserver:24.05-py3"}},
 	}, {
 		file: "kubectl-pods.json",
 		want: []want{
@@ -274,7 +274,7 @@ func TestParseManifestsErrors(t *testing.T) {
 		{"bad template goes on with the next document", "kind: Deployment\nmetadata: {name: d}\nspec:\n  template: oops\n---\nkind: Pod\nmetadata: {name: p}\n", 1, []string{"m.yaml:4: template is a string, not a mapping"}},
 		{"bad template spec", "kind: Job\nspec:\n  template:\n    spec: [1]\n", 0, []string{"m.yaml:4: spec is a list, not a mapping"}},
 		{"bad metadata", "kind: Pod\nmetadata: x\n", 0, []string{"m.yaml:2: metadata is a string"}},
-		{"bad labels", "kind: Deployment\nmetadata: {name: d, labels: [a]}\nspec: {template: {spec: {}}}\n", 0, []string{"m.yaml:2: labels is a list"}},
+		{"bad labels", "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    metadata: {labels: [a]}\n    spec: {}\n", 0, []string{"m.yaml:5: labels is a list"}},
 		{"bad replica spec", "kind: PyTorchJob\nspec:\n  pytorchReplicaSpecs:\n    Worker: 3\n", 0, []string{"m.yaml:4: Worker is a number"}},
 		{"bad list item", "kind: List\nitems:\n- 1\n- kind: Pod\n", 1, []string{"m.yaml:3: list item is a number"}},
 		{"items not a list", "kind: PodList\nitems: {a: b}\n", 0, []string{"m.yaml:2: items is not a list"}},
