@@ -70,7 +70,8 @@ type FleetResult struct {
 	Fleet   string `json:"fleet"`
 	Profile string `json:"profile"`
 	// Status is "added", "removed", "changed" (the change reaches the
-	// fleet's rendered files) or "unchanged".
+	// fleet's rendered files), "unchanged", or "error" when a side could
+	// not be rendered or audited (see Result.Errors; nothing is compared).
 	Status string `json:"status"`
 	// Changed are the repo files the change touches that this fleet
 	// renders (at head, or at base when removed).
@@ -126,6 +127,9 @@ type side struct {
 
 type fleetRun struct {
 	rendered *Rendered
+	// audited is true once findings were computed (possibly with refused
+	// files left out); false when rendering or evaluation failed.
+	audited  bool
 	findings []policies.Finding
 	// pods names each "pods.<i>" fact by the pod's kind, namespace and
 	// name, which survive manifests being added or reordered.
@@ -277,7 +281,7 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 	for i := range findings {
 		findings[i].Fleet = name
 	}
-	run.findings = findings
+	run.findings, run.audited = findings, true
 	run.pods = podIDs(doc)
 	if len(r.Refused) > 0 {
 		run.err = fmt.Errorf("fleet %s: refused %s", name, strings.Join(r.Refused, "; "))
@@ -332,7 +336,13 @@ func (g *gater) compare(base, head *side, inv *inventory.Inventory) *Result {
 				fr.Status = "changed"
 			}
 		}
-		fr.Introduced, fr.Resolved, fr.Unchanged = diffFindings(b, h)
+		if b != nil && !b.audited || h != nil && !h.audited {
+			// One side has no findings to compare: reporting the other
+			// side's as introduced or resolved would be a guess.
+			fr.Status = "error"
+		} else {
+			fr.Introduced, fr.Resolved, fr.Unchanged = diffFindings(b, h)
+		}
 		if n, ok := hosts[name]; ok {
 			fr.Hosts = &n
 		}

@@ -363,6 +363,28 @@ func TestGateErrors(t *testing.T) {
 	}
 }
 
+func TestFleetThatCannotRenderComparesNothing(t *testing.T) {
+	r := baseRepo(t)
+	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
+	base := r.commit("cma")
+	r.write(ManifestFile, `fleets:
+  gpu-training: {layers: [base, gpu-v2], baseline: baselines/gpu.json}
+  web-serving: {layers: [base, web]}
+`)
+	head := r.commit("a layer that does not exist")
+	res := gate(t, r, base, head)
+	gpu := fleetResult(t, res, "gpu-training")
+	if gpu.Status != "error" || len(gpu.Resolved)+len(gpu.Introduced)+len(gpu.Unchanged) != 0 {
+		t.Errorf("gpu-training: status %s, resolved %v, introduced %v", gpu.Status, rules(gpu.Resolved), rules(gpu.Introduced))
+	}
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error, "layers/gpu-v2: no such directory") {
+		t.Errorf("errors %+v", res.Errors)
+	}
+	if web := fleetResult(t, res, "web-serving"); web.Status != "unchanged" {
+		t.Errorf("web-serving: %s", web.Status)
+	}
+}
+
 const shmJob = `apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata: {name: pretrain, namespace: research}
