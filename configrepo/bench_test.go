@@ -15,6 +15,7 @@ import (
 // logind.conf.d, modules-load.d) and some they do not.
 func benchRepo(b *testing.B, fleets, files int) *gitRepo {
 	b.Helper()
+	requireGit(b)
 	t := &testing.T{}
 	r := &gitRepo{t: t, dir: b.TempDir()}
 	r.git("init", "-q", "-b", "main")

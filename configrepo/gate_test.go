@@ -24,12 +24,22 @@ type gitRepo struct {
 
 func newGitRepo(t *testing.T) *gitRepo {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("git is required: %v", err)
-	}
+	requireGit(t)
 	r := &gitRepo{t: t, dir: t.TempDir()}
 	r.git("init", "-q", "-b", "main")
 	return r
+}
+
+// requireGit skips a test on a machine without git, unless
+// FLEETAUDIT_REQUIRE_GIT is set (CI sets it, so there it fails instead).
+func requireGit(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("FLEETAUDIT_REQUIRE_GIT") != "" {
+			tb.Fatalf("git is required: %v", err)
+		}
+		tb.Skip("git is not installed; the gate's tests build real git repositories")
+	}
 }
 
 func (r *gitRepo) git(args ...string) string {
