@@ -54,9 +54,12 @@ type Result struct {
 	Base   RefInfo `json:"base"`
 	Head   RefInfo `json:"head"`
 	// Fleets are every fleet at base or head, sorted by name.
-	Fleets  []FleetResult `json:"fleets"`
-	Errors  []FleetError  `json:"errors"`
-	Summary Summary       `json:"summary"`
+	Fleets []FleetResult `json:"fleets"`
+	Errors []FleetError  `json:"errors"`
+	// Warnings are what the reader should know that is no error, e.g. a
+	// base whose fleetaudit.yaml was invalid and so counted as empty.
+	Warnings []string `json:"warnings,omitempty"`
+	Summary  Summary  `json:"summary"`
 }
 
 // RefInfo names one side of the change.
@@ -169,9 +172,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	base, err := g.side(ctx, opts.Base, filepath.Join(work, "base"))
 	var badManifest *manifestError
+	warning := ""
 	if errors.As(err, &badManifest) {
 		// A change that repairs fleetaudit.yaml is gated against nothing.
-		log.Warn("base has no valid manifest; every finding at head counts as introduced", "error", err)
+		warning = fmt.Sprintf("base has no valid %s, so every finding at head counts as introduced: %v", ManifestFile, err)
+		log.Warn(warning)
 		base, err = &side{co: badManifest.co, fleets: map[string]*fleetRun{}}, nil
 	}
 	if err != nil {
@@ -187,7 +192,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("%s inventory: %w", ManifestFile, err)
 		}
 	}
-	return g.compare(base, head, inv), nil
+	res := g.compare(base, head, inv)
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+	return res, nil
 }
 
 // manifestError is a checkout whose fleetaudit.yaml is invalid.

@@ -299,6 +299,9 @@ func TestBrokenManifestAtBaseIsGatedAgainstNothing(t *testing.T) {
 	if web.Status != "added" || !slices.Contains(rules(web.Introduced), "somaxconn-low") || len(res.Errors) != 0 {
 		t.Errorf("status %s introduced %v errors %v", web.Status, rules(web.Introduced), res.Errors)
 	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `unknown key "layer"`) {
+		t.Errorf("warnings %q: the report must say the base was counted as empty", res.Warnings)
+	}
 	// A broken manifest at head is an error: there is nothing to gate.
 	r.write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
 	if _, err := Run(context.Background(), Options{Repo: r.dir, Base: head, Fleets: testFleets(t)}); err == nil || !strings.Contains(err.Error(), `unknown key "layer"`) {

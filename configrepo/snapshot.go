@@ -142,27 +142,27 @@ func mergeBaseline(doc map[string]any, data []byte, repoPath string) error {
 			take(sec)
 		}
 	}
-	if loaded, ok := get(base, "modules", "loaded"); ok {
+	if loaded, ok := snapshot.Lookup(base, "modules.loaded"); ok {
 		set(doc, loaded, "modules", "loaded")
 		take("modules.loaded")
 	}
-	if id, _ := get(doc, "os", "id"); id == "" || id == nil {
+	if id, _ := snapshot.Lookup(doc, "os.id"); id == "" || id == nil {
 		if v, ok := base["os"]; ok {
 			doc["os"] = v
 			take("os")
 		}
 	}
-	if def, _ := get(doc, "logind", "remove_ipc_default"); def == true {
+	if def, _ := snapshot.Lookup(doc, "logind.remove_ipc_default"); def == true {
 		for _, k := range []string{"remove_ipc", "remove_ipc_default", "installed"} {
-			if v, ok := get(base, "logind", k); ok {
+			if v, ok := snapshot.Lookup(base, "logind."+k); ok {
 				set(doc, v, "logind", k)
 				take("logind." + k)
 			}
 		}
 	}
-	running, _ := get(doc, "sysctl", "running")
-	configured, _ := get(doc, "sysctl", "configured")
-	baseRunning, _ := get(base, "sysctl", "running")
+	running, _ := snapshot.Lookup(doc, "sysctl.running")
+	configured, _ := snapshot.Lookup(doc, "sysctl.configured")
+	baseRunning, _ := snapshot.Lookup(base, "sysctl.running")
 	if rm, ok := running.(map[string]any); ok {
 		cm, _ := configured.(map[string]any)
 		bm, _ := baseRunning.(map[string]any)
@@ -181,20 +181,6 @@ func mergeBaseline(doc map[string]any, data []byte, repoPath string) error {
 		doc["labels"] = merged
 	}
 	return nil
-}
-
-func get(doc map[string]any, path ...string) (any, bool) {
-	var cur any = doc
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[p]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func set(doc map[string]any, v any, path ...string) {

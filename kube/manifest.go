@@ -42,11 +42,6 @@ type Object struct {
 	Role string
 }
 
-// Source is the object's provenance as "file:line".
-func (o Object) Source() string {
-	return o.File + ":" + strconv.Itoa(o.Line)
-}
-
 // ManifestError is a manifest file, or a document in it, that could not be
 // read or is not a valid Kubernetes object.
 type ManifestError struct {

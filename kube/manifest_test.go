@@ -2,6 +2,7 @@ package kube
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -340,7 +341,7 @@ func TestReadManifests(t *testing.T) {
 	objs, errs := ReadManifests(fsys, "m")
 	var files []string
 	for _, o := range objs {
-		files = append(files, o.Source())
+		files = append(files, fmt.Sprintf("%s:%d", o.File, o.Line))
 	}
 	if diff := cmp.Diff([]string{"m/a.yml:1", "m/b.yaml:1", "m/sub/c.JSON:1", "m/z.yaml:1"}, files); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)

@@ -64,6 +64,9 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 			}
 		}
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&out, "\nwarning: %s\n", w)
+	}
 	if len(r.Errors) > 0 {
 		out.WriteString("\nCould not gate in full:\n")
 		for _, e := range r.Errors {
@@ -179,6 +182,9 @@ func (gateMarkdown) RenderGate(w io.Writer, r *configrepo.Result, _ Options) err
 			mdFindings(&out, f.Unchanged)
 			out.WriteString("\n</details>\n")
 		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&out, "\n> **Warning:** %s\n", mdCell(w))
 	}
 	if len(r.Errors) > 0 {
 		out.WriteString("\n**Could not gate in full:**\n\n")
