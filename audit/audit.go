@@ -173,7 +173,7 @@ func notAudited(f policies.Finding) bool {
 }
 
 // sourceCollector names errors about reaching a host at all.
-const sourceCollector = "source"
+const sourceCollector = snapshot.CollectorSource
 
 // snapshotFiles expands files and directories (their *.json, sorted). A
 // path that does not exist is a usage error.

@@ -56,12 +56,12 @@ func newFleetResolver(set *fleets.Set, inv *inventory.Inventory) *fleetResolver 
 	return r
 }
 
-func (r *fleetResolver) fleet(host string, labels map[string]string) string {
+func (r *fleetResolver) fleet(host string, doc map[string]any) string {
 	if r.set == nil {
 		return ""
 	}
 	facts := fleets.HostFacts{Name: host, Labels: map[string]string{}}
-	for k, v := range labels {
+	for k, v := range policies.LabelsOf(doc) {
 		facts.Labels[k] = v
 	}
 	if h, ok := r.hosts[host]; ok {

@@ -22,10 +22,11 @@ const MaxSnapshotBytes = 64 << 20
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// FleetOf names the fleet of a host from its name and labels ("" for
+	// FleetOf names the fleet of a host from its name and its snapshot in
+	// generic JSON form (labels, and facts such as GPUs present) ("" for
 	// none). Nil puts every host in fleet "". For a snapshot that cannot be
-	// read, the host is the file name without extension and labels are nil.
-	FleetOf func(host string, labels map[string]string) string
+	// read, the host is the file name without extension and doc is nil.
+	FleetOf func(host string, doc map[string]any) string
 	// Workers bounds how many hosts are evaluated at once; 0 means GOMAXPROCS.
 	Workers int
 	// Progress, if set, is called from worker goroutines after each host.
@@ -94,7 +95,7 @@ type hostResult struct {
 func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Report, error) {
 	fleetOf := opts.FleetOf
 	if fleetOf == nil {
-		fleetOf = func(string, map[string]string) string { return "" }
+		fleetOf = func(string, map[string]any) string { return "" }
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -167,7 +168,7 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 	return rep, nil
 }
 
-func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]string) string) hostResult {
+func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]any) string) hostResult {
 	doc, err := readSnapshot(file)
 	if err != nil {
 		host := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
@@ -179,7 +180,7 @@ func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, 
 		host = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		doc["host"] = host
 	}
-	run := HostRun{File: file, Host: host, Fleet: fleetOf(host, labelsOf(doc))}
+	run := HostRun{File: file, Host: host, Fleet: fleetOf(host, doc)}
 	fq, ok := e.fleets[run.Fleet]
 	if !ok {
 		return hostResult{run: run, err: fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)}
@@ -241,7 +242,8 @@ func readSnapshot(file string) (map[string]any, error) {
 	return doc, nil
 }
 
-func labelsOf(doc map[string]any) map[string]string {
+// LabelsOf returns a snapshot document's labels (string values only).
+func LabelsOf(doc map[string]any) map[string]string {
 	m, _ := doc["labels"].(map[string]any)
 	if len(m) == 0 {
 		return nil

@@ -13,8 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func fleetByLabel(host string, labels map[string]string) string {
-	if labels == nil && strings.HasPrefix(host, "gpu-") {
+func fleetByLabel(host string, doc map[string]any) string {
+	labels := LabelsOf(doc)
+	if doc == nil && strings.HasPrefix(host, "gpu-") {
 		return "gpu-training" // unreadable snapshot: only the name is known
 	}
 	return labels["fleet"]

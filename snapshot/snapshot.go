@@ -68,6 +68,12 @@ type Origin struct {
 	Collector string `json:"collector,omitempty"`
 }
 
+// CollectorSource names collection errors about reaching a host at all (no
+// snapshot file, an unreachable address, a root that is not a directory). A
+// snapshot with such an error holds no facts: its sections are empty because
+// nothing was read, not because the host has nothing.
+const CollectorSource = "source"
+
 // CollectionError is a source that a collector could not read or parse.
 type CollectionError struct {
 	Collector string `json:"collector"`
