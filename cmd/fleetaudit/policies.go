@@ -45,20 +45,19 @@ func newPoliciesCmd(a *app) *cobra.Command {
 		Use:   "test [DIR...]",
 		Short: "Run the _test.rego files of the built-in library and of DIRs, as opa test does",
 		Long: `test runs the Rego tests of the built-in library and of the given policy directories with
-OPA's tester, compiled with fleetaudit's capabilities (no network builtins). Output and exit
-status are opa test's: 0 when every test passes, 2 when one fails, 1 when the policies do
-not load or compile.`,
+OPA's tester, compiled with fleetaudit's capabilities (no network builtins). Output is opa
+test's. Exit status is fleetaudit's, as for every command: 0 when every test passes, 1 when
+one fails, 2 when the policies do not load or compile.`,
 		Example: `  fleetaudit policies test ./site-policies
   fleetaudit policies test -v`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			verbose, _ := cmd.Flags().GetBool("verbose")
 			pass, err := policies.RunTests(cmd.Context(), a.out, append(a.v.GetStringSlice("policies"), args...), verbose)
 			if err != nil {
-				fmt.Fprintf(a.err, "fleetaudit: %v\n", err)
-				return exitCodeError{1}
+				return err
 			}
 			if !pass {
-				return exitCodeError{2}
+				return exitCodeError{exitFindings}
 			}
 			return nil
 		},

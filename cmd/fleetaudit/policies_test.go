@@ -117,13 +117,13 @@ func TestWritingPoliciesExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runCLI(t, nil, "policies", "test", dir)
-	if r.code != 2 || !strings.Contains(r.stdout, "FAIL: 1/") || !strings.Contains(r.stdout, "test_wrong") {
-		t.Errorf("a failing test: exit %d, want 2 as opa test\n%s", r.code, r.stdout)
+	if r.code != exitFindings || !strings.Contains(r.stdout, "FAIL: 1/") || !strings.Contains(r.stdout, "test_wrong") {
+		t.Errorf("a failing test: exit %d, want %d as for findings in every command\n%s", r.code, exitFindings, r.stdout)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "broken.rego"), []byte("package x\n\ny if {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := runCLI(t, nil, "policies", "test", dir); r.code != 1 || !strings.Contains(r.stderr, "broken.rego") {
-		t.Errorf("a broken policy: exit %d, want 1\n%s", r.code, r.stderr)
+	if r := runCLI(t, nil, "policies", "test", dir); r.code != exitError || !strings.Contains(r.stderr, "broken.rego") {
+		t.Errorf("a broken policy: exit %d, want %d as for errors in every command\n%s", r.code, exitError, r.stderr)
 	}
 }
