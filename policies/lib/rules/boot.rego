@@ -54,7 +54,7 @@ foll_longterm_min_driver := data.fleetaudit.params.foll_longterm_min_driver
 hugetlb_cma_on_gpu contains f if {
 	not data.fleetaudit.params.hugetlb_cma_allowed
 	some param in cma_params
-	where := [w | some w in ["running", "configured"]; nonzero_size(input.boot[w].params[param])]
+	where := [w | some w in ["running", "configured"]; reserves(param, input.boot[w].params[param])]
 	count(where) > 0
 	value := input.boot[where[0]].params[param]
 	f := {
@@ -65,11 +65,61 @@ hugetlb_cma_on_gpu contains f if {
 	}
 }
 
-# nonzero_size is true when a memparse size list ("6G", "0:1G,1:1G",
-# "64M@0-4G", "0x4000000") reserves memory on some node.
+# Sizes are read as the kernel reads them, and the kernel never rejects one:
+# it takes what it can parse and silently ignores the rest.
+#
+# memparse() (lib/cmdline.c) is simple_strtoull(s, &end, 0): hex after "0x"
+# when a hex digit follows, octal after a leading 0 (so "08G" is 0), decimal
+# otherwise, stopping at the first character that is not a digit of that
+# base; then one suffix letter of KMGTPE shifts the value. Nothing after that
+# is checked, so "6G:" and "6G;x:y" are 6G. The value is non-zero exactly when
+# the digits read hold a non-zero digit. (A shift that overflows 64 bits, as
+# in "16E", reads as 0 in the kernel and still fires here: no real
+# configuration writes it, and firing is the safe side.)
+memparse_nonzero(s) if regex.match(`^(0[xX]0*[1-9a-fA-F]|0[0-7]*[1-7]|[1-9])`, s)
+
+# reserves is true when the kernel reads a non-zero size for the param.
+# cma= (kernel/dma/contiguous.c early_cma) is memparse(size) before "@".
+reserves("cma", v) if memparse_nonzero(v)
+
+reserves("hugetlb_cma", v) if nonzero_size(v)
+
+# nonzero_size is true when hugetlb_cma=v reserves memory on some node, as
+# cmdline_parse_hugetlb_cma (mm/hugetlb_cma.c, before that mm/hugetlb.c)
+# reads v: "nn[KMGTPE]" or "<node>:nn[KMGTPE][,<node>:nn[KMGTPE]...]".
+# Per comma-separated part, in order:
+#   - "<decimal>:" starts a node size, read by memparse; the next part is
+#     read only when that size ends exactly at the comma;
+#   - a part that starts with a digit but is not a node makes the whole
+#     value one global size, memparse(v) from its start ("6G;x:y" is 6G);
+#   - a part that does not start with a digit ends the parse ("x:6G" is 0).
+# The kernel may still drop a size read here (a node offline or beyond
+# MAX_NUMNODES, a size below one gigantic page, or a global size after node
+# sizes, which overwrites their total): those depend on the machine and the
+# kernel version, so a size read non-zero fires.
 nonzero_size(v) if {
-	some part in split(v, ",")
-	regex.match(`^([0-9]+:)?(0[xX]0*[1-9a-fA-F]|0*[1-9])[^:]*$`, part)
+	parts := split(v, ",")
+	some i, part in parts
+	reached(parts, i)
+	regex.match(`^[0-9]+:(0[xX]0*[1-9a-fA-F]|0[0-7]*[1-7]|[1-9])`, part)
+}
+
+nonzero_size(v) if {
+	parts := split(v, ",")
+	some i, part in parts
+	reached(parts, i)
+	not regex.match(`^[0-9]+:`, part)
+	regex.match(`^[0-9]`, part)
+	memparse_nonzero(v)
+}
+
+# reached: every part before parts[i] is a node size that ends at its comma.
+reached(parts, i) if {
+	count([j |
+		some j, p in parts
+		j < i
+		not regex.match(`^[0-9]+:(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)?[KkMmGgTtPpEe]?$`, p)
+	]) == 0
 }
 
 # Why a pinned page in CMA turns into a failed registration on this host.

@@ -99,6 +99,51 @@ test_nonzero_sizes if {
 	}
 }
 
+# The kernel's documentation of hugetlb_cma=: "Format: nn[KMGTPE] or (node
+# format) <node>:nn[KMGTPE][,<node>:nn[KMGTPE]]", with the examples of the
+# commit that added it (hugetlb_cma=10G) and of its per-node form
+# (hugetlb_cma=0:1G,1:1G). cma=: "nn[MG]@[start[KMG][-end[KMG]]]".
+test_kernel_documentation_examples if {
+	every v in ["10G", "2G", "0:1G,1:1G", "1:1G", "512M", "1T", "1P", "1E", "4096k", "0:0,1:1G"] {
+		boot.reserves("hugetlb_cma", v)
+	}
+	every v in ["64M@0-4G", "64M", "1G@4G"] {
+		boot.reserves("cma", v)
+	}
+}
+
+# memparse stops at the first character that is neither a digit nor a size
+# suffix and nothing checks what follows: the kernel reserves 6G for each.
+test_trailing_garbage_is_what_memparse_reads if {
+	every v in ["6G:", "6G;x:y", "6G:0", "6Gx", "6G 0", "6G@", "1:6G;x", "0:0,1:6G:", "0x1:6G", "010", "20%"] {
+		boot.nonzero_size(v)
+	}
+}
+
+test_trailing_garbage_reaches_the_finding if {
+	every v in ["6G:", "6G;x:y"] {
+		[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as with_boot({"hugetlb_cma": v}, {})]
+		f.fix.set == {"hugetlb_cma": "0"}
+	}
+}
+
+# What the kernel reads as 0 on every node: a leading non-digit ends the
+# parse, octal stops at 8, and a node list stops at the first part that does
+# not end at its comma.
+test_kernel_reads_zero if {
+	every v in ["x:6G", "G", "-6G", "+6G", "08G", "0x", "0xG", "0:0;1:6G", "0:0,x,1:6G", "1:0,x", "0:08G,1:6G", "0;6G"] {
+		not boot.nonzero_size(v)
+	}
+}
+
+# cma= has no node syntax: "0:1G" is memparse("0:1G"), 0.
+test_cma_is_plain_memparse if {
+	not boot.reserves("cma", "0:1G")
+	boot.reserves("hugetlb_cma", "0:1G")
+	boot.reserves("cma", "6G;x:y")
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as with_boot({"cma": "0:1G"}, {})
+}
+
 test_absent_param_passes if {
 	host := with_boot({"iommu": "pt"}, {})
 	count(boot.hugetlb_cma_on_gpu) == 0 with input as host
