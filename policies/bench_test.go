@@ -66,7 +66,7 @@ func BenchmarkEvalHost(b *testing.B) {
 				b.Fatal(err)
 			}
 			host := doc["host"].(string)
-			if _, err := ps.findings(rs, func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }, "gpu-training", nil); err != nil {
+			if _, err := ps.findings(rs, func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }, "gpu-training", nil, nil); err != nil {
 				b.Fatal(err)
 			}
 			i++

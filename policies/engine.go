@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -83,6 +84,32 @@ type Engine struct {
 type fleetQueries struct {
 	host, fleet *preparedScope
 	severity    map[string]string
+
+	// What single needs to prepare one rule's query, when a host's
+	// evaluation ran out of its budget and each rule runs alone.
+	compiler *ast.Compiler
+	caps     *ast.Capabilities
+	store    storage.Store
+	mu       sync.Mutex
+	singles  map[string]*preparedScope
+}
+
+// single returns the prepared query of one rule alone, prepared on first use.
+func (fq *fleetQueries) single(ctx context.Context, r *Rule) (*preparedScope, error) {
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	if ps, ok := fq.singles[r.ID]; ok {
+		return ps, nil
+	}
+	ps, err := prepare(ctx, fq.compiler, fq.caps, fq.store, []*Rule{r})
+	if err != nil {
+		return nil, err
+	}
+	if fq.singles == nil {
+		fq.singles = map[string]*preparedScope{}
+	}
+	fq.singles[r.ID] = ps
+	return ps, nil
 }
 
 // preparedScope is one prepared query binding each enabled rule of a scope
@@ -211,7 +238,7 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 	if err != nil {
 		return nil, err
 	}
-	fq := fleetQueries{severity: maps.Clone(fc.Severity)}
+	fq := &fleetQueries{severity: maps.Clone(fc.Severity), compiler: c, caps: caps, store: store}
 	for _, scope := range []Scope{ScopeHost, ScopeFleet} {
 		var rules []*Rule
 		for _, r := range enabled {
@@ -229,7 +256,7 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 			fq.fleet = ps
 		}
 	}
-	return &fq, nil
+	return fq, nil
 }
 
 // prepare builds the query "r0 = data...rule0; r1 = data...rule1; ..." so one

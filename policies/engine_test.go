@@ -471,7 +471,7 @@ func TestUserPolicyLoadErrorsNameFileAndLine(t *testing.T) {
 		},
 		"duplicate id": {
 			src: "package fleetaudit.rules.x\n\n# METADATA\n# title: t\n# description: d\n# related_resources: [{ref: \"https://example.com\"}]\n" +
-				"# custom: {id: removeipc-enabled, severity: low, profiles: [all], remediation: r, facts: [x]}\n" +
+				"# custom: {id: removeipc-enabled, severity: low, profiles: [all], remediation: r, facts: [host]}\n" +
 				"removeipc_enabled contains {\"msg\": \"x\"} if input.x\n",
 			want: `p\.rego:3: rule id removeipc-enabled is already used by data\.fleetaudit\.rules\.logind\.removeipc_enabled \(policies/lib/rules/logind\.rego:\d+\)`,
 		},
@@ -511,7 +511,7 @@ func TestMalformedFindingsAreErrors(t *testing.T) {
 	rule := func(id, body string) string {
 		name := strings.ReplaceAll(id, "-", "_")
 		return "\n# METADATA\n# title: t\n# description: d\n# related_resources: [{ref: \"https://example.com\"}]\n" +
-			"# custom: {id: " + id + ", severity: low, profiles: [all], remediation: r, facts: [x]}\n" +
+			"# custom: {id: " + id + ", severity: low, profiles: [all], remediation: r, facts: [host]}\n" +
 			name + " contains f if { " + body + " }\n"
 	}
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unique"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -18,65 +19,144 @@ import (
 
 // EvalHost evaluates the host rules enabled for fleet against one snapshot
 // in its generic JSON form (numbers as json.Number or float64). Findings
-// come sorted by rule id, then in the rule's own (deterministic) order.
+// come sorted by rule id, then in the rule's own (deterministic) order. A
+// rule whose facts were not collected on the host does not fire (see
+// coverage).
 func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string) ([]Finding, error) {
+	ev, err := e.evalHost(ctx, doc, fleet, 0)
+	return ev.findings, err
+}
+
+// hostEval is one host's evaluation.
+type hostEval struct {
+	findings []Finding
+	// skipped are rules that did not run for lack of data; timedOut rules
+	// that did not finish within the budget.
+	skipped, timedOut []string
+}
+
+// evalHost is EvalHost with an evaluation budget (0: none). When the
+// budget runs out, each rule is evaluated alone with the same budget, so
+// the findings of the rules that finish are kept and the ones that do not
+// are named.
+func (e *Engine) evalHost(ctx context.Context, doc map[string]any, fleet string, budget time.Duration) (hostEval, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return hostEval{}, err
 	}
 	fq, ok := e.fleets[fleet]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
+		return hostEval{}, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
 	}
 	if fq.host == nil {
-		return nil, nil
+		return hostEval{}, nil
 	}
 	input, err := ast.InterfaceToValue(ruleInput(doc))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
+		return hostEval{}, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
-	rs, err := fq.host.query.Eval(ctx, rego.EvalParsedInput(input))
-	if err != nil {
-		return nil, err
-	}
+	cov := coverageOf(doc)
 	host, _ := doc["host"].(string)
-	return fq.host.findings(rs, func(*Rule, map[string]any) (string, map[string]any, error) {
-		return host, doc, nil
-	}, fleet, fq.severity)
+	of := func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }
+	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
+	ev := hostEval{skipped: cov.skipped(fq.host.rules)}
+	ev.findings, ev.timedOut, err = fq.evalWithin(ctx, fq.host, input, budget, of, fleet, admit)
+	return ev, err
+}
+
+// evalWithin evaluates a scope's rules in one query within budget (0:
+// none) and, when the budget runs out, each rule alone within it, returning
+// the rules that still do not finish.
+func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc) ([]Finding, []string, error) {
+	rs, err := evalBudget(ctx, ps, input, budget)
+	if err == nil {
+		findings, err := ps.findings(rs, of, fleet, fq.severity, admit)
+		return findings, nil, err
+	}
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return nil, nil, err
+	}
+	var out []Finding
+	var slow []string
+	var errs []error
+	for _, r := range ps.rules {
+		one, err := fq.single(ctx, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+			continue
+		}
+		rs, err := evalBudget(ctx, one, input, budget)
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			slow = append(slow, r.ID)
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		}
+		findings, err := one.findings(rs, of, fleet, fq.severity, admit)
+		out = append(out, findings...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, slow, errors.Join(errs...)
+}
+
+// evalBudget runs a prepared query within budget (0: none). A query the
+// budget stopped fails with an error wrapping context.DeadlineExceeded.
+func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
+	if budget <= 0 {
+		return ps.query.Eval(ctx, rego.EvalParsedInput(input))
+	}
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	rs, err := ps.query.Eval(bctx, rego.EvalParsedInput(input))
+	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+		// OPA reports the cancellation as its own error type.
+		return nil, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	}
+	return rs, err
 }
 
 // EvalFleet evaluates the fleet-wide rules enabled for fleet over the
 // projections (see Project) of its hosts. Host names must be unique.
-// Findings come sorted by host, then rule id.
+// Findings come sorted by host, then rule id. A finding about a host whose
+// facts for the rule were not collected is withheld, as in EvalHost.
 func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
+	findings, _, err := e.evalFleet(ctx, fleet, hosts, 0)
+	return findings, err
+}
+
+// evalFleet is EvalFleet with an evaluation budget for the whole fleet (0:
+// none); it also returns the rules that did not finish within it.
+func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string]any, budget time.Duration) ([]Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fq, ok := e.fleets[fleet]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
 	}
 	if fq.fleet == nil || len(hosts) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	byName := make(map[string]map[string]any, len(hosts))
 	list := make([]any, len(hosts))
 	for i, h := range hosts {
 		name, _ := h["host"].(string)
 		if _, dup := byName[name]; dup {
-			return nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
+			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
 		}
 		byName[name] = h
 		list[i] = ruleInput(h) // provenance stays in h, for evidence
 	}
 	input, err := ast.InterfaceToValue(map[string]any{"fleet": fleet, "hosts": list})
 	if err != nil {
-		return nil, fmt.Errorf("fleet projection as Rego input: %w", err)
+		return nil, nil, fmt.Errorf("fleet projection as Rego input: %w", err)
 	}
-	rs, err := fq.fleet.query.Eval(ctx, rego.EvalParsedInput(input))
-	if err != nil {
-		return nil, err
-	}
-	findings, err := fq.fleet.findings(rs, func(r *Rule, f map[string]any) (string, map[string]any, error) {
+	of := func(r *Rule, f map[string]any) (string, map[string]any, error) {
 		name, ok := f["host"].(string)
 		if !ok {
 			return "", nil, fmt.Errorf("rule %s: a fleet-wide finding needs \"host\" naming the deviating host", r.ID)
@@ -86,20 +166,33 @@ func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string
 			return "", nil, fmt.Errorf("rule %s: finding names host %q, which is not in fleet %q", r.ID, name, fleet)
 		}
 		return name, doc, nil
-	}, fleet, fq.severity)
+	}
+	covs := map[string]*coverage{}
+	admit := func(r *Rule, f *Finding) bool {
+		c, ok := covs[f.Host]
+		if !ok {
+			c = coverageOf(byName[f.Host])
+			covs[f.Host] = c
+		}
+		return c.admits(r, f)
+	}
+	findings, slow, err := fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
 	if err != nil {
-		return nil, err
+		return nil, slow, err
 	}
 	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Host < findings[j].Host })
-	return findings, nil
+	return findings, slow, nil
 }
 
 // hostOf says which host a finding value is about and which document its
 // evidence resolves against.
 type hostOf func(r *Rule, f map[string]any) (string, map[string]any, error)
 
+// admitFunc says whether a finding rests on collected data; nil admits all.
+type admitFunc func(r *Rule, f *Finding) bool
+
 // findings decodes the query result; severity holds the fleet's overrides.
-func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, severity map[string]string) ([]Finding, error) {
+func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("policy query returned %d results, want 1", len(rs))
 	}
@@ -115,6 +208,9 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 			f, err := r.finding(v, of, fleet)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+				continue
+			}
+			if admit != nil && !admit(r, &f) {
 				continue
 			}
 			if s, ok := severity[r.ID]; ok && s != f.Severity {
@@ -190,7 +286,8 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 
 // evidence resolves a fact path in a snapshot: its value, and its source
 // from the snapshot's sources, falling back to the nearest ancestor path
-// that has one.
+// that has one, else to the sources of the facts below it (a rule citing
+// "boot.running.params" as a whole: each param has its own source).
 func evidence(doc map[string]any, fact string) Evidence {
 	ev := Evidence{Fact: fact}
 	// A copy with interned strings: findings outlive the snapshot they came
@@ -202,13 +299,23 @@ func evidence(doc map[string]any, fact string) Evidence {
 	for p := fact; p != ""; {
 		if s, ok := sources[p].(string); ok {
 			ev.Source = unique.Make(s).Value()
-			break
+			return ev
 		}
 		i := strings.LastIndexByte(p, '.')
 		if i < 0 {
 			break
 		}
 		p = p[:i]
+	}
+	var below []string
+	for k, s := range sources {
+		if s, ok := s.(string); ok && pathPrefix(fact, k) && !slices.Contains(below, s) {
+			below = append(below, s)
+		}
+	}
+	if len(below) > 0 {
+		slices.Sort(below)
+		ev.Source = unique.Make(strings.Join(below, ", ")).Value()
 	}
 	return ev
 }

@@ -29,13 +29,17 @@ func related(pattern, p []string) bool {
 }
 
 // Project keeps what fleet-wide rules need from a host snapshot: host,
-// labels, the facts their METADATA declares, and the sources of those facts.
+// labels, errors, the facts their METADATA declares, and the sources of those facts.
 // Fleet rules see a list of these, so the full snapshots need not stay in
 // memory for the fleet pass. The projection shares values with doc.
 func (e *Engine) Project(doc map[string]any) map[string]any {
 	out := map[string]any{"host": doc["host"]}
 	if l, ok := doc["labels"]; ok {
 		out["labels"] = l
+	}
+	if errs, ok := doc["errors"].([]any); ok && len(errs) > 0 {
+		// What could not be collected decides which findings stand.
+		out["errors"] = errs
 	}
 	for _, f := range e.facts {
 		project(doc, f, out)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // Scope says what a rule sees as input.
@@ -47,6 +49,10 @@ type Rule struct {
 	Builtin bool `json:"builtin"`
 
 	ref ast.Ref
+	// facts are Facts split at dots; sections the snapshot sections they
+	// read (first elements, meta keys and "*" left out).
+	facts    [][]string
+	sections []string
 }
 
 // AppliesTo reports whether the rule runs for a fleet following profiles.
@@ -226,6 +232,14 @@ func ruleFromAnnotations(a *ast.Annotations, ref ast.Ref, scope Scope) (*Rule, e
 	if r.Facts, ok = customStrings(a.Custom, "facts"); !ok {
 		missing("custom.facts (the fact paths the rule reads)")
 	}
+	for _, f := range r.Facts {
+		// A path no snapshot holds is a typo: the rule would be skipped or
+		// judged on nothing without anyone noticing.
+		if err := snapshot.CheckFactPath(f); err != nil {
+			problems = append(problems, "custom.facts: "+err.Error())
+		}
+	}
+	r.setFacts()
 	if s, ok := customString(a.Custom, "scope"); ok && Scope(s) != scope {
 		problems = append(problems, fmt.Sprintf("custom.scope %q contradicts the package, which makes it a %s rule", s, scope))
 	}

@@ -3,17 +3,20 @@ package policies
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -31,7 +34,16 @@ type RunOptions struct {
 	Workers int
 	// Progress, if set, is called from worker goroutines after each host.
 	Progress func(done, total int)
+	// HostTimeout bounds the evaluation of one host's rules, and of one
+	// fleet's fleet-wide rules: a user rule can loop for hours. A rule that
+	// does not finish within it is a collection-error finding for the host
+	// (a failure for the fleet), and the findings of the other rules are
+	// kept. 0 means DefaultHostTimeout; negative means no limit.
+	HostTimeout time.Duration
 }
+
+// DefaultHostTimeout is RunOptions.HostTimeout when it is 0.
+const DefaultHostTimeout = 10 * time.Second
 
 // Report is the result of Run.
 type Report struct {
@@ -45,11 +57,21 @@ type Report struct {
 	Failures []Failure `json:"failures,omitempty"`
 }
 
-// HostRun says which host and fleet a snapshot file was audited as.
+// HostRun says which host and fleet a snapshot file was audited as, and
+// what of it could not be audited.
 type HostRun struct {
 	File  string `json:"file"`
 	Host  string `json:"host"`
 	Fleet string `json:"fleet"`
+	// Unread says why nothing of the host was read (an unreadable snapshot
+	// file, a snapshot.CollectorSource error); "" when it was read. An
+	// unread host gets collection-error findings and nothing else.
+	Unread string `json:"unread,omitempty"`
+	// Skipped are the rules that did not run on the host because facts
+	// they read were not collected.
+	Skipped []string `json:"skipped,omitempty"`
+	// TimedOut are the rules that did not finish within the budget.
+	TimedOut []string `json:"timed_out,omitempty"`
 }
 
 // Failure is a host or fleet that could not be evaluated (a rule failed at
@@ -101,6 +123,10 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	budget := opts.HostTimeout
+	if budget == 0 {
+		budget = DefaultHostTimeout
+	}
 	results := make([]hostResult, len(files))
 	var done atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -110,7 +136,7 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 			break
 		}
 		g.Go(func() error {
-			results[i] = e.runHost(gctx, file, fleetOf)
+			results[i] = e.runHost(gctx, file, fleetOf, budget)
 			if opts.Progress != nil {
 				opts.Progress(int(done.Add(1)), len(files))
 			}
@@ -151,7 +177,12 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 	g.SetLimit(workers)
 	for i, fleet := range fleets {
 		g.Go(func() error {
-			fleetFindings[i], fleetErrs[i] = e.EvalFleet(gctx, fleet, members[fleet])
+			var slow []string
+			fleetFindings[i], slow, fleetErrs[i] = e.evalFleet(gctx, fleet, members[fleet], budget)
+			if len(slow) > 0 {
+				fleetErrs[i] = errors.Join(fleetErrs[i], fmt.Errorf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
+					plural(len(slow), "rule", "rules"), strings.Join(slow, ", "), budget, plural(len(slow), "its", "their")))
+			}
 			return nil
 		})
 	}
@@ -168,11 +199,11 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 	return rep, nil
 }
 
-func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]any) string) hostResult {
+func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]any) string, budget time.Duration) hostResult {
 	doc, err := readSnapshot(file)
 	if err != nil {
 		host := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-		run := HostRun{File: file, Host: host, Fleet: fleetOf(host, nil)}
+		run := HostRun{File: file, Host: host, Fleet: fleetOf(host, nil), Unread: err.Error()}
 		return hostResult{run: run, findings: []Finding{e.unreadable(run, err)}}
 	}
 	host, _ := doc["host"].(string)
@@ -186,11 +217,40 @@ func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, 
 		return hostResult{run: run, err: fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)}
 	}
 	res := hostResult{run: run}
-	res.findings, res.err = e.EvalHost(ctx, doc, run.Fleet)
-	if fq.fleet != nil {
+	ev, err := e.evalHost(ctx, doc, run.Fleet, budget)
+	res.findings, res.err = ev.findings, err
+	res.run.Skipped, res.run.TimedOut = ev.skipped, ev.timedOut
+	for _, id := range ev.timedOut {
+		res.findings = append(res.findings, e.overBudget(res.run, e.byID[id], budget))
+	}
+	res.run.Unread = coverageOf(doc).unread
+	if fq.fleet != nil && res.run.Unread == "" {
+		// An unread host has no facts to compare: it would only drag the
+		// fleet's majority towards empty values.
 		res.proj = e.Project(doc)
 	}
 	return res
+}
+
+// overBudget is the collection-error finding for a rule that did not finish
+// on a host within the evaluation budget: its findings there are unknown.
+func (e *Engine) overBudget(run HostRun, slow *Rule, budget time.Duration) Finding {
+	r := e.byID["collection-error"]
+	return Finding{
+		Rule:     r.ID,
+		Severity: r.Severity,
+		Title:    r.Title,
+		Host:     run.Host,
+		Fleet:    run.Fleet,
+		Message:  fmt.Sprintf("rule %s did not finish within %s; its findings for this host are unknown", slow.ID, budget),
+		Evidence: []Evidence{{
+			Fact:   "host",
+			Value:  run.Host,
+			Source: slow.Location,
+		}},
+		Remediation: r.Remediation,
+		References:  slices.Clone(r.References),
+	}
 }
 
 // unreadable is the collection-error finding for a snapshot file that could
@@ -215,17 +275,18 @@ func (e *Engine) unreadable(run HostRun, err error) Finding {
 	}
 }
 
-// readSnapshot reads one snapshot file into its generic JSON form.
+// readSnapshot reads one snapshot file into its generic JSON form. Only a
+// regular file is read, and at most MaxSnapshotBytes of it (a FIFO or a
+// link to /dev/zero is an error, not a hang). Members of the wrong type are
+// removed and become entries of the snapshot's errors (see
+// snapshot.Validate), so the host is reported, never dropped.
 func readSnapshot(file string) (map[string]any, error) {
-	st, err := os.Stat(file)
+	b, err := safeio.ReadFile(file, MaxSnapshotBytes)
 	if err != nil {
-		return nil, err
-	}
-	if st.Mode().IsRegular() && st.Size() > MaxSnapshotBytes {
-		return nil, fmt.Errorf("%d bytes, over the %d byte limit", st.Size(), MaxSnapshotBytes)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the finding names the file already
+		}
 		return nil, err
 	}
 	var doc map[string]any
@@ -238,6 +299,13 @@ func readSnapshot(file string) (map[string]any, error) {
 	schema, _ := doc["schema"].(string)
 	if err := snapshot.CheckSchema(schema); err != nil {
 		return nil, err
+	}
+	if bad := snapshot.Validate(doc); len(bad) > 0 {
+		errs, _ := doc["errors"].([]any)
+		for _, e := range bad {
+			errs = append(errs, map[string]any{"collector": e.Collector, "path": e.Path, "reason": e.Reason})
+		}
+		doc["errors"] = errs
 	}
 	return doc, nil
 }
@@ -255,4 +323,11 @@ func LabelsOf(doc map[string]any) map[string]string {
 		}
 	}
 	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -76,7 +76,7 @@ func TestRun(t *testing.T) {
 	}
 	want := []string{
 		"gpu-2 hugetlb-cma-on-gpu critical",
-		"stray unknown-fleet medium",
+		"stray unknown-fleet high", // a host with GPUs in no fleet
 		"gpu-broken collection-error medium",
 		"gpu-future collection-error medium",
 		// fleet-wide, after the hosts: 2.20.5 on 3 of 4 hosts (the second

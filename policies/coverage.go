@@ -1,0 +1,142 @@
+package policies
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// No finding without data. A rule declares the fact paths it reads
+// (custom.facts); the first element of each is the snapshot section it
+// reads. Per host the engine decides which sections were collected:
+//
+//   - A host whose errors include a snapshot.CollectorSource error was not
+//     read at all: none of its sections were collected, labels included. Only
+//     rules that read nothing but the auditor's own keys (metaSections: the
+//     errors, host name, source) run, which is collection-error.
+//   - Otherwise a section is collected when the document has it, or when the
+//     writer leaves it out when empty (labels, pods: absent means none).
+//   - A member of the wrong type, removed on decode (a "snapshot" error naming
+//     its fact path), was not collected either: a rule whose facts lie on,
+//     above or below it does not run.
+//
+// A rule any of whose sections was not collected does not fire on the host:
+// its findings are dropped and the rule is listed in HostRun.Skipped. A
+// section whose collector recorded an error (errors[].collector is the
+// section's name) is partly unread: a finding citing a fact of that section
+// whose value is absent is withheld, since the absence may be what could not
+// be read; the collection-error finding already reports the blind spot. A
+// fact that was collected and is absent (a limits section with no memlock
+// line) still fires.
+
+// metaSections are written by the auditor, not read from the host, so they
+// are known even for a host that could not be read.
+var metaSections = map[string]bool{
+	"schema": true, "host": true, "collected_at": true, "source": true, "sources": true, "errors": true,
+}
+
+// setFacts splits the rule's fact paths and lists the sections they read.
+func (r *Rule) setFacts() {
+	r.facts, r.sections = nil, nil
+	for _, f := range r.Facts {
+		parts := splitPath(f)
+		r.facts = append(r.facts, parts)
+		if s := parts[0]; s != "*" && !metaSections[s] && !slices.Contains(r.sections, s) {
+			r.sections = append(r.sections, s)
+		}
+	}
+}
+
+// coverage is what was collected of one host: a snapshot document or its
+// fleet projection (which keeps the errors and the sections fleet rules
+// read, so the answer is the same).
+type coverage struct {
+	doc map[string]any
+	// unread says why nothing was read; "" when the host was read.
+	unread string
+	// partial are sections whose collector recorded an error.
+	partial map[string]bool
+	// removed are fact paths of members removed on decode.
+	removed [][]string
+}
+
+func coverageOf(doc map[string]any) *coverage {
+	c := &coverage{doc: doc}
+	errs, _ := doc["errors"].([]any)
+	for _, x := range errs {
+		e, _ := x.(map[string]any)
+		collector, _ := e["collector"].(string)
+		path, _ := e["path"].(string)
+		switch {
+		case collector == snapshot.CollectorSource:
+			if c.unread == "" {
+				reason, _ := e["reason"].(string)
+				c.unread = strings.TrimPrefix(path+": "+reason, ": ")
+			}
+		case collector == snapshot.CollectorSnapshot:
+			if p := splitPath(path); snapshot.IsSection(p[0]) {
+				c.removed = append(c.removed, p)
+				c.partly(p[0])
+			}
+		case snapshot.IsSection(collector):
+			c.partly(collector)
+		}
+	}
+	return c
+}
+
+func (c *coverage) partly(section string) {
+	if c.partial == nil {
+		c.partial = map[string]bool{}
+	}
+	c.partial[section] = true
+}
+
+// runs reports whether every section r reads was collected.
+func (c *coverage) runs(r *Rule) bool {
+	for _, s := range r.sections {
+		if c.unread != "" {
+			return false
+		}
+		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) {
+			return false
+		}
+	}
+	for _, p := range c.removed {
+		for _, f := range r.facts {
+			if related(f, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// admits reports whether finding f of rule r rests on collected data.
+func (c *coverage) admits(r *Rule, f *Finding) bool {
+	if !c.runs(r) {
+		return false
+	}
+	if c.partial == nil {
+		return true
+	}
+	for _, ev := range f.Evidence {
+		section, _, _ := strings.Cut(ev.Fact, ".")
+		if ev.Value == nil && c.partial[section] {
+			return false
+		}
+	}
+	return true
+}
+
+// skipped lists the ids of rules that do not run on the host.
+func (c *coverage) skipped(rules []*Rule) []string {
+	var out []string
+	for _, r := range rules {
+		if !c.runs(r) {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
