@@ -111,6 +111,14 @@ func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot,
 	snap.Source = snapshot.Origin{Kind: opts.Kind, Root: opts.RootLabel, Collector: opts.Version}
 	c := &collection{ctx: ctx, src: src, snap: snap, opts: opts}
 	snap.Host = opts.Hostname
+	if _, err := src.ReadDir("."); err != nil {
+		// Every read would fail the same way (a root of mode 000 read
+		// unprivileged): one error saying the host was not read, instead of
+		// a snapshot of per-file failures and no host name.
+		c.fail(snapshot.CollectorSource, rootName(opts.RootLabel), fmt.Errorf("cannot read the root: %w", rootCause(err)))
+		snap.Normalize()
+		return snap, nil
+	}
 	if snap.Host == "" {
 		snap.Host = c.hostname()
 	}
@@ -125,6 +133,33 @@ func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot,
 		return strings.Compare(a.Collector+"\x00"+a.Path, b.Collector+"\x00"+b.Path)
 	})
 	return snap, nil
+}
+
+// Unread returns the error that kept Collect from reading the source at all
+// (its root cannot be listed), or nil when the snapshot was collected.
+func Unread(snap *snapshot.Snapshot) *snapshot.CollectionError {
+	for i, e := range snap.Errors {
+		if e.Collector == snapshot.CollectorSource {
+			return &snap.Errors[i]
+		}
+	}
+	return nil
+}
+
+func rootName(label string) string {
+	if label == "" {
+		return "/"
+	}
+	return label
+}
+
+// rootCause drops the Source's name for its root ("/.") from err.
+func rootCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // runFamily keeps one family's bug from losing the rest of the snapshot.

@@ -261,6 +261,10 @@ func (s *libraryScan) embeddedVersion(file string) (string, bool) {
 		return "", false
 	}
 	defer f.Close()
+	if err := checkRegular(f, file); err != nil {
+		s.c.fail("libraries", file, err)
+		return "", false
+	}
 	v, _, err := scanNCCLVersion(ctxScanReader{s.c.ctx, f}, ncclScanLimit, ncclScanChunk)
 	if err != nil {
 		s.c.fail("libraries", file, fmt.Errorf("scanning for the NCCL version: %w", err))

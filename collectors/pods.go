@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/kube"
 )
 
@@ -26,13 +27,14 @@ func collectPods(c *collection) {
 			c.fail("pods", name, err)
 			continue
 		}
-		// Read through os.DirFS so kube names files relative to dir, and
-		// name them as the user did by joining dir back.
+		// Read through a DirFS so kube names files relative to dir, and
+		// name them as the user did by joining dir back; safeio's never
+		// blocks on a FIFO or reads a device.
 		dir, root := name, "."
 		if !info.IsDir() {
 			dir, root = filepath.Dir(name), filepath.Base(name)
 		}
-		objs, errs := kube.ReadManifests(os.DirFS(dir), root)
+		objs, errs := kube.ReadManifests(safeio.DirFS(dir), root)
 		c.addPods(objs, errs, name, func(file string) string { return filepath.Join(dir, filepath.FromSlash(file)) })
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // Source is where collectors read from. Names are slash-separated and
@@ -134,11 +136,27 @@ func (d dirSource) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(local)
+	// Never os.Open: a FIFO under the root would block it forever.
+	f, err := safeio.OpenFileOrDir(local)
+	if errors.Is(err, safeio.ErrNotRegular) && isDevNull(local) {
+		// The masking idiom (a config file linked to /dev/null) on a live
+		// host: it reads as empty and never blocks.
+		return os.Open(os.DevNull)
+	}
 	if err != nil {
 		return nil, rename(err, "open", name)
 	}
 	return f, nil
+}
+
+// isDevNull tells whether local is this machine's /dev/null.
+func isDevNull(local string) bool {
+	a, err := os.Stat(local)
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(a, b)
 }
 
 func (d dirSource) ReadDir(name string) ([]fs.DirEntry, error) {
@@ -146,7 +164,7 @@ func (d dirSource) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(local)
+	entries, err := safeio.ReadDir(local)
 	return entries, rename(err, "readdir", name)
 }
 
@@ -202,6 +220,30 @@ func (s fsSource) ReadLink(name string) (string, error)       { return fs.ReadLi
 // ErrTooLarge is returned when a file exceeds the read cap.
 var ErrTooLarge = errors.New("file exceeds the size cap")
 
+// checkRegular refuses an open file that is not a regular file (a device
+// or FIFO a Source other than Dir let through), except /dev/null, which
+// reads as empty. A directory passes: its read fails at once, "is a
+// directory".
+func checkRegular(f fs.File, name string) error {
+	info, err := f.Stat()
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if m := info.Mode(); !m.IsRegular() && !m.IsDir() && !(m&fs.ModeCharDevice != 0 && isOpenDevNull(info)) {
+		return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s)", safeio.ErrNotRegular, safeio.Kind(m))}
+	}
+	return nil
+}
+
+func isOpenDevNull(info fs.FileInfo) bool {
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(info, null)
+}
+
 // rel turns "/proc/cmdline" into the io/fs name "proc/cmdline".
 func rel(name string) string {
 	name = path.Clean("/" + name)
@@ -212,13 +254,17 @@ func rel(name string) string {
 }
 
 // readCapped reads a file to EOF, up to max bytes. Sizes reported by stat are
-// not trusted: /proc and /sys files claim 0 or 4096 bytes.
+// not trusted: /proc and /sys files claim 0 or 4096 bytes. Only a regular
+// file is read, whatever the Source lets Open return.
 func readCapped(src Source, name string, max int64) ([]byte, error) {
 	f, err := src.Open(rel(name))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if err := checkRegular(f, name); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		// The file's own error names the local path; keep only its cause.

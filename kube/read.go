@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // Limits on what ReadManifests reads.
@@ -80,6 +82,12 @@ func readFile(fsys fs.FS, name string) ([]Object, []error) {
 		return nil, []error{&ManifestError{File: name, Err: err}}
 	}
 	defer f.Close()
+	// Open may hand back a device (an os.DirFS does): never read one.
+	if info, err := f.Stat(); err != nil {
+		return nil, []error{&ManifestError{File: name, Err: err}}
+	} else if m := info.Mode(); !m.IsRegular() {
+		return nil, []error{&ManifestError{File: name, Err: fmt.Errorf("%w (%s)", safeio.ErrNotRegular, safeio.Kind(m))}}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, []error{&ManifestError{File: name, Err: err}}
