@@ -33,14 +33,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
@@ -102,17 +101,13 @@ func Load(path string) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inventory %s: %w", path, err)
 	}
-	f, err := os.Open(abs)
+	// Never os.Open: a FIFO would block it, and a device be read forever.
+	data, err := safeio.ReadFile(abs, maxFileBytes)
+	if errors.Is(err, safeio.ErrTooLarge) {
+		return nil, fmt.Errorf("inventory %s: %w: larger than %d bytes", path, ErrInvalid, maxFileBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("inventory %s: %w", path, err)
-	}
-	if len(data) > maxFileBytes {
-		return nil, fmt.Errorf("inventory %s: %w: larger than %d bytes", path, ErrInvalid, maxFileBytes)
 	}
 	return Parse(abs, data)
 }
