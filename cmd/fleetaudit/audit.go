@@ -99,6 +99,9 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseInputAsOutput(v.GetString("output"), auditInputs(v)); err != nil {
+		return err
+	}
 	opts := audit.Options{
 		Fleets:     set,
 		Inventory:  inv,
@@ -116,7 +119,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	err = writeOutputWith(a, out, func(w io.Writer) error {
+	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
 		if err := render.Render(w, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,6 +84,9 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--root %s: not a directory", root)}
 	}
 	manifests := v.GetStringSlice("pods")
+	if err := refuseInputAsOutput(v.GetString("output"), inputsOf("--pods", manifests, 0)); err != nil {
+		return err
+	}
 	for _, m := range manifests {
 		if _, err := os.Stat(m); err != nil {
 			return usageError{fmt.Errorf("--pods %s: %w", m, err)}
@@ -115,7 +116,7 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	if err := snapshot.Encode(&buf, snap); err != nil {
 		return fmt.Errorf("encoding snapshot of %s: %w", snap.Host, err)
 	}
-	if err := writeOutput(a, v.GetString("output"), buf.Bytes()); err != nil {
+	if err := writeOutput(cmd.Context(), a, v.GetString("output"), buf.Bytes()); err != nil {
 		return err
 	}
 	for _, e := range snap.Errors {
@@ -221,51 +222,4 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 		b.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
-}
-
-// writeOutput writes to stdout for "-", else atomically replaces the file so a
-// reader never sees half a snapshot or report.
-func writeOutput(a *app, name string, data []byte) error {
-	return writeOutputWith(a, name, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeOutputWith is writeOutput for output rendered straight into the
-// destination: a report of a large fleet is never held in memory whole.
-func writeOutputWith(a *app, name string, render func(io.Writer) error) error {
-	if name == "-" || name == "" {
-		bw := bufio.NewWriter(a.out)
-		if err := render(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}
-	dir := filepath.Dir(name)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriter(tmp)
-	if err := render(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return nil
 }

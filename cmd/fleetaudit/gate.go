@@ -71,6 +71,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseInputAsOutput(v.GetString("output"), gateInputs(v)); err != nil {
+		return err
+	}
 	opts := configrepo.Options{
 		Inventory:          inv,
 		Repo:               repo,
@@ -87,7 +90,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	err = writeOutputWith(a, out, func(w io.Writer) error {
+	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
 		if err := render.RenderGate(w, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
