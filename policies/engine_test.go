@@ -303,7 +303,7 @@ func TestEvidenceSourceFallsBackToAncestor(t *testing.T) {
 }
 
 // Every embedded rule has complete metadata, and the set of ids is the one
-// the catalog (shared/HAZARDS.md) lists: every rule is in the catalog, and
+// the catalog (testdata/catalog-ids.txt, the ids docs/rules.md publishes) lists: every rule is in the catalog, and
 // every catalog entry has a rule.
 func TestBuiltinRulesMetadata(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -474,6 +474,13 @@ func TestUserPolicyLoadErrorsNameFileAndLine(t *testing.T) {
 				"# custom: {id: removeipc-enabled, severity: low, profiles: [all], remediation: r, facts: [host]}\n" +
 				"removeipc_enabled contains {\"msg\": \"x\"} if input.x\n",
 			want: `p\.rego:3: rule id removeipc-enabled is already used by data\.fleetaudit\.rules\.logind\.removeipc_enabled \(policies/lib/rules/logind\.rego:\d+\)`,
+		},
+		"fact path no snapshot has": {
+			src: "package fleetaudit.rules.x\n\n# METADATA\n# title: t\n# description: d\n# related_resources: [{ref: \"https://example.com\"}]\n" +
+				"# custom: {id: thing, severity: low, profiles: [all], remediation: r, facts: [kernel.release, bot.running, sysctl.runing]}\n" +
+				"thing contains {\"msg\": \"x\"} if input.x\n",
+			want: `p\.rego:3: METADATA of data\.fleetaudit\.rules\.x\.thing: custom\.facts: fact path "bot\.running": no snapshot section "bot" .*; ` +
+				`custom\.facts: fact path "sysctl\.runing" names nothing a snapshot holds`,
 		},
 		"id on a complete rule": {
 			src: "package fleetaudit.rules.x\n\n# METADATA\n# title: T\n# custom:\n#   id: thing\n" +
