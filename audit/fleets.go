@@ -36,8 +36,9 @@ func FleetConfigs(set *fleets.Set) map[string]policies.FleetConfig {
 }
 
 // fleetResolver gives each host its fleet: the inventory's, else the first
-// profile that matches the host's groups, labels or name, else "" (the
-// engine's unknown-fleet rule reports it).
+// profile that matches the host's groups, labels or name, else the first
+// whose facts it shows (GPUs, RDMA devices), else "" (the engine's
+// unknown-fleet rule reports it).
 type fleetResolver struct {
 	set   *fleets.Set
 	hosts map[string]inventory.Host
@@ -60,7 +61,7 @@ func (r *fleetResolver) fleet(host string, doc map[string]any) string {
 	if r.set == nil {
 		return ""
 	}
-	facts := fleets.HostFacts{Name: host, Labels: map[string]string{}}
+	facts := fleets.HostFacts{Name: host, Labels: map[string]string{}, GPUs: gpusOf(doc), RDMA: rdmaOf(doc)}
 	for k, v := range policies.LabelsOf(doc) {
 		facts.Labels[k] = v
 	}
@@ -82,6 +83,28 @@ func (r *fleetResolver) fleet(host string, doc map[string]any) string {
 		return ""
 	}
 	return name
+}
+
+// gpusOf reads whether a snapshot shows NVIDIA GPUs: the driver present or
+// GPUs listed. Unknown without an nvidia section (nil doc: not read).
+func gpusOf(doc map[string]any) fleets.Presence {
+	nv, ok := doc["nvidia"].(map[string]any)
+	if !ok {
+		return fleets.Unknown
+	}
+	gpus, _ := nv["gpus"].([]any)
+	return fleets.PresenceOf(nv["present"] == true || len(gpus) > 0)
+}
+
+// rdmaOf reads whether a snapshot shows RDMA devices. Unknown without an
+// rdma section.
+func rdmaOf(doc map[string]any) fleets.Presence {
+	rdma, ok := doc["rdma"].(map[string]any)
+	if !ok {
+		return fleets.Unknown
+	}
+	devices, _ := rdma["devices"].(map[string]any)
+	return fleets.PresenceOf(len(devices) > 0)
 }
 
 func (r *fleetResolver) errors() []HostError {

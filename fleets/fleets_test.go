@@ -74,6 +74,7 @@ func TestBuiltins(t *testing.T) {
 				Groups:    []string{"gpu", "gpu-training"},
 				Labels:    map[string]string{"fleetaudit.io/fleet": "gpu-training"},
 				Hostnames: []string{"gpu-*"},
+				Facts:     Facts{GPUs: want(true)},
 			},
 			Rules: Rules{Include: []string{"tag:all", "tag:gpu-training"}},
 			Params: map[string]any{
@@ -285,7 +286,7 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"a.yaml", "line 3: unknown key \"disable\" in rules (known: exclude, include, severity)"}},
 		{"unknown key under match",
 			map[string]string{"a.yaml": "match:\n  hostname: [a-*]\n"},
-			[]string{"a.yaml", `line 2: unknown key "hostname" in match (known: groups, hostnames, labels)`}},
+			[]string{"a.yaml", `line 2: unknown key "hostname" in match (known: facts, groups, hostnames, labels)`}},
 		{"bad yaml",
 			map[string]string{"a.yaml": "match: {groups: [a\n"},
 			[]string{"a.yaml: invalid fleet profile: yaml: line"}},

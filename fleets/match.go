@@ -15,20 +15,47 @@ type HostFacts struct {
 	Groups []string
 	// Labels are inventory labels and, where known, Kubernetes node labels.
 	Labels map[string]string
+	// GPUs says whether the host has NVIDIA GPUs, RDMA whether it has RDMA
+	// devices; Unknown when its snapshot could not be read or lacks the
+	// section, so no facts condition matches it.
+	GPUs, RDMA Presence
 }
 
-// Match returns the first profile, in MatchOrder, whose match selects h:
-// user profiles in the order they were loaded (directory by directory, file
-// name order within one), then the built-ins by name. h.Fleet is not
+// Presence is a fact that was seen present, seen absent, or not known.
+type Presence uint8
+
+const (
+	Unknown Presence = iota
+	Absent
+	Present
+)
+
+// PresenceOf is Present for true and Absent for false.
+func PresenceOf(present bool) Presence {
+	if present {
+		return Present
+	}
+	return Absent
+}
+
+// Match returns the profile whose match selects h, in two passes over
+// MatchOrder (user profiles in the order they were loaded, directory by
+// directory and file name order within one, then the built-ins by name):
+// first by what people named (groups, labels, hostnames), then by facts. So
+// a GPU host named web-01 stays in the fleet whose hostnames say web-*, and
+// a GPU host no name matches still lands in a GPU fleet. h.Fleet is not
 // consulted; see FleetOf. Common and profiles without a match section never
 // match.
 func (s *Set) Match(h HostFacts) (string, bool) {
-	for _, name := range s.order {
-		if name == Common {
-			continue
-		}
-		if s.resolved[name].Match.matches(h) {
-			return name, true
+	for _, byFacts := range []bool{false, true} {
+		for _, name := range s.order {
+			if name == Common {
+				continue
+			}
+			m := s.resolved[name].Match
+			if !byFacts && m.matchesNamed(h) || byFacts && m.Facts.matches(h) {
+				return name, true
+			}
 		}
 	}
 	return "", false
@@ -51,7 +78,12 @@ func (s *Set) FleetOf(h HostFacts) (string, error) {
 		h.Name, h.Groups, len(h.Labels), ErrUnknownFleet)
 }
 
+// matches reports whether any criterion of m selects h.
 func (m Match) matches(h HostFacts) bool {
+	return m.matchesNamed(h) || m.Facts.matches(h)
+}
+
+func (m Match) matchesNamed(h HostFacts) bool {
 	for _, g := range m.Groups {
 		if slices.Contains(h.Groups, g) {
 			return true
@@ -68,6 +100,19 @@ func (m Match) matches(h HostFacts) bool {
 		}
 	}
 	return false
+}
+
+// matches is true when f has a condition and h meets every one of them;
+// a fact not known about h meets none.
+func (f Facts) matches(h HostFacts) bool {
+	return !f.IsZero() && f.GPUs.holds(h.GPUs) && f.RDMA.holds(h.RDMA)
+}
+
+func (w *Want) holds(got Presence) bool {
+	if w == nil {
+		return true
+	}
+	return got != Unknown && bool(*w) == (got == Present)
 }
 
 func (m Match) labelsMatch(labels map[string]string) bool {

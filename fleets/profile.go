@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
@@ -35,8 +37,10 @@ type Profile struct {
 	Source string `yaml:"-"`
 }
 
-// Match selects hosts for a profile. A host matches when any one of the three
-// criteria matches; an empty Match matches nothing.
+// Match selects hosts for a profile. A host matches when any one of the
+// criteria matches (groups, labels, hostnames, facts); an empty Match
+// matches nothing. Set.Match tries the named criteria of every profile
+// before any facts.
 type Match struct {
 	// Groups matches when the host is in any of these inventory groups.
 	Groups []string `yaml:"groups"`
@@ -45,11 +49,30 @@ type Match struct {
 	Labels map[string]string `yaml:"labels"`
 	// Hostnames are path.Match globs, compared case-insensitively.
 	Hostnames []string `yaml:"hostnames"`
+	// Facts matches when the host's snapshot shows every fact given.
+	Facts Facts `yaml:"facts"`
 }
+
+// Facts are conditions on what a host's snapshot shows; every one given
+// must hold. A host whose snapshot could not be read meets none.
+type Facts struct {
+	// GPUs: true wants NVIDIA GPUs (nvidia.present or a non-empty
+	// nvidia.gpus), false wants a host seen without them.
+	GPUs *Want `yaml:"gpus"`
+	// RDMA: true wants RDMA devices (a non-empty rdma.devices), false
+	// wants a host seen without them.
+	RDMA *Want `yaml:"rdma"`
+}
+
+// Want is a wanted fact: true for present, false for absent.
+type Want bool
+
+// IsZero reports whether f has no condition.
+func (f Facts) IsZero() bool { return f.GPUs == nil && f.RDMA == nil }
 
 // IsZero reports whether m has no criteria.
 func (m Match) IsZero() bool {
-	return len(m.Groups) == 0 && len(m.Labels) == 0 && len(m.Hostnames) == 0
+	return len(m.Groups) == 0 && len(m.Labels) == 0 && len(m.Hostnames) == 0 && m.Facts.IsZero()
 }
 
 // Rules chooses which rules of the library run for the fleet. Items of
@@ -90,36 +113,51 @@ var (
 // parseProfile decodes and validates one profile file. defaultName is used
 // when the file has no name key.
 func parseProfile(data []byte, defaultName string) (*Profile, error) {
+	p, _, err := parseProfileAt(data, defaultName)
+	return p, err
+}
+
+// parseProfileAt is parseProfile that also says on which line each rule
+// selector and parameter was written, for Set.Check.
+func parseProfileAt(data []byte, defaultName string) (*Profile, positions, error) {
+	p, mapping, err := decodeProfileNode(data, defaultName)
+	if err != nil {
+		return nil, positions{}, err
+	}
+	return p, positionsOf(mapping), nil
+}
+
+func decodeProfileNode(data []byte, defaultName string) (*Profile, *yaml.Node, error) {
 	if len(data) > maxProfileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxProfileBytes)
+		return nil, nil, fmt.Errorf("larger than %d bytes", maxProfileBytes)
 	}
 	// yaml.v3, not viper: viper lowercases every key and splits keys on dots,
 	// so the label key node.kubernetes.io/instance-type and the param key
 	// p5.48xlarge would be mangled into nested maps (see
 	// TestViperWouldMangleProfileKeys). Case and dots are data here.
-	doc, _, err := strictyaml.DecodeMapping(data)
+	doc, mapping, err := strictyaml.DecodeMapping(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := strictyaml.Check(doc, &Profile{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var p Profile
 	if err := doc.Decode(&p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.Name == "" {
 		p.Name = defaultName
 	}
 	params, err := normalizeParams(p.Params)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.Params = params
 	if err := p.validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &p, nil
+	return &p, mapping, nil
 }
 
 func (p *Profile) validate() error {
@@ -247,8 +285,16 @@ func checkKnownParam(name string, v any) error {
 				if err := wantVersion(m[k]); err != nil {
 					return fmt.Errorf("%s: %v", k, err)
 				}
+			case "boot_params": // boot-cmdline-skew
+				if err := wantStrings(m[k]); err != nil {
+					return fmt.Errorf("%s: %v", k, err)
+				}
+			case "sysctl": // sysctl-skew
+				if _, ok := m[k].(map[string]any); !ok {
+					return fmt.Errorf("%s: want a mapping of sysctl to value, got %s", k, typeName(m[k]))
+				}
 			default:
-				return fmt.Errorf("unknown key %q (known: driver_version, kernel_release, nccl_version)", k)
+				return fmt.Errorf("unknown key %q (known: boot_params, driver_version, kernel_release, nccl_version, sysctl)", k)
 			}
 		}
 	}

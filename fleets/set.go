@@ -4,13 +4,14 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 //go:embed builtin/*.yaml
@@ -29,13 +30,24 @@ var ErrUnknownFleet = errors.New("unknown fleet")
 // safe for concurrent use.
 type Set struct {
 	resolved map[string]*Profile
+	// raw are the profiles as their files wrote them, for Check.
+	raw map[string]rawProfile
 	// order is the matching order: user profiles in load order, then the
 	// built-ins that were not overridden, by name.
 	order []string
 }
 
-// Load reads the built-in profiles (when builtin is true) and then every
-// *.yaml and *.yml file directly inside each dir, in file-name order. A user
+// rawProfile is a profile as its file wrote it, with where it wrote what.
+type rawProfile struct {
+	profile *Profile
+	pos     positions
+}
+
+// Load reads the built-in profiles (when builtin is true) and then each
+// path: a profile file, or a directory whose *.yaml and *.yml files directly
+// inside it are read in file-name order. Only regular files are read (a FIFO
+// or device named as a profile is an error, never waited on), each up to
+// 1 MiB. A user
 // profile replaces the built-in of the same name entirely; two user files
 // defining the same name are an error. Every profile is resolved at load, so
 // an include cycle or unknown include is reported here, with every other bad
@@ -43,6 +55,7 @@ type Set struct {
 func Load(builtin bool, dirs ...string) (*Set, error) {
 	var errs []error
 	raw := map[string]*Profile{}
+	pos := map[string]positions{}
 	var builtins, users []string
 	if builtin {
 		files, err := fs.Glob(builtinFS, "builtin/*.yaml")
@@ -54,13 +67,13 @@ func Load(builtin bool, dirs ...string) (*Set, error) {
 			if err != nil {
 				return nil, err
 			}
-			p, err := parseProfile(data, strings.TrimSuffix(path.Base(f), ".yaml"))
+			p, at, err := parseProfileAt(data, strings.TrimSuffix(path.Base(f), ".yaml"))
 			if err != nil {
 				// A broken built-in is a bug in this package, not user input.
 				return nil, fmt.Errorf("built-in %s: %w: %w", f, ErrInvalidProfile, err)
 			}
 			p.Source = f
-			raw[p.Name] = p
+			raw[p.Name], pos[p.Name] = p, at
 			builtins = append(builtins, p.Name)
 		}
 	}
@@ -72,7 +85,7 @@ func Load(builtin bool, dirs ...string) (*Set, error) {
 			continue
 		}
 		for _, f := range files {
-			p, err := readProfile(f)
+			p, at, err := readProfile(f)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -82,11 +95,14 @@ func Load(builtin bool, dirs ...string) (*Set, error) {
 				continue
 			}
 			userSource[p.Name] = f
-			raw[p.Name] = p
+			raw[p.Name], pos[p.Name] = p, at
 			users = append(users, p.Name)
 		}
 	}
-	s := &Set{resolved: map[string]*Profile{}, order: users}
+	s := &Set{resolved: map[string]*Profile{}, raw: map[string]rawProfile{}, order: users}
+	for name, p := range raw {
+		s.raw[name] = rawProfile{profile: p, pos: pos[name]}
+	}
 	for _, name := range builtins {
 		if _, overridden := userSource[name]; !overridden {
 			s.order = append(s.order, name)
@@ -106,8 +122,17 @@ func Load(builtin bool, dirs ...string) (*Set, error) {
 	return s, nil
 }
 
-func profileFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+// profileFiles lists the profile files of a --fleets path: the path itself
+// when it is not a directory, else its *.yaml and *.yml entries.
+func profileFiles(p string) ([]string, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("fleet profiles: %w", err)
+	}
+	if !info.IsDir() {
+		return []string{p}, nil // readProfile refuses what is not a regular file
+	}
+	entries, err := os.ReadDir(p)
 	if err != nil {
 		return nil, fmt.Errorf("fleet profile directory: %w", err)
 	}
@@ -117,12 +142,14 @@ func profileFiles(dir string) ([]string, error) {
 		if ext != ".yaml" && ext != ".yml" || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		f := filepath.Join(dir, e.Name())
-		// Stat follows symlinks: a linked profile counts, a linked directory does not.
-		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
-			if err != nil {
-				return nil, fmt.Errorf("fleet profile: %w", err)
-			}
+		f := filepath.Join(p, e.Name())
+		// Stat follows symlinks: a linked profile counts, a linked directory
+		// does not; anything else (a FIFO, a device) is refused by readProfile.
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("fleet profile: %w", err)
+		}
+		if fi.IsDir() {
 			continue
 		}
 		files = append(files, f)
@@ -130,23 +157,18 @@ func profileFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-func readProfile(file string) (*Profile, error) {
-	f, err := os.Open(file)
+func readProfile(file string) (*Profile, positions, error) {
+	data, err := safeio.ReadFile(file, maxProfileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("fleet profile: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxProfileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("fleet profile %s: %w", file, err)
+		return nil, positions{}, fmt.Errorf("fleet profile: %w", err)
 	}
 	base := filepath.Base(file)
-	p, err := parseProfile(data, strings.TrimSuffix(base, filepath.Ext(base)))
+	p, at, err := parseProfileAt(data, strings.TrimSuffix(base, filepath.Ext(base)))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", file, ErrInvalidProfile, err)
+		return nil, positions{}, fmt.Errorf("%s: %w: %w", file, ErrInvalidProfile, err)
 	}
 	p.Source = file
-	return p, nil
+	return p, at, nil
 }
 
 // Names returns the name of every profile, sorted.
@@ -197,6 +219,7 @@ func (p *Profile) clone() *Profile {
 		Groups:    slices.Clone(p.Match.Groups),
 		Labels:    cloneMap(p.Match.Labels),
 		Hostnames: slices.Clone(p.Match.Hostnames),
+		Facts:     Facts{GPUs: cloneWant(p.Match.Facts.GPUs), RDMA: cloneWant(p.Match.Facts.RDMA)},
 	}
 	c.Rules = Rules{
 		Include:  slices.Clone(p.Rules.Include),
@@ -206,6 +229,14 @@ func (p *Profile) clone() *Profile {
 	if p.Params != nil {
 		c.Params = deepCopy(p.Params).(map[string]any)
 	}
+	return &c
+}
+
+func cloneWant(w *Want) *Want {
+	if w == nil {
+		return nil
+	}
+	c := *w
 	return &c
 }
 
