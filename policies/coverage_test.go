@@ -1,0 +1,326 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// runFiles audits files as gpu-training hosts and returns the report, with
+// a guard against a hang (a FIFO opened for reading blocks forever).
+func runFiles(t *testing.T, e *Engine, files []string, opts RunOptions) *Report {
+	t.Helper()
+	if opts.FleetOf == nil {
+		opts.FleetOf = func(string, map[string]any) string { return "gpu-training" }
+	}
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := e.Run(context.Background(), files, opts)
+		done <- result{rep, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.rep
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Run did not return")
+	}
+	return nil
+}
+
+func findingsOf(rep *Report, host string) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		if f.Host == host {
+			out = append(out, f.Rule+": "+f.Message)
+		}
+	}
+	return out
+}
+
+func writeJSON(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, string(b))
+}
+
+// No host rule fires on a snapshot with no sections; on one whose source
+// could not be reached, only collection-error does, whether its sections
+// are absent or written as empty values (as audit's failure snapshot did:
+// memlock-too-low fired on every host it never read).
+func TestNoFindingWithoutData(t *testing.T) {
+	dir := t.TempDir()
+	sourceErr := []any{map[string]any{"collector": snapshot.CollectorSource, "path": "inventory", "reason": "no snapshot describes it"}}
+	failure := snapshot.New("empty-values")
+	failure.Errors = append(failure.Errors, snapshot.CollectionError{Collector: snapshot.CollectorSource, Path: "inventory", Reason: "no snapshot describes it"})
+	failure.Normalize()
+	files := []string{
+		writeJSON(t, dir, "bare.json", map[string]any{"schema": snapshot.Schema, "host": "bare"}),
+		writeJSON(t, dir, "unread.json", map[string]any{"schema": snapshot.Schema, "host": "unread", "errors": sourceErr}),
+		writeJSON(t, dir, "empty-values.json", failure),
+	}
+	e := newEngine(t, Options{Fleets: gpuFleets()})
+	for _, fleet := range []string{"gpu-training", "web-serving", ""} {
+		t.Run("fleet "+fleet, func(t *testing.T) {
+			rep := runFiles(t, e, files, RunOptions{FleetOf: func(string, map[string]any) string { return fleet }})
+			if got := findingsOf(rep, "bare"); len(got) > 0 {
+				t.Errorf("a snapshot with no sections has findings: %q", got)
+			}
+			for _, h := range []string{"unread", "empty-values"} {
+				want := []string{"collection-error: source collector could not read inventory: no snapshot describes it"}
+				if diff := cmp.Diff(want, findingsOf(rep, h)); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", h, diff)
+				}
+			}
+			for _, hr := range rep.Hosts {
+				wantUnread := ""
+				if hr.Host != "bare" {
+					wantUnread = "inventory: no snapshot describes it"
+				}
+				if hr.Unread != wantUnread {
+					t.Errorf("%s: Unread = %q, want %q", hr.Host, hr.Unread, wantUnread)
+				}
+				if !slices.Contains(hr.Skipped, "hugetlb-cma-on-gpu") && fleet == "gpu-training" {
+					t.Errorf("%s: Skipped = %v, want hugetlb-cma-on-gpu among them", hr.Host, hr.Skipped)
+				}
+				if slices.Contains(hr.Skipped, "collection-error") {
+					t.Errorf("%s: collection-error skipped", hr.Host)
+				}
+			}
+		})
+	}
+}
+
+// A limits section whose collector failed may lack memlock because the file
+// that sets it could not be read: memlock-too-low is withheld. The same
+// section without the error is a host with no memlock line: it fires.
+func TestPartlyUnreadSectionWithholdsAbsentFacts(t *testing.T) {
+	noMemlock := func(name string, limitsErr bool) map[string]any {
+		doc := host{name: name}.snapshot()
+		doc["limits"] = map[string]any{"entries": []any{}, "effective": map[string]any{"*": map[string]any{}}}
+		if limitsErr {
+			doc["errors"] = []any{map[string]any{"collector": "limits", "path": "/etc/security/limits.d/90-rdma.conf", "reason": "open: permission denied"}}
+		}
+		return doc
+	}
+	dir := t.TempDir()
+	files := []string{
+		writeJSON(t, dir, "a.json", noMemlock("read", false)),
+		writeJSON(t, dir, "b.json", noMemlock("blind", true)),
+	}
+	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{})
+	has := func(h, rule string) bool {
+		return slices.ContainsFunc(findingsOf(rep, h), func(s string) bool { return strings.HasPrefix(s, rule+":") })
+	}
+	if !has("read", "memlock-too-low") {
+		t.Errorf("no memlock line, nothing unread: memlock-too-low did not fire: %q", findingsOf(rep, "read"))
+	}
+	if has("blind", "memlock-too-low") || !has("blind", "collection-error") {
+		t.Errorf("limits partly unread: findings %q, want collection-error and no memlock-too-low", findingsOf(rep, "blind"))
+	}
+}
+
+// A snapshot whose members have the wrong type is not dropped and its
+// hazard not silently lost: the member is a collection error naming its
+// path, and the rules reading it are skipped.
+func TestSnapshotTypesValidatedOnDecode(t *testing.T) {
+	dir := t.TempDir()
+	bootString := host{name: "boot-string", hugetlbCMA: "6G", rdma: 8}.snapshot()
+	bootString["boot"] = "string"
+	cmaNumber := host{name: "cma-number", hugetlbCMA: "6G", rdma: 8}.snapshot()
+	params := cmaNumber["boot"].(map[string]any)["running"].(map[string]any)["params"].(map[string]any)
+	cmaNumber["boot"].(map[string]any)["running"].(map[string]any)["params"] = map[string]any{"hugetlb_cma": 6, "iommu": params["iommu"]}
+	hostNumber := host{name: "x"}.snapshot()
+	hostNumber["host"] = 7
+	files := []string{
+		writeJSON(t, dir, "boot-string.json", bootString),
+		writeJSON(t, dir, "cma-number.json", cmaNumber),
+		writeJSON(t, dir, "host-number.json", hostNumber),
+	}
+	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{})
+	for h, want := range map[string]string{
+		"boot-string": "collection-error: snapshot collector could not read boot: want object, got string",
+		"cma-number":  "collection-error: snapshot collector could not read boot.running.params.hugetlb_cma: want string, got number",
+		"host-number": "collection-error: snapshot collector could not read host: want string, got number",
+	} {
+		got := findingsOf(rep, h)
+		if !slices.Contains(got, want) {
+			t.Errorf("%s: findings %q lack %q", h, got, want)
+		}
+		for _, f := range got {
+			if strings.HasPrefix(f, "hugetlb-cma-on-gpu") {
+				t.Errorf("%s: %q rests on a removed member", h, f)
+			}
+		}
+	}
+	for _, hr := range rep.Hosts {
+		if hr.Host != "host-number" && !slices.Contains(hr.Skipped, "hugetlb-cma-on-gpu") {
+			t.Errorf("%s: Skipped = %v, want hugetlb-cma-on-gpu", hr.Host, hr.Skipped)
+		}
+		if hr.Unread != "" {
+			t.Errorf("%s: Unread = %q; the rest of the snapshot was read", hr.Host, hr.Unread)
+		}
+	}
+}
+
+// A *.json that is a FIFO or a link to /dev/zero is a collection-error for
+// its host, not a hang or an out-of-memory.
+func TestRunNonRegularSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{fifo, zero}, writeSnapshots(t, dir, host{name: "ok", hugetlbCMA: "6G", rdma: 8})...)
+	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{})
+	for h, want := range map[string]string{"fifo": "not a regular file (FIFO)", "zero": "not a regular file (character device)"} {
+		got := findingsOf(rep, h)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "collection-error") || !strings.Contains(got[0], want) {
+			t.Errorf("%s: findings %q, want one collection-error saying %q", h, got, want)
+		}
+	}
+	if got := findingsOf(rep, "ok"); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "hugetlb-cma-on-gpu") }) {
+		t.Errorf("the healthy file beside them was not audited: %q", got)
+	}
+}
+
+const slowRules = `
+# METADATA
+# title: Slow
+# description: a loop that does not end in any useful time
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: %s, severity: low, profiles: [all], remediation: r, facts: [host]}
+%s contains f if {
+	some i in numbers.range(1, 100000)
+	some j in numbers.range(1, 100000)
+	i * j == -1
+	some h in %s
+	f := {"msg": "never", "evidence": ["host"], "host": h}
+}
+`
+
+// A user rule that loops is stopped by the per-host budget and named in a
+// collection-error finding for each host; the other rules' findings stay,
+// and a fleet-wide rule that loops is a failure of its fleet.
+func TestHostTimeout(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "slow.rego", "package fleetaudit.rules.slow\n"+
+		strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-host", 1), "%s contains", "slow_host contains"), "%s", "[input.host]"))
+	writeFile(t, dir, "fleet.rego", "package fleetaudit.fleet_rules.slow\n"+
+		strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-fleet", 1), "%s contains", "slow_fleet contains"), "%s", "[x.host | some x in input.hosts]"))
+	e := newEngine(t, Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
+	files := writeSnapshots(t, t.TempDir(), host{name: "gpu-1", hugetlbCMA: "6G", rdma: 8}, host{name: "gpu-2"})
+	rep := runFiles(t, e, files, RunOptions{HostTimeout: 200 * time.Millisecond})
+
+	want := "collection-error: rule slow-host did not finish within 200ms; its findings for this host are unknown"
+	for _, h := range []string{"gpu-1", "gpu-2"} {
+		if got := findingsOf(rep, h); !slices.Contains(got, want) {
+			t.Errorf("%s: findings %q lack %q", h, got, want)
+		}
+	}
+	if got := findingsOf(rep, "gpu-1"); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "hugetlb-cma-on-gpu") }) {
+		t.Errorf("gpu-1: the findings of the rules that finished were lost: %q", got)
+	}
+	for _, hr := range rep.Hosts {
+		if diff := cmp.Diff([]string{"slow-host"}, hr.TimedOut); diff != "" {
+			t.Errorf("%s: TimedOut (-want +got):\n%s", hr.Host, diff)
+		}
+	}
+	var fleetErr string
+	for _, f := range rep.Failures {
+		if f.File == "" && f.Fleet == "gpu-training" {
+			fleetErr = f.Err.Error()
+		}
+	}
+	if !strings.Contains(fleetErr, "fleet-wide rule slow-fleet did not finish within 200ms") {
+		t.Errorf("fleet failure = %q, failures %v", fleetErr, rep.Failures)
+	}
+}
+
+// Fleet-wide findings cite facts like host findings do, with the file they
+// were read from: boot.running.params has no source of its own, each param
+// has one.
+func TestFleetFindingsCarrySource(t *testing.T) {
+	e := newEngine(t, Options{Fleets: gpuFleets()})
+	var projs []map[string]any
+	for i, name := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
+		h := host{name: name}
+		if i == 3 {
+			h.hugetlbCMA = "6G"
+		}
+		doc := h.doc(t)
+		sources := doc["sources"].(map[string]any)
+		delete(sources, "boot.running")
+		for p := range doc["boot"].(map[string]any)["running"].(map[string]any)["params"].(map[string]any) {
+			sources["boot.running.params."+p] = "/proc/cmdline"
+		}
+		projs = append(projs, e.Project(doc))
+	}
+	fs, err := e.EvalFleet(context.Background(), "gpu-training", projs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skew []Finding
+	for _, f := range fs {
+		if f.Rule == "boot-cmdline-skew" {
+			skew = append(skew, f)
+		}
+	}
+	if len(skew) != 1 || skew[0].Host != "gpu-4" {
+		t.Fatalf("boot-cmdline-skew findings = %+v", skew)
+	}
+	for _, ev := range skew[0].Evidence {
+		if ev.Source != "/proc/cmdline" {
+			t.Errorf("evidence %s has source %q, want /proc/cmdline", ev.Fact, ev.Source)
+		}
+	}
+}
+
+// A fleet-wide finding about a host whose facts for the rule were not
+// collected is withheld, and an unread host is left out of the fleet.
+func TestFleetRulesSkipUncollectedHosts(t *testing.T) {
+	dir := t.TempDir()
+	gpu := map[string]string{"fleet": "gpu-training"}
+	files := writeSnapshots(t, dir,
+		host{name: "gpu-1", labels: gpu, nccl: []string{"2.20.5"}},
+		host{name: "gpu-2", labels: gpu, nccl: []string{"2.20.5"}},
+		host{name: "gpu-3", labels: gpu, nccl: []string{"2.20.5"}},
+	)
+	noLibs := host{name: "gpu-4", labels: gpu}.snapshot()
+	delete(noLibs, "libraries")
+	files = append(files, writeJSON(t, dir, "gpu-4.json", noLibs))
+	for i := range 5 {
+		name := "gpu-unread-" + string(rune('a'+i))
+		files = append(files, writeJSON(t, dir, name+".json", map[string]any{"schema": snapshot.Schema, "host": name,
+			"labels": gpu, "errors": []any{map[string]any{"collector": snapshot.CollectorSource, "path": "10.0.0.1", "reason": "unreachable"}}}))
+	}
+	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{FleetOf: fleetByLabel})
+	for _, f := range rep.Findings {
+		if f.Rule == "nccl-version-skew" || f.Rule == "driver-version-skew" || f.Rule == "kernel-version-skew" {
+			t.Errorf("%s on %s: %s", f.Rule, f.Host, f.Message)
+		}
+	}
+}
