@@ -79,6 +79,8 @@ type Engine struct {
 	facts [][]string
 	// factPaths are facts joined back with dots ("" for a pattern with "*").
 	factPaths []string
+	// params are the parameter names the rules read (see Params).
+	params []string
 }
 
 type fleetQueries struct {
@@ -148,7 +150,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("policy metadata: %w", err)
 	}
 
-	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}}
+	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}, params: paramsRead(compiler)}
 	var facts []string
 	for _, r := range rules {
 		e.byID[r.ID] = r
