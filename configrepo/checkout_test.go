@@ -2,12 +2,16 @@ package configrepo
 
 import (
 	"context"
+	"encoding/hex"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -158,6 +162,232 @@ func TestGateIgnoresTheCallersGitEnvironment(t *testing.T) {
 	}
 }
 
+// rawEntry is one entry of a tree object written byte for byte: git's own
+// commands never write such names, a hostile repo can.
+type rawEntry struct {
+	mode, name, oid string
+}
+
+// rawTree writes a tree object with entries as given (git hash-object
+// --literally skips the checks git applies to trees it builds).
+func (r *gitRepo) rawTree(entries ...rawEntry) string {
+	r.t.Helper()
+	var buf []byte
+	for _, e := range entries {
+		oid, err := hex.DecodeString(e.oid)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		buf = append(buf, e.mode+" "+e.name+"\x00"...)
+		buf = append(buf, oid...)
+	}
+	f := filepath.Join(r.t.TempDir(), "tree")
+	if err := os.WriteFile(f, buf, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return r.git("hash-object", "-t", "tree", "--literally", "-w", f)
+}
+
+func (r *gitRepo) blob(content string) string {
+	r.t.Helper()
+	f := filepath.Join(r.t.TempDir(), "blob")
+	if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return r.git("hash-object", "-w", f)
+}
+
+func (r *gitRepo) commitTree(tree string) string {
+	r.t.Helper()
+	return r.git("commit-tree", "-m", "crafted", tree)
+}
+
+func TestCraftedTreePathsNeverLeaveTheCheckout(t *testing.T) {
+	r := newGitRepo(t)
+	conf := r.blob("kernel.numa_balancing = 1\n")
+	gitDir := r.rawTree(rawEntry{"100644", "config", r.blob("[core]\n\tfsmonitor = touch /tmp/pwned\n")})
+	commit := r.commitTree(r.rawTree(
+		rawEntry{"100644", "..", conf},
+		rawEntry{"100644", "/abs.conf", conf},
+		rawEntry{"100644", "a/../../up.conf", conf},
+		rawEntry{"100644", "sub/./dot.conf", conf},
+		rawEntry{"100644", "sub//empty.conf", conf},
+		rawEntry{"100644", "back\\slash.conf", conf},
+		rawEntry{"40000", ".GIT", gitDir},
+		rawEntry{"160000", "module", conf}, // a gitlink: no blob to read
+		rawEntry{"100644", "ok.conf", conf},
+		rawEntry{"100755", "render.sh", r.blob("#!/bin/sh\n")},
+	))
+	co, err := CheckoutRef(context.Background(), r.dir, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ok.conf", "render.sh"}, fileNames(co.Files)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if co.Files["render.sh"].Mode != 0o755 || co.Files["ok.conf"].Mode != 0o644 {
+		t.Errorf("modes %v %v, want 0755 for a 100755 blob and 0644", co.Files["render.sh"].Mode, co.Files["ok.conf"].Mode)
+	}
+	var refused []string
+	for p := range co.Refused {
+		refused = append(refused, p)
+	}
+	slices.Sort(refused)
+	want := []string{"..", "/abs.conf", ".GIT/config", "a/../../up.conf", "back\\slash.conf", "module", "sub//empty.conf", "sub/./dot.conf"}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	if why := co.Refused["module"]; !strings.Contains(why, "submodule") {
+		t.Errorf("gitlink refused as %q, want it called a submodule", why)
+	}
+
+	// Written out for a render command, nothing lands outside its directory.
+	top := t.TempDir()
+	if err := co.Materialize(filepath.Join(top, "work", "tree")); err != nil {
+		t.Fatal(err)
+	}
+	var written []string
+	filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(top, p)
+			written = append(written, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if diff := cmp.Diff([]string{"work/tree/ok.conf", "work/tree/render.sh"}, written); diff != "" {
+		t.Errorf("written (-want +got):\n%s", diff)
+	}
+}
+
+func TestCraftedTreesThatCannotBeCheckedOutAreErrors(t *testing.T) {
+	r := newGitRepo(t)
+	conf := r.blob("net.core.somaxconn = 128\n")
+	for name, tc := range map[string]struct {
+		entries []rawEntry
+		want    string
+	}{
+		"duplicate path": {
+			entries: []rawEntry{{"100644", "a.conf", conf}, {"100644", "a.conf", r.blob("other\n")}},
+			want:    "listed twice",
+		},
+		"file and directory": {
+			entries: []rawEntry{{"100644", "x", conf}, {"40000", "x", r.rawTree(rawEntry{"100644", "y", conf})}},
+			want:    "is a file and the directory of x/y",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := CheckoutRef(context.Background(), r.dir, r.commitTree(r.rawTree(tc.entries...)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckoutCaps: a repo too large to hold is an error, not an exhausted
+// machine. A blob at several paths counts at each: a render command's
+// checkout writes every copy.
+func TestCheckoutCaps(t *testing.T) {
+	r := newGitRepo(t)
+	r.write("a.conf", "0123456789\n")
+	r.write("b.conf", "0123456789\n")
+	r.write("c.conf", "0123456789\n")
+	head := r.commit("three copies of one blob")
+	for _, tc := range []struct {
+		name string
+		lim  limits
+		want string // "" for no error
+	}{
+		{"fits", limits{files: 3, bytes: 33}, ""},
+		{"too many files", limits{files: 2, bytes: 1 << 20}, "more than 2 files"},
+		{"too many bytes", limits{files: 10, bytes: 32}, "exceed 32 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for side, checkout := range map[string]func() (*Checkout, error){
+				"ref":       func() (*Checkout, error) { return checkoutRef(context.Background(), r.dir, head, tc.lim) },
+				"work tree": func() (*Checkout, error) { return checkoutWorkTree(context.Background(), r.dir, tc.lim) },
+			} {
+				co, err := checkout()
+				if tc.want == "" {
+					if err != nil || len(co.Files) != 3 {
+						t.Errorf("%s: err %v files %v", side, err, co)
+					}
+					continue
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: error %v, want %q", side, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkTreeUnderASymlinkedDirectoryIsRefused: a tracked file whose
+// directory became a symlink in the work tree would be read from wherever
+// the link points.
+func TestWorkTreeUnderASymlinkedDirectoryIsRefused(t *testing.T) {
+	r := baseRepo(t)
+	r.write("layers/gpu/etc/sysctl.d/50-numa.conf", "kernel.numa_balancing = 0\n")
+	base := r.commit("numa balancing off")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "50-numa.conf"), []byte("kernel.numa_balancing = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(r.dir, "layers/gpu/etc/sysctl.d")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	co, err := CheckoutWorkTree(context.Background(), r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := co.Files["layers/gpu/etc/sysctl.d/50-numa.conf"]; ok {
+		t.Fatalf("read %q through the symlinked directory", f.Data)
+	}
+	why := co.Refused["layers/gpu/etc/sysctl.d/50-numa.conf"]
+	if !strings.Contains(why, "symlink") {
+		t.Errorf("refused as %q, want the symlinked directory named", why)
+	}
+	gpu := fleetResult(t, gate(t, r, base, WorkTree), "gpu-training")
+	if slices.Contains(rules(gpu.Introduced), "numa-balancing-enabled") {
+		t.Error("the gate read the file outside the repo")
+	}
+}
+
+// TestWorkTreeFIFOIsRefusedWithoutBlocking: the gate never waits on a FIFO
+// in the work tree (a tracked file replaced by one: git lists only files
+// and symlinks it does not track).
+func TestWorkTreeFIFOIsRefusedWithoutBlocking(t *testing.T) {
+	r := baseRepo(t)
+	fifo := filepath.Join(r.dir, "layers/web/etc/sysctl.d/60-net.conf")
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan *Checkout, 1)
+	go func() {
+		co, err := CheckoutWorkTree(context.Background(), r.dir)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- co
+	}()
+	select {
+	case co := <-done:
+		if co != nil && !strings.Contains(co.Refused["layers/web/etc/sysctl.d/60-net.conf"], "FIFO") {
+			t.Errorf("refused %v, want the FIFO named", co.Refused)
+		}
+	case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		t.Fatal("reading the work tree hangs on a FIFO")
+	}
+}
+
 func fileNames(files fstest.MapFS) []string {
 	var out []string
 	for name := range files {
@@ -166,5 +396,3 @@ func fileNames(files fstest.MapFS) []string {
 	slices.Sort(out)
 	return out
 }
-
-var _ = strings.Contains
