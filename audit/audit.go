@@ -107,7 +107,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) {
 		return nil, ErrNoInput
 	}
-	engine, err := policies.New(ctx, policies.Options{PolicyDirs: opts.PolicyDirs, Fleets: FleetConfigs(opts.Fleets)})
+	engine, err := NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
 	if err != nil {
 		return nil, err
 	}

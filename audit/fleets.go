@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -33,6 +34,48 @@ func FleetConfigs(set *fleets.Set) map[string]policies.FleetConfig {
 		}
 	}
 	return out
+}
+
+// NewEngine compiles the policies with the fleets of set and checks every
+// profile against the rules (fleets.Set.Check): a parameter no rule reads,
+// a selector that selects nothing or a severity override of no rule is an
+// error naming the profile file and line.
+func NewEngine(ctx context.Context, set *fleets.Set, policyDirs []string) (*policies.Engine, error) {
+	engine, err := policies.New(ctx, policies.Options{PolicyDirs: policyDirs, Fleets: FleetConfigs(set)})
+	if err != nil {
+		// The engine refuses a severity override of an unknown rule without
+		// naming the profile's file; the rules alone compile, so say where.
+		if set != nil {
+			if bare, berr := policies.New(ctx, policies.Options{PolicyDirs: policyDirs}); berr == nil {
+				if cerr := set.Check(KnownOf(bare)); cerr != nil {
+					return nil, cerr
+				}
+			}
+		}
+		return nil, err
+	}
+	if set != nil {
+		if err := set.Check(KnownOf(engine)); err != nil {
+			return nil, err
+		}
+	}
+	return engine, nil
+}
+
+// KnownOf is what the engine's rules define, for fleets.Set.Check: their
+// ids, the profiles they declare (what "tag:" selectors match) and the
+// parameters they read.
+func KnownOf(e *policies.Engine) fleets.Known {
+	k := fleets.Known{RuleIDs: []string{}, Tags: []string{}, Params: e.Params()}
+	for _, r := range e.Rules() {
+		k.RuleIDs = append(k.RuleIDs, r.ID)
+		for _, p := range r.Profiles {
+			if !slices.Contains(k.Tags, p) {
+				k.Tags = append(k.Tags, p)
+			}
+		}
+	}
+	return k
 }
 
 // fleetResolver gives each host its fleet: the inventory's, else the first

@@ -158,7 +158,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		defer os.RemoveAll(dir)
 		work = dir
 	}
-	engine, err := policies.New(ctx, policies.Options{PolicyDirs: opts.PolicyDirs, Fleets: audit.FleetConfigs(opts.Fleets)})
+	engine, err := audit.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
 	if err != nil {
 		return nil, err
 	}

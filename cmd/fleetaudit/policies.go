@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 func newPoliciesCmd(a *app) *cobra.Command {
@@ -76,6 +77,9 @@ func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
+	if err := set.Check(audit.KnownOf(engine)); err != nil {
+		return nil, nil, usageError{err}
+	}
 	return engine.Rules(), set, nil
 }
 
@@ -124,20 +128,21 @@ func (a *app) runPoliciesList(cmd *cobra.Command) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(listed)
 	case "table":
-		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSEVERITY\tPROFILES\tTITLE")
+		width := a.humanOptions("-").Width
+		cols := reports.Columns{Header: []string{"ID", "SEVERITY", "PROFILES", "TITLE"}, Width: width}
 		for _, r := range listed {
 			sev := r.Severity
 			if r.SeverityOverride != nil {
 				sev += " (rule: " + r.SeverityOverride.RuleSeverity + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, sev, strings.Join(r.Profiles, ","), r.Title)
+			cols.Rows = append(cols.Rows, []string{reports.Escape(r.ID), reports.Escape(sev), reports.Escape(strings.Join(r.Profiles, ",")), reports.Escape(r.Title)})
 		}
-		if err := tw.Flush(); err != nil {
+		if err := cols.Write(a.out); err != nil {
 			return err
 		}
 		if len(excluded) > 0 {
-			fmt.Fprintf(a.out, "\nExcluded by profile %s: %s\n", fleet, strings.Join(excluded, ", "))
+			text := fmt.Sprintf("Excluded by profile %s: %s", fleet, strings.Join(excluded, ", "))
+			fmt.Fprintf(a.out, "\n%s\n", strings.Join(reports.Wrap(reports.Escape(text), width), "\n"))
 		}
 		return nil
 	default:
@@ -152,24 +157,36 @@ func (a *app) runPoliciesExplain(cmd *cobra.Command, id string) error {
 	}
 	for _, r := range rules {
 		if r.ID == id {
-			writeExplanation(a.out, r)
+			writeExplanation(a.out, r, a.humanOptions("-").Width)
 			return nil
 		}
 	}
 	return usageError{fmt.Errorf("no rule has id %q: see 'fleetaudit policies list'", id)}
 }
 
-func writeExplanation(w io.Writer, r policies.Rule) {
-	fmt.Fprintf(w, "%s  (%s, %s scope, profiles: %s)\n%s\n\n", r.ID, r.Severity, r.Scope, strings.Join(r.Profiles, ", "), r.Title)
-	fmt.Fprintf(w, "Why and detection:\n  %s\n\n", r.Description)
-	fmt.Fprintf(w, "Remediation:\n  %s\n\n", r.Remediation)
+// writeExplanation prints a rule for a person: prose wrapped to width,
+// everything from the rule's METADATA escaped (user rules are outside code).
+func writeExplanation(w io.Writer, r policies.Rule, width int) {
+	esc := reports.Escape
+	para := func(text string) string {
+		var lines []string
+		for _, l := range reports.Wrap(reports.EscapeText(text), width-2) {
+			lines = append(lines, strings.TrimRight("  "+l, " "))
+		}
+		return strings.Join(lines, "\n")
+	}
+	list := func(items []string) {
+		for _, item := range items {
+			fmt.Fprintf(w, "%s\n", para(esc(item)))
+		}
+	}
+	head := fmt.Sprintf("%s  (%s, %s scope, profiles: %s)", esc(r.ID), esc(r.Severity), esc(string(r.Scope)), esc(strings.Join(r.Profiles, ", ")))
+	fmt.Fprintf(w, "%s\n%s\n\n", strings.Join(reports.Wrap(head, width), "\n"), strings.Join(reports.Wrap(esc(r.Title), width), "\n"))
+	fmt.Fprintf(w, "Why and detection:\n%s\n\n", para(r.Description))
+	fmt.Fprintf(w, "Remediation:\n%s\n\n", para(r.Remediation))
 	fmt.Fprintf(w, "Reads facts:\n")
-	for _, f := range r.Facts {
-		fmt.Fprintf(w, "  %s\n", f)
-	}
+	list(r.Facts)
 	fmt.Fprintf(w, "\nReferences:\n")
-	for _, ref := range r.References {
-		fmt.Fprintf(w, "  %s\n", ref)
-	}
-	fmt.Fprintf(w, "\nDefined at %s\n", r.Location)
+	list(r.References)
+	fmt.Fprintf(w, "\nDefined at %s\n", esc(r.Location))
 }
