@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
 // Known is what the policy library defines, for Set.Check. A nil list is not
@@ -103,41 +105,8 @@ func lineAt(lines []int, i int) int {
 	return 0
 }
 
-// suggest names the closest known name when it is near enough to be the
-// one meant: a third of the name's length in edits, at least one.
 func suggest(name string, known []string, prefix string) string {
-	best, bestDist := "", 0
-	for _, k := range known {
-		d := editDistance(name, k)
-		if best == "" || d < bestDist || d == bestDist && k < best {
-			best, bestDist = k, d
-		}
-	}
-	if best == "" || bestDist > max(1, len(name)/3) {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", prefix+best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return strictyaml.DidYouMean(name, known, prefix)
 }
 
 // positions are the lines a profile file wrote its selectors, severity

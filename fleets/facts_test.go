@@ -203,14 +203,3 @@ func TestCheckBuiltins(t *testing.T) {
 		t.Errorf("Check = %v, want builtin/common.yaml:10 for max_map_count_min", err)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"a", "", 1}, {"memlock_min_kib", "memlock_min_kb", 1}, {"kitten", "sitting", 3}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
