@@ -6,6 +6,8 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -45,7 +48,11 @@ type Options struct {
 	WorkDir string
 	// Version is recorded in collected snapshots.
 	Version string
-	Log     *slog.Logger
+	// RuleTimeout bounds the evaluation of one host's rules (and one
+	// fleet's fleet-wide rules): policies.DefaultHostTimeout when 0, no
+	// limit when negative.
+	RuleTimeout time.Duration
+	Log         *slog.Logger
 }
 
 // Result is one audit's outcome.
@@ -67,10 +74,18 @@ type HostError struct {
 
 // Summary counts hosts and findings.
 type Summary struct {
-	Hosts      int                     `json:"hosts"`
-	Findings   int                     `json:"findings"`
-	BySeverity map[string]int          `json:"by_severity"`
-	Fleets     map[string]FleetSummary `json:"fleets"`
+	// Hosts is every host of the run: Audited were read (in full or in
+	// part), Unread could not be read at all and have only their
+	// collection-error findings (see Errors).
+	Hosts   int `json:"hosts"`
+	Audited int `json:"audited"`
+	Unread  int `json:"unread"`
+	// RulesSkipped counts, per rule, the audited hosts on which the rule did
+	// not run because facts it reads were not collected.
+	RulesSkipped map[string]int          `json:"rules_skipped,omitempty"`
+	Findings     int                     `json:"findings"`
+	BySeverity   map[string]int          `json:"by_severity"`
+	Fleets       map[string]FleetSummary `json:"fleets"`
 }
 
 // FleetSummary counts one fleet's hosts and findings; "" is hosts that
@@ -82,6 +97,10 @@ type FleetSummary struct {
 
 // ErrNoInput is returned when there is nothing to audit.
 var ErrNoInput = errors.New("nothing to audit: give --inventory, --snapshots or --root")
+
+// ErrNoSnapshots is returned (wrapped, naming the directory) for a
+// --snapshots directory that holds no *.json file.
+var ErrNoSnapshots = errors.New("the directory is empty: no *.json snapshot in it")
 
 // Run audits every input host. It fails only for configuration errors (a
 // policy that does not compile, no input at all) and a cancelled context.
@@ -118,7 +137,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	files = append(files, collected...)
 
 	fleetOf := newFleetResolver(opts.Fleets, opts.Inventory)
-	rep, err := engine.Run(ctx, files, policies.RunOptions{FleetOf: fleetOf.fleet})
+	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout}
+	rep, err := engine.Run(ctx, files, runOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +149,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		more, err := engine.Run(ctx, extra, policies.RunOptions{FleetOf: fleetOf.fleet})
+		more, err := engine.Run(ctx, extra, runOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -141,13 +161,32 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}
+	unread := map[[2]string]bool{}
+	for _, h := range rep.Hosts {
+		if h.Unread != "" {
+			unread[[2]string{h.Fleet, h.Host}] = true
+		}
+	}
 	for _, f := range rep.Findings {
-		if f.Rule == "collection-error" && notAudited(f) {
+		if f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
 			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
 		}
 	}
 	sortFindings(res.Findings)
 	res.Summary = summarize(rep.Hosts, res.Findings)
+	for _, h := range rep.Hosts {
+		if h.Unread != "" {
+			res.Summary.Unread++
+			continue
+		}
+		res.Summary.Audited++
+		for _, id := range h.Skipped {
+			if res.Summary.RulesSkipped == nil {
+				res.Summary.RulesSkipped = map[string]int{}
+			}
+			res.Summary.RulesSkipped[id]++
+		}
+	}
 	if res.Findings == nil {
 		res.Findings = []policies.Finding{}
 	}
@@ -155,21 +194,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Errors = []HostError{}
 	}
 	return res, nil
-}
-
-// notAudited tells the collection-errors that mean a host was not audited at
-// all (a snapshot file the engine could not decode, a root or address that
-// could not be collected) from a single file a collector could not read.
-func notAudited(f policies.Finding) bool {
-	for _, e := range f.Evidence {
-		if e.Fact == "errors" {
-			return true
-		}
-		if v, ok := e.Value.(map[string]any); ok && v["collector"] == sourceCollector {
-			return true
-		}
-	}
-	return false
 }
 
 // sourceCollector names errors about reaching a host at all.
@@ -191,6 +215,9 @@ func snapshotFiles(paths []string) ([]string, error) {
 		matches, err := filepath.Glob(filepath.Join(p, "*.json"))
 		if err != nil {
 			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("--snapshots %s: %w", p, ErrNoSnapshots)
 		}
 		slices.Sort(matches)
 		files = append(files, matches...)
@@ -223,7 +250,8 @@ func collectTargets(opts Options) []target {
 
 // collectAll writes one snapshot file per target. A target that cannot be
 // collected still gets a snapshot: one whose errors say why, so the host
-// is reported (collection-error) instead of silently missing.
+// is reported (collection-error) instead of silently missing. So does one
+// whose snapshot cannot be written: one host's problem stays that host's.
 func collectAll(ctx context.Context, targets []target, dir, version string, log *slog.Logger) ([]string, error) {
 	files := make([]string, len(targets))
 	g, gctx := errgroup.WithContext(ctx)
@@ -234,17 +262,15 @@ func collectAll(ctx context.Context, targets []target, dir, version string, log 
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
-			name := filepath.Join(dir, fmt.Sprintf("%05d-%s.json", i, safeName(snap.Host)))
-			f, err := os.Create(name)
-			if err != nil {
-				return err
-			}
-			if err := snapshot.Encode(f, snap); err != nil {
-				f.Close()
-				return fmt.Errorf("writing snapshot of %s: %w", snap.Host, err)
-			}
-			if err := f.Close(); err != nil {
-				return err
+			name := filepath.Join(dir, snapshotFileName(i, snap.Host))
+			if err := writeSnapshot(name, snap); err != nil {
+				log.Warn("snapshot not written", "host", snap.Host, "err", err)
+				// The short name holds no part of the host's.
+				name = filepath.Join(dir, fmt.Sprintf("%05d.json", i))
+				fail := failedSnapshot(t, snap.Host, version, sourceCollector, dir, "writing its snapshot: "+err.Error())
+				if err := writeSnapshot(name, fail); err != nil {
+					return fmt.Errorf("work directory %s: %w", dir, err)
+				}
 			}
 			log.Debug("collected", "host", snap.Host, "root", t.root, "errors", len(snap.Errors))
 			files[i] = name
@@ -255,6 +281,42 @@ func collectAll(ctx context.Context, targets []target, dir, version string, log 
 		return nil, err
 	}
 	return files, nil
+}
+
+func writeSnapshot(name string, snap *snapshot.Snapshot) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := snapshot.Encode(f, snap); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// maxNameInFile bounds the part of a host name in a work file's name: host
+// names come from the hosts (/etc/hostname) and may be anything.
+const maxNameInFile = 48
+
+// snapshotFileName names target i's snapshot file: its index (unique and
+// ordered), a bounded, sanitised part of the host name for whoever reads the
+// work directory, and a short hash of the whole name.
+func snapshotFileName(i int, host string) string {
+	sum := sha256.Sum256([]byte(host))
+	var b strings.Builder
+	for _, r := range host {
+		if b.Len() >= maxNameInFile {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return fmt.Sprintf("%05d-%s-%s.json", i, b.String(), hex.EncodeToString(sum[:4]))
 }
 
 // missingHosts are inventory hosts with neither root nor address that no
@@ -276,16 +338,21 @@ func missingHosts(inv *inventory.Inventory, audited []policies.HostRun) []target
 	return missing
 }
 
+// failedSnapshot is the snapshot of a host that could not be collected.
+func failedSnapshot(t target, host, version, collector, path, reason string) *snapshot.Snapshot {
+	s := snapshot.New(host)
+	if s.Host == "" {
+		s.Host = filepath.Base(t.root)
+	}
+	s.Source = snapshot.Origin{Kind: "local", Root: t.root, Collector: version}
+	s.Errors = append(s.Errors, snapshot.CollectionError{Collector: collector, Path: path, Reason: reason})
+	s.Normalize()
+	return s
+}
+
 func collectOne(ctx context.Context, t target, version string) *snapshot.Snapshot {
 	fail := func(collector, path, reason string) *snapshot.Snapshot {
-		s := snapshot.New(t.host)
-		if s.Host == "" {
-			s.Host = filepath.Base(t.root)
-		}
-		s.Source = snapshot.Origin{Kind: "local", Root: t.root, Collector: version}
-		s.Errors = append(s.Errors, snapshot.CollectionError{Collector: collector, Path: path, Reason: reason})
-		s.Normalize()
-		return s
+		return failedSnapshot(t, t.host, version, collector, path, reason)
 	}
 	if t.missing {
 		return fail(sourceCollector, "inventory", "in the inventory, but no --snapshots file describes it and it has no root or address")
@@ -319,13 +386,4 @@ func collectOne(ctx context.Context, t target, version string) *snapshot.Snapsho
 		snap.Host = filepath.Base(t.root)
 	}
 	return snap
-}
-
-func safeName(host string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < ' ' {
-			return '_'
-		}
-		return r
-	}, host)
 }

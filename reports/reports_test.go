@@ -33,7 +33,7 @@ func sampleResult() *audit.Result {
 		Schema:   audit.Schema,
 		Findings: []policies.Finding{f},
 		Errors:   []audit.HostError{{Host: "gpu-a-009", Error: "root: no such file or directory"}},
-		Summary: audit.Summary{Hosts: 2, Findings: 1, BySeverity: map[string]int{"critical": 1},
+		Summary: audit.Summary{Hosts: 2, Audited: 1, Unread: 1, Findings: 1, BySeverity: map[string]int{"critical": 1},
 			Fleets: map[string]audit.FleetSummary{"gpu-training": {Hosts: 2, BySeverity: map[string]int{"critical": 1}}}},
 	}
 }
@@ -49,7 +49,7 @@ func TestTableCitesTheConfiguringFile(t *testing.T) {
 		"== gpu-training: 2 hosts, 1 critical",
 		"at /etc/default/grub.d/60-hugetlb.cfg:3", // the file, not /proc/cmdline
 		"gpu-a-009: root: no such file or directory",
-		"2 hosts audited, 1 finding: 1 critical",
+		"1 host audited, 1 not read (see errors), 1 finding: 1 critical",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

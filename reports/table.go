@@ -69,7 +69,11 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 			fmt.Fprintf(&out, "  %s: %s\n", who, e.Error)
 		}
 	}
-	fmt.Fprintf(&out, "\n%d %s audited, %d %s: %s\n", r.Summary.Hosts, plural(r.Summary.Hosts, "host", "hosts"),
+	unread := ""
+	if r.Summary.Unread > 0 {
+		unread = fmt.Sprintf(", %d not read (see errors)", r.Summary.Unread)
+	}
+	fmt.Fprintf(&out, "\n%d %s audited%s, %d %s: %s\n", r.Summary.Audited, plural(r.Summary.Audited, "host", "hosts"), unread,
 		r.Summary.Findings, plural(r.Summary.Findings, "finding", "findings"), countLine(r.Summary.BySeverity))
 	_, err := w.Write(out.Bytes())
 	return err

@@ -51,6 +51,7 @@ or when nothing could be audited.`,
 	f.String("inventory", "", "inventory file: native YAML, Ansible YAML or Ansible INI")
 	f.StringSlice("snapshots", nil, "snapshot file or directory of *.json snapshots (repeatable)")
 	f.StringSlice("root", nil, "directory to collect as one host's / (repeatable)")
+	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
 	return cmd
 }
@@ -111,9 +112,17 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		Version:    version,
 		Log:        a.log,
 	}
+	switch timeout := v.GetDuration("rule-timeout"); {
+	case timeout < 0:
+		return usageError{fmt.Errorf("--rule-timeout %s: want a positive duration, or 0 for no limit", timeout)}
+	case timeout == 0:
+		opts.RuleTimeout = -1 // no limit
+	default:
+		opts.RuleTimeout = timeout
+	}
 	res, err := audit.Run(cmd.Context(), opts)
 	if err != nil {
-		if errors.Is(err, audit.ErrNoInput) {
+		if errors.Is(err, audit.ErrNoInput) || errors.Is(err, audit.ErrNoSnapshots) {
 			return usageError{err}
 		}
 		return err
@@ -128,9 +137,10 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	a.log.Info("audited", "hosts", res.Summary.Hosts, "findings", res.Summary.Findings, "errors", len(res.Errors))
-	if res.Summary.Hosts == 0 {
-		return errors.New("no host could be audited")
+	a.log.Info("audited", "hosts", res.Summary.Audited, "unread", res.Summary.Unread, "findings", res.Summary.Findings, "errors", len(res.Errors))
+	if res.Summary.Audited == 0 {
+		// The report is written: it says why each host could not be read.
+		return fmt.Errorf("no host could be audited: %d of %d could not be read (see the report's errors)", res.Summary.Unread, res.Summary.Hosts)
 	}
 	if failsOn(failOn, res.MaxSeverityRank()) {
 		return exitCodeError{exitFindings}
