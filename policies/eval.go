@@ -311,6 +311,11 @@ func evidence(doc map[string]any, fact string) Evidence {
 	for k, s := range sources {
 		if s, ok := s.(string); ok && pathPrefix(fact, k) && !slices.Contains(below, s) {
 			below = append(below, s)
+			if len(below) > maxSourcesBelow {
+				// Facts read from many files (every RDMA port): a list
+				// of them all would bury the finding.
+				return ev
+			}
 		}
 	}
 	if len(below) > 0 {
@@ -319,6 +324,10 @@ func evidence(doc map[string]any, fact string) Evidence {
 	}
 	return ev
 }
+
+// maxSourcesBelow bounds how many sources of the facts below a cited path
+// become its source.
+const maxSourcesBelow = 3
 
 // unmarshalJSON decodes JSON keeping numbers exact (json.Number), as OPA does.
 func unmarshalJSON(b []byte, v any) error {
