@@ -1,0 +1,137 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
+)
+
+func loadFleets(t *testing.T) *fleets.Set {
+	t.Helper()
+	set, err := fleets.Load(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// The first example of `audit --help` reads one host of thirteen: the
+// twelve others get their collection-error and nothing else (they had 18
+// memlock-too-low findings, "memlock hard limit for * is unset").
+func TestInventoryExampleReportsOnlyWhatItRead(t *testing.T) {
+	inv, err := inventory.Load("../examples/fleet/inventory.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Summary; s.Hosts != 13 || s.Audited != 1 || s.Unread != 12 {
+		t.Errorf("summary hosts %d audited %d unread %d, want 13, 1, 12", s.Hosts, s.Audited, s.Unread)
+	}
+	perHost := map[string][]string{}
+	for _, f := range res.Findings {
+		perHost[f.Host] = append(perHost[f.Host], f.Rule)
+	}
+	collectionErrors := 0
+	for host, rules := range perHost {
+		if host == "gpu-b-007" { // the one host with a root
+			continue
+		}
+		if len(rules) != 1 || rules[0] != "collection-error" {
+			t.Errorf("%s was never read, yet has findings %v", host, rules)
+		}
+		collectionErrors += len(rules)
+	}
+	if collectionErrors != 12 || len(res.Errors) != 12 {
+		t.Errorf("%d collection-error findings and %d errors for the unread hosts, want 12 each", collectionErrors, len(res.Errors))
+	}
+	if res.Summary.RulesSkipped["memlock-too-low"] != 0 {
+		t.Errorf("memlock-too-low skipped on the host that was read: %v", res.Summary.RulesSkipped)
+	}
+}
+
+func TestSnapshotsThatCannotBeRead(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "c.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Snapshots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Summary; s.Hosts != 3 || s.Audited != 0 || s.Unread != 3 || len(res.Errors) != 3 {
+		t.Errorf("summary %+v, errors %+v: want 3 hosts, none audited", s, res.Errors)
+	}
+
+	empty := t.TempDir()
+	_, err = Run(context.Background(), Options{Fleets: loadFleets(t), Snapshots: []string{empty}})
+	if !errors.Is(err, ErrNoSnapshots) || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty --snapshots directory: err = %v", err)
+	}
+}
+
+// A host whose /etc/hostname is 300 characters aborted the whole audit
+// ("file name too long" creating its work snapshot); now it is audited, and
+// so is the healthy host beside it.
+func TestLongHostNameDoesNotAbortTheAudit(t *testing.T) {
+	long := strings.Repeat("h", 300)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "hostname"), []byte(long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{
+		Fleets:  loadFleets(t),
+		Roots:   []string{root, "../testdata/hosts/web-node"},
+		WorkDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Hosts != 2 || res.Summary.Audited != 2 {
+		t.Errorf("summary %+v, errors %+v: want both hosts audited", res.Summary, res.Errors)
+	}
+	seen := map[string]bool{}
+	for _, f := range res.Findings {
+		seen[f.Host] = true
+	}
+	if !seen["web-01"] {
+		t.Errorf("the healthy host was not audited: hosts with findings %v", seen)
+	}
+}
+
+func TestSnapshotFileName(t *testing.T) {
+	a := strings.Repeat("a", 300)
+	names := map[string]string{}
+	for i, host := range []string{a, a + "b", "../../etc/passwd", "gpu-a-001", "", "\x1b]0;x\x07"} {
+		name := snapshotFileName(i, host)
+		if len(name) > 80 || strings.ContainsAny(name, "/\\\x00\x1b\x07") || strings.HasPrefix(name, ".") {
+			t.Errorf("snapshotFileName(%d, %q) = %q", i, host, name)
+		}
+		if prev, dup := names[name]; dup {
+			t.Errorf("%q and %q share the file name %q", prev, host, name)
+		}
+		names[name] = host
+	}
+	// The same index with names alike in their first characters still differs.
+	if snapshotFileName(0, a) == snapshotFileName(0, a+"b") {
+		t.Error("names differing after the bound share a file name")
+	}
+}
