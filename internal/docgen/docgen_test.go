@@ -294,3 +294,22 @@ func TestCatalogFollowsMetadata(t *testing.T) {
 		}
 	}
 }
+
+// The documented parameters are the ones the engine checks profiles
+// against (Engine.Params, which makes any other key an error).
+func TestParamsAgreeWithEngine(t *testing.T) {
+	e, err := policies.New(context.Background(), policies.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range libraryParams(t) {
+		top, _, _ := strings.Cut(p.Name, ".")
+		if len(got) == 0 || got[len(got)-1] != top {
+			got = append(got, top)
+		}
+	}
+	if diff := cmp.Diff(e.Params(), got); diff != "" {
+		t.Errorf("parameters (-engine +docs):\n%s", diff)
+	}
+}
