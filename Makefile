@@ -10,7 +10,7 @@ EXAMPLE   := examples/fleet
 CGO_CC    := $(firstword $(shell $(GO) env CC 2>/dev/null))
 RACE      ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED 2>/dev/null)),$(CGO_CC),$(shell command -v '$(CGO_CC)' 2>/dev/null)),-race)
 
-.PHONY: build test demo gate-demo bench fuzz lint clean
+.PHONY: build test demo gate-demo bench fuzz lint docs clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/fleetaudit
@@ -46,6 +46,11 @@ fuzz:
 	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
 	  done; \
 	done
+
+# Regenerate docs/rules.md and the parameter table of docs/fleet-profiles.md
+# from the rules' METADATA and the Rego library (make test fails while stale).
+docs:
+	$(GO) test ./internal/docgen -count=1 -update
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
