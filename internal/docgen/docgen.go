@@ -235,7 +235,7 @@ func Catalog(w io.Writer, rules []policies.Rule, params []Param) error {
 	b.WriteString(`# Rule catalog
 
 <!-- Generated from the rules' METADATA by internal/docgen; do not edit by hand.
-     Regenerate with: go test ./internal/docgen -run TestRuleCatalog -update -->
+     Regenerate with: make docs (go test ./internal/docgen -update) -->
 
 Every rule of the built-in library (` + "`policies/lib`" + `), generated from its METADATA block.
 The **id** is a stable contract: reports, ` + "`rules.include`/`exclude`/`severity`" + ` in fleet

@@ -27,7 +27,7 @@ const (
 	libraryDir    = repoRoot + "/policies/lib"
 	beginParams   = "<!-- BEGIN GENERATED: parameters (go test ./internal/docgen -run TestFleetProfileParams -update) -->\n"
 	endParams     = "<!-- END GENERATED: parameters -->\n"
-	regenerateMsg = "go test ./internal/docgen -update"
+	regenerateMsg = "make docs (go test ./internal/docgen -update)"
 )
 
 func libraryParams(t *testing.T) []Param {
