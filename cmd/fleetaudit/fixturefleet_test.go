@@ -27,6 +27,13 @@ func TestFixtureFleetCoversEveryRuleFamily(t *testing.T) {
 		}
 		snaps = append(snaps, "--snapshots", out)
 	}
+	// A host no profile matches by name or by facts (no GPUs): web-node's
+	// tree under another name. (junk-01 has a GPU, so gpu-training takes it.)
+	out := filepath.Join(dir, "db-01.json")
+	if r := runCLI(t, nil, "collect", "--root", "../../testdata/hosts/web-node", "--hostname", "db-01", "-o", out); r.code != exitOK {
+		t.Fatalf("collect web-node as db-01: exit %d\n%s", r.code, r.stderr)
+	}
+	snaps = append(snaps, "--snapshots", out)
 	args := append([]string{"audit", "--format", "json", "--fail-on", "none"}, snaps...)
 	for _, root := range []string{"web-node", "rhel-node", "garbage"} {
 		args = append(args, "--root", "../../testdata/hosts/"+root)
