@@ -8,7 +8,7 @@ import (
 
 // Policies are code from outside the project: they run without builtins that
 // reach the network or the process environment. net.cidr_* do no I/O but go
-// with the rest of net.* as the design states; rego.parse_module stays (it
+// with the rest of net.* (docs/architecture.md, safety rules); rego.parse_module stays (it
 // only parses text it is given).
 func disabledBuiltin(name string) bool {
 	return name == "http.send" || name == "opa.runtime" || strings.HasPrefix(name, "net.")
