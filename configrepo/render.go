@@ -1,7 +1,6 @@
 package configrepo
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -13,9 +12,13 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing/fstest"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 )
@@ -90,7 +93,7 @@ func Render(ctx context.Context, co *Checkout, m *Manifest, fleet string, opts R
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return nil, err
 		}
-		if err := runRender(ctx, tree, m.Render, fleet, spec.Layers, root, opts.CommandTimeout); err != nil {
+		if err := runRender(ctx, opts.WorkDir, tree, m.Render, fleet, spec.Layers, root, opts.CommandTimeout); err != nil {
 			return nil, fmt.Errorf("fleet %s: %w", fleet, err)
 		}
 		if err := digestTree(root, r.Digests); err != nil {
@@ -189,26 +192,185 @@ func (r *Rendered) stack(co *Checkout, dir string, files fstest.MapFS) error {
 	return nil
 }
 
-func runRender(ctx context.Context, tree string, rc *RenderCommand, fleet string, layers []string, root string, timeout time.Duration) error {
+const (
+	// renderWaitDelay bounds waiting for a render command once it was told
+	// to stop, and for its output once it exited.
+	renderWaitDelay = 3 * time.Second
+	// maxRenderOutput is what is kept of a render command's output (its
+	// end), for the error message of a failed render.
+	maxRenderOutput = 16 << 10
+	// renderMessageLines and renderMessageLineBytes bound what of that
+	// output an error message carries.
+	renderMessageLines     = 5
+	renderMessageLineBytes = 300
+)
+
+// runRender runs the render command for one fleet in tree, writing root.
+// The command runs in a process group of its own, killed as a whole when it
+// times out or the gate is cancelled, and after it exits: a background
+// child (sleep 45 &) neither holds the gate nor outlives the render. Its
+// environment is renderEnv, nothing of the gate's.
+func runRender(ctx context.Context, work, tree string, rc *RenderCommand, fleet string, layers []string, root string, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
+	name := commandLabel(rc.Command)
+	home, tmp := filepath.Join(work, "home"), filepath.Join(work, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rc.Command[0], rc.Command[1:]...)
 	cmd.Dir = tree
-	cmd.Env = append(os.Environ(),
-		"FLEETAUDIT_FLEET="+fleet,
-		"FLEETAUDIT_ROOT="+root,
-		"FLEETAUDIT_LAYERS="+strings.Join(layers, " "),
-	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("render command %q: %w: %s", strings.Join(rc.Command, " "), err, lastLines(out.Bytes(), 5))
+	cmd.Env = renderEnv(fleet, root, layers, home, tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = renderWaitDelay
+	// Output goes through a pipe of our own, not one exec copies from: Wait
+	// then returns when the command exits, however many children still
+	// hold the pipe.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return fmt.Errorf("render command %s: %w", name, err)
+	}
+	out := &tailBuffer{max: maxRenderOutput}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		close(copied)
+	}()
+	waitErr := cmd.Wait()
+	// What the command left running in its group goes with it. (A child
+	// that left the group, setsid, is out of reach of this; its pipe is cut
+	// below.)
+	killGroup(cmd.Process.Pid)
+	select {
+	case <-copied:
+	case <-time.After(renderWaitDelay):
+	}
+	pr.Close() // unblocks the copy if a child outside the group holds the pipe
+	<-copied
+	switch {
+	case parent.Err() != nil:
+		return fmt.Errorf("render command %s: %w", name, parent.Err())
+	case ctx.Err() != nil:
+		return fmt.Errorf("render command %s: timed out after %s%s", name, timeout, renderOutput(out.Bytes()))
+	case waitErr != nil:
+		return fmt.Errorf("render command %s: %w%s", name, waitErr, renderOutput(out.Bytes()))
 	}
 	return nil
 }
+
+// renderEnv is all a render command gets of an environment: PATH (to find
+// its tools), a scratch HOME and TMPDIR, the C locale, and what it is asked
+// to render. Tokens and credentials of the gate's environment (GITHUB_TOKEN,
+// SSH_AUTH_SOCK, cloud keys) never reach code from the change under review.
+func renderEnv(fleet, root string, layers []string, home, tmp string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TMPDIR=" + tmp,
+		"LANG=C",
+		"LC_ALL=C",
+		"FLEETAUDIT_FLEET=" + fleet,
+		"FLEETAUDIT_ROOT=" + root,
+		"FLEETAUDIT_LAYERS=" + strings.Join(layers, " "),
+	}
+}
+
+// killGroup kills the process group led by pid; an empty group is fine.
+func killGroup(pid int) error {
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// commandLabel names a render command (from the repo) for a message:
+// quoted, so control characters are escaped, and bounded.
+func commandLabel(argv []string) string {
+	return truncate(strconv.Quote(strings.Join(argv, " ")), renderMessageLineBytes)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+// renderOutput is the end of a failed render command's output for its
+// error: the last lines, each bounded, with control characters escaped.
+func renderOutput(b []byte) string {
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > renderMessageLines {
+		lines = lines[len(lines)-renderMessageLines:]
+	}
+	for i, l := range lines {
+		lines[i] = truncate(escapeControl(strings.TrimRight(l, "\r")), renderMessageLineBytes)
+	}
+	return ": " + strings.Join(lines, "\n")
+}
+
+// escapeControl writes control and format characters (escape sequences,
+// bidi overrides) and invalid UTF-8 as Go escapes.
+func escapeControl(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[0])
+		case r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+func (t *tailBuffer) Bytes() []byte { return t.buf }
 
 // digestTree records a digest of every file under dir, keyed by "/" + its
 // slash path; a symbolic link is digested by its target (collection
@@ -252,12 +414,4 @@ func digestTree(dir string, into map[string][sha256.Size]byte) error {
 		into[key] = sum
 		return nil
 	})
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
