@@ -119,6 +119,8 @@ func TestGPUHostInNoFleetIsHigh(t *testing.T) {
 	writeAs(t, snaps, func(doc map[string]any) {
 		doc["nvidia"] = map[string]any{"present": false, "gpus": []any{}}
 	}, "db-01")
+	// No nvidia section: not known to have GPUs, still reported.
+	writeAs(t, snaps, func(doc map[string]any) { delete(doc, "nvidia") }, "db-02")
 	res, err := Run(context.Background(), Options{Fleets: set, Snapshots: []string{snaps}})
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +128,7 @@ func TestGPUHostInNoFleetIsHigh(t *testing.T) {
 	want := []hostRule{
 		{"trn-01", "", "unknown-fleet", "high"},
 		{"db-01", "", "unknown-fleet", "medium"},
+		{"db-02", "", "unknown-fleet", "medium"},
 	}
 	if diff := cmp.Diff(want, findingsOf(res, "unknown-fleet", "hugetlb-cma-on-gpu")); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
