@@ -4,6 +4,29 @@
 //
 // A repo holds fleetaudit.yaml, layers/<name>/ (files as they sit under /)
 // and optionally k8s/<fleet>/ (manifests audited with the pod rules).
+//
+// The change under review must not be able to alter what the gate reads. A
+// committed ref is read as raw blobs (git ls-tree, then git cat-file --batch
+// by object id), never through git archive or a checkout: .gitattributes
+// (export-ignore, export-subst, eol, working-tree-encoding), filter drivers
+// and replace refs play no part. Git runs with a fixed environment (PATH,
+// HOME and XDG_CONFIG_HOME of the caller's, no system config, nothing of
+// GIT_DIR or GIT_CONFIG_*). The work tree is read as the files the user has,
+// opened inside the repo only. Symlinks and submodules are recorded as
+// refused, never rendered; paths that are absolute, unclean or hold ".." or
+// ".git" are refused; a checkout holds at most 200,000 files and 1 GiB.
+//
+// A render command (render: in fleetaudit.yaml) is code from the change: it
+// runs only when allowed, once per fleet, in the checkout written to a
+// scratch directory, in a process group of its own, with an environment of
+// PATH, HOME and TMPDIR (scratch directories), LANG=C, LC_ALL=C,
+// FLEETAUDIT_FLEET, FLEETAUDIT_ROOT and FLEETAUDIT_LAYERS, and nothing else
+// (no tokens or credentials of the caller's). The group is killed when the
+// command times out (5 minutes), when the gate is cancelled, and when the
+// command exits, so background children neither hold the gate nor outlive
+// the render; a child that leaves the group (setsid) is beyond that, but its
+// hold on the output pipe is cut. What an error keeps of the command's
+// output is its last lines, bounded, with control characters escaped.
 package configrepo
 
 import (
@@ -53,7 +76,8 @@ type Fleet struct {
 
 // RenderCommand runs in the checked-out repo once per fleet, with
 // FLEETAUDIT_FLEET, FLEETAUDIT_ROOT (the directory to fill) and
-// FLEETAUDIT_LAYERS (space-separated) in its environment.
+// FLEETAUDIT_LAYERS (space-separated) in its environment, besides PATH, a
+// scratch HOME and TMPDIR and the C locale; nothing else of the gate's.
 type RenderCommand struct {
 	Command []string `yaml:"command"`
 }
