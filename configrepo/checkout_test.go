@@ -3,6 +3,7 @@ package configrepo
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -385,6 +386,28 @@ func TestWorkTreeFIFOIsRefusedWithoutBlocking(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // a hang guard, not a timing assertion
 		t.Fatal("reading the work tree hangs on a FIFO")
+	}
+}
+
+// TestManyRefusedFilesAreCountedNotAllListed: the error of a fleet with
+// refused files stays readable (and bounded) however many there are.
+func TestManyRefusedFilesAreCountedNotAllListed(t *testing.T) {
+	r := baseRepo(t)
+	base := r.git("rev-parse", "HEAD")
+	dir := filepath.Join(r.dir, "layers/web/etc/sysctl.d")
+	for i := range 15 {
+		if err := os.Symlink("/etc/hostname", filepath.Join(dir, fmt.Sprintf("%02d-link.conf", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := r.commit("fifteen symlinks")
+	res := gate(t, r, base, head)
+	if len(res.Errors) != 1 {
+		t.Fatalf("errors %+v, want one for web-serving", res.Errors)
+	}
+	msg := res.Errors[0].Error
+	if !strings.Contains(msg, "00-link.conf") || !strings.Contains(msg, "; and 5 more") || strings.Contains(msg, "14-link.conf") {
+		t.Errorf("error %q, want the first ten refused files and a count of the rest", msg)
 	}
 }
 

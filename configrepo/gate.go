@@ -293,7 +293,7 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 	run.findings, run.audited = findings, true
 	run.pods = podIDs(doc)
 	if len(r.Refused) > 0 {
-		run.err = fmt.Errorf("fleet %s: refused %s", name, strings.Join(r.Refused, "; "))
+		run.err = fmt.Errorf("fleet %s: refused %s", name, listSome(r.Refused, maxListed))
 	}
 	return run
 }
@@ -522,6 +522,18 @@ func hasLabels(host, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// maxListed bounds the refused files an error names: a hostile repo may
+// hold thousands of symlinks.
+const maxListed = 10
+
+// listSome joins the first n items and counts the rest.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }
 
 func sortedSet(m map[string]bool) []string {
