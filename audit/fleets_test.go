@@ -119,7 +119,8 @@ func TestGPUHostInNoFleetIsHigh(t *testing.T) {
 	writeAs(t, snaps, func(doc map[string]any) {
 		doc["nvidia"] = map[string]any{"present": false, "gpus": []any{}}
 	}, "db-01")
-	// No nvidia section: not known to have GPUs, still reported.
+	// No nvidia section: whether it has GPUs is not known, so the rule is
+	// skipped, and the summary says so.
 	writeAs(t, snaps, func(doc map[string]any) { delete(doc, "nvidia") }, "db-02")
 	res, err := Run(context.Background(), Options{Fleets: set, Snapshots: []string{snaps}})
 	if err != nil {
@@ -128,10 +129,12 @@ func TestGPUHostInNoFleetIsHigh(t *testing.T) {
 	want := []hostRule{
 		{"trn-01", "", "unknown-fleet", "high"},
 		{"db-01", "", "unknown-fleet", "medium"},
-		{"db-02", "", "unknown-fleet", "medium"},
 	}
 	if diff := cmp.Diff(want, findingsOf(res, "unknown-fleet", "hugetlb-cma-on-gpu")); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	if n := res.Summary.RulesSkipped["unknown-fleet"]; n != 1 {
+		t.Errorf("unknown-fleet skipped on %d hosts, want 1 (db-02)", n)
 	}
 }
 

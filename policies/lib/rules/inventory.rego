@@ -1,8 +1,9 @@
 # Hosts and the fleets they belong to.
 package fleetaudit.rules.inventory
 
-# nvidia is read only to raise the severity, so it is not among the facts:
-# a host whose snapshot lacks the section is still reported in no fleet.
+# The collectors always write the nvidia section (present: false without a
+# driver), so a snapshot without it was not collected in full: whether the
+# host has GPUs is not known, and the rule is reported skipped, not run.
 
 # METADATA
 # title: Host matches no fleet profile
@@ -23,6 +24,8 @@ package fleetaudit.rules.inventory
 #   facts:
 #   - host
 #   - labels
+#   - nvidia.present
+#   - nvidia.gpus
 unknown_fleet contains f if {
 	data.fleetaudit.fleet == ""
 	f := object.union(
