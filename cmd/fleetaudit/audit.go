@@ -61,7 +61,7 @@ func addReportFlags(f *pflag.FlagSet, formats []string, failOnHelp string) {
 	f.String("format", "table", "output format: "+strings.Join(formats, ", "))
 	f.StringP("output", "o", "-", "write the report to FILE (- for stdout)")
 	f.String("fail-on", "high", failOnHelp+": "+strings.Join(failOnLevels, ", "))
-	f.StringSlice("fleets", nil, "directory of fleet profile YAML files, beside the built-in ones (repeatable)")
+	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
 }
 

@@ -22,7 +22,7 @@ func newPoliciesCmd(a *app) *cobra.Command {
   fleetaudit policies explain hugetlb-cma-on-gpu`,
 	}
 	cmd.PersistentFlags().StringSlice("policies", nil, "directory of Rego policies beside the built-in library (repeatable)")
-	cmd.PersistentFlags().StringSlice("fleets", nil, "directory of fleet profile YAML files (repeatable)")
+	cmd.PersistentFlags().StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 
 	list := &cobra.Command{
 		Use:   "list",

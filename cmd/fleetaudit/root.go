@@ -157,11 +157,11 @@ func (a *app) loadConfig(cmd *cobra.Command, explicit string) error {
 			return nil
 		}
 	}
-	v.SetConfigFile(file)
-	if err := v.ReadInConfig(); err != nil {
-		return fmt.Errorf("reading config file %s: %w", file, err)
+	values, err := readConfig(file, cmd)
+	if err != nil {
+		return usageError{err}
 	}
-	return nil
+	return v.MergeConfigMap(values)
 }
 
 func parseLevel(s string) (slog.Level, error) {
