@@ -47,7 +47,7 @@ type gateTable struct{}
 func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
 	width := opts.Width
 	if width <= 0 {
-		width = 80
+		width = DefaultWidth
 	}
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "gate %s -> %s\n", refLabel(r.Base), refLabel(r.Head))
@@ -55,7 +55,7 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 		out.WriteString("\n")
 		fmt.Fprintf(&out, "== %s: %s\n", fleetHeading(f), fleetCounts(f))
 		for _, c := range f.Changed {
-			fmt.Fprintf(&out, "   changed %s\n", c)
+			hanging(&out, "changed "+Escape(c), "   ", width)
 		}
 		for _, part := range changeParts(f) {
 			fmt.Fprintf(&out, "-- %s\n", part.title)
@@ -65,12 +65,13 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 		}
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&out, "\nwarning: %s\n", w)
+		out.WriteString("\n")
+		hanging(&out, "warning: "+Escape(w), "", width)
 	}
 	if len(r.Errors) > 0 {
 		out.WriteString("\nCould not gate in full:\n")
 		for _, e := range r.Errors {
-			fmt.Fprintf(&out, "  %s at %s: %s\n", e.Fleet, e.Ref, e.Error)
+			hanging(&out, Escape(e.Fleet)+" at "+Escape(e.Ref)+": "+Escape(e.Error), "  ", width)
 		}
 	}
 	fmt.Fprintf(&out, "\n%s\n", blastRadius(r))
@@ -97,7 +98,11 @@ func changeParts(f configrepo.FleetResult) []changePart {
 	return parts
 }
 
+// refLabel names a ref for people; the ref's name is escaped (a branch name
+// is repo content).
 func refLabel(ref configrepo.RefInfo) string {
+	ref.Ref = Escape(ref.Ref)
+	ref.Commit = Escape(ref.Commit)
 	switch {
 	case ref.Commit == "":
 		return ref.Ref
@@ -110,10 +115,10 @@ func refLabel(ref configrepo.RefInfo) string {
 }
 
 func fleetHeading(f configrepo.FleetResult) string {
-	s := f.Fleet
+	s := Escape(f.Fleet)
 	var extra []string
 	if f.Profile != "" && f.Profile != f.Fleet {
-		extra = append(extra, "profile "+f.Profile)
+		extra = append(extra, "profile "+Escape(f.Profile))
 	}
 	if f.Hosts != nil {
 		extra = append(extra, fmt.Sprintf("%d %s", *f.Hosts, plural(*f.Hosts, "host", "hosts")))
@@ -139,9 +144,9 @@ func blastRadius(r *configrepo.Result) string {
 			continue
 		}
 		if f.Hosts != nil {
-			parts = append(parts, fmt.Sprintf("%s %d", f.Fleet, *f.Hosts))
+			parts = append(parts, fmt.Sprintf("%s %d", Escape(f.Fleet), *f.Hosts))
 		} else {
-			parts = append(parts, f.Fleet)
+			parts = append(parts, Escape(f.Fleet))
 		}
 	}
 	s := fmt.Sprintf("Blast radius: %d %s", n, plural(n, "fleet", "fleets"))
@@ -203,20 +208,21 @@ func mdFindings(out *bytes.Buffer, findings []policies.Finding) {
 		if where != "" {
 			where = mdCode(where)
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", f.Severity, mdCode(f.Rule), mdCell(f.Message), where)
+		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", mdCell(f.Severity), mdCode(f.Rule), mdCell(f.Message), where)
 	}
 }
 
-// mdCell keeps a value inside one table cell.
+// mdCell keeps a value inside one table cell, control characters escaped
+// for whoever reads the file on a terminal.
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "\\", "\\\\")
 	s = strings.ReplaceAll(s, "|", "\\|")
 	s = strings.ReplaceAll(s, "<", "&lt;")
-	return strings.Join(strings.Fields(s), " ")
+	return Escape(strings.Join(strings.Fields(s), " "))
 }
 
 func mdCode(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = Escape(strings.Join(strings.Fields(s), " "))
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"

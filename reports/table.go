@@ -7,10 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
@@ -29,7 +25,7 @@ var severityColor = map[string]string{
 func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 	width := opts.Width
 	if width <= 0 {
-		width = 80
+		width = DefaultWidth
 	}
 	byFleet := map[string][]policies.Finding{}
 	for _, f := range r.Findings {
@@ -46,7 +42,7 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 			out.WriteString("\n")
 		}
 		fs := r.Summary.Fleets[name]
-		label := name
+		label := Escape(name)
 		if label == "" {
 			label = "(no fleet)"
 		}
@@ -66,7 +62,7 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 			if who == "" {
 				who = e.Source
 			}
-			fmt.Fprintf(&out, "  %s: %s\n", who, e.Error)
+			hanging(&out, Escape(who)+": "+Escape(e.Error), "  ", width)
 		}
 	}
 	unread := ""
@@ -79,71 +75,36 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 	return err
 }
 
-// renderFindings prints SEVERITY, HOST (when withHost) and FINDING columns.
+// renderFindings prints SEVERITY, HOST (when withHost) and FINDING columns,
+// wrapping long words (a library path, a host name) instead of cutting them.
 func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, color, withHost bool) error {
-	hostWidth := 0
+	cols := Columns{Width: width, Indent: " ", Header: []string{"SEVERITY", "FINDING"}}
 	if withHost {
-		hostWidth = len("HOST")
-		for _, f := range findings {
-			hostWidth = max(hostWidth, min(len(f.Host), 24))
-		}
-		hostWidth += 2
-	}
-	const severityWidth, padding = 10, 4
-	findingWidth := max(width-severityWidth-hostWidth-padding, 30)
-	widths := tw.NewMapper[int, int]().Set(0, severityWidth)
-	if withHost {
-		widths.Set(1, hostWidth).Set(2, findingWidth)
-	} else {
-		widths.Set(1, findingWidth)
-	}
-	var buf bytes.Buffer
-	t := tablewriter.NewTable(&buf,
-		tablewriter.WithColumnWidths(widths),
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithMaxWidth(width),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-	)
-	if withHost {
-		t.Header("SEVERITY", "HOST", "FINDING")
-	} else {
-		t.Header("SEVERITY", "FINDING")
+		cols.Header = []string{"SEVERITY", "HOST", "FINDING"}
 	}
 	for _, f := range findings {
-		finding := f.Rule + ": " + f.Message
+		finding := Escape(f.Rule) + ": " + Escape(f.Message)
 		if where := provenance(f); where != "" {
-			finding += "\nat " + where
+			finding += "\nat " + Escape(where)
 		}
 		if o := f.SeverityOverride; o != nil {
-			finding += fmt.Sprintf("\nseverity set by profile %s (rule: %s)", o.Profile, o.RuleSeverity)
+			finding += fmt.Sprintf("\nseverity set by profile %s (rule: %s)", Escape(o.Profile), Escape(o.RuleSeverity))
 		}
-		row := []any{f.Severity, f.Host, finding}
+		row := []string{Escape(f.Severity), Escape(f.Host), finding}
 		if !withHost {
-			row = []any{f.Severity, finding}
+			row = []string{Escape(f.Severity), finding}
 		}
-		if err := t.Append(row...); err != nil {
-			return err
-		}
+		cols.Rows = append(cols.Rows, row)
 	}
-	if err := t.Render(); err != nil {
+	var buf bytes.Buffer
+	if err := cols.Write(&buf); err != nil {
 		return err
 	}
-	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
-		line = strings.TrimRight(line, " ")
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
 		if color {
 			line = colorize(line)
 		}
-		out.WriteString(line + "\n")
+		out.WriteString(line)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -129,7 +128,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	}
 	out := v.GetString("output")
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
-		if err := render.Render(w, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
+		if err := render.Render(w, res, a.humanOptions(out)); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
 		return nil
@@ -146,13 +145,4 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return exitCodeError{exitFindings}
 	}
 	return nil
-}
-
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

@@ -187,7 +187,7 @@ func TestAuditBadInputs(t *testing.T) {
 func TestAuditReportGolden(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		t.Run(format, func(t *testing.T) {
-			r := runCLI(t, nil, "audit", "--inventory", exampleInventory, "--snapshots", exampleSnapshots, "--format", format, "--fail-on", "none")
+			r := runCLI(t, map[string]string{"COLUMNS": "80"}, "audit", "--inventory", exampleInventory, "--snapshots", exampleSnapshots, "--format", format, "--fail-on", "none")
 			if r.code != exitOK {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}

@@ -91,7 +91,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	}
 	out := v.GetString("output")
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
-		if err := render.RenderGate(w, res, reports.Options{Color: out == "-" && isTerminal(a.out)}); err != nil {
+		if err := render.RenderGate(w, res, a.humanOptions(out)); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
 		return nil

@@ -150,7 +150,7 @@ func TestGateReportGolden(t *testing.T) {
 	plantHugetlbCMA(t, dir)
 	for _, format := range []string{"table", "json", "markdown"} {
 		t.Run(format, func(t *testing.T) {
-			r := runCLI(t, nil, "gate", "--repo", dir, "--base", base, "--format", format, "--fail-on", "none")
+			r := runCLI(t, map[string]string{"COLUMNS": "80"}, "gate", "--repo", dir, "--base", base, "--format", format, "--fail-on", "none")
 			if r.code != exitOK {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}

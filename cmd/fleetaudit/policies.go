@@ -129,13 +129,14 @@ func (a *app) runPoliciesList(cmd *cobra.Command) error {
 		return enc.Encode(listed)
 	case "table":
 		width := a.humanOptions("-").Width
-		cols := reports.Columns{Header: []string{"ID", "SEVERITY", "PROFILES", "TITLE"}, Width: width}
+		// Rule ids stay whole: people copy them into explain and profiles.
+		cols := reports.Columns{Header: []string{"ID", "SEVERITY", "PROFILES", "TITLE"}, Width: width, MinWidths: []int{1 << 10}}
 		for _, r := range listed {
 			sev := r.Severity
 			if r.SeverityOverride != nil {
 				sev += " (rule: " + r.SeverityOverride.RuleSeverity + ")"
 			}
-			cols.Rows = append(cols.Rows, []string{reports.Escape(r.ID), reports.Escape(sev), reports.Escape(strings.Join(r.Profiles, ",")), reports.Escape(r.Title)})
+			cols.Rows = append(cols.Rows, []string{reports.Escape(r.ID), reports.Escape(sev), reports.Escape(strings.Join(r.Profiles, ", ")), reports.Escape(r.Title)})
 		}
 		if err := cols.Write(a.out); err != nil {
 			return err
@@ -181,12 +182,15 @@ func writeExplanation(w io.Writer, r policies.Rule, width int) {
 		}
 	}
 	head := fmt.Sprintf("%s  (%s, %s scope, profiles: %s)", esc(r.ID), esc(r.Severity), esc(string(r.Scope)), esc(strings.Join(r.Profiles, ", ")))
-	fmt.Fprintf(w, "%s\n%s\n\n", strings.Join(reports.Wrap(head, width), "\n"), strings.Join(reports.Wrap(esc(r.Title), width), "\n"))
+	if len(head) > width {
+		head = strings.Join(reports.Wrap(head, width), "\n")
+	}
+	fmt.Fprintf(w, "%s\n%s\n\n", head, strings.Join(reports.Wrap(esc(r.Title), width), "\n"))
 	fmt.Fprintf(w, "Why and detection:\n%s\n\n", para(r.Description))
 	fmt.Fprintf(w, "Remediation:\n%s\n\n", para(r.Remediation))
 	fmt.Fprintf(w, "Reads facts:\n")
 	list(r.Facts)
 	fmt.Fprintf(w, "\nReferences:\n")
 	list(r.References)
-	fmt.Fprintf(w, "\nDefined at %s\n", esc(r.Location))
+	fmt.Fprintf(w, "\n%s\n", strings.Join(reports.Wrap("Defined at "+esc(r.Location), width), "\n"))
 }
