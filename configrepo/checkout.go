@@ -446,12 +446,7 @@ func (c *Checkout) readWorkFile(root *os.Root, name string) error {
 	return c.put(name, data, fi.Mode()&0o111 != 0)
 }
 
-func trimTarget(s string) string {
-	if len(s) > maxLinkTarget {
-		return s[:maxLinkTarget] + "..."
-	}
-	return s
-}
+func trimTarget(s string) string { return truncate(s, maxLinkTarget) }
 
 // checkoutPath is repoPath for a path git lists: one that is not already
 // clean (empty, "." or ".." parts), or that has a .git part (git never

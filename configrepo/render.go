@@ -262,14 +262,15 @@ func runRender(ctx context.Context, work, tree string, rc *RenderCommand, fleet 
 	pr.Close() // unblocks the copy if a child outside the group holds the pipe
 	<-copied
 	switch {
+	case waitErr == nil:
+		return nil
 	case parent.Err() != nil:
 		return fmt.Errorf("render command %s: %w", name, parent.Err())
 	case ctx.Err() != nil:
 		return fmt.Errorf("render command %s: timed out after %s%s", name, timeout, renderOutput(out.Bytes()))
-	case waitErr != nil:
+	default:
 		return fmt.Errorf("render command %s: %w%s", name, waitErr, renderOutput(out.Bytes()))
 	}
-	return nil
 }
 
 // renderEnv is all a render command gets of an environment: PATH (to find
@@ -277,8 +278,12 @@ func runRender(ctx context.Context, work, tree string, rc *RenderCommand, fleet 
 // to render. Tokens and credentials of the gate's environment (GITHUB_TOKEN,
 // SSH_AUTH_SOCK, cloud keys) never reach code from the change under review.
 func renderEnv(fleet, root string, layers []string, home, tmp string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
 	return []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + path,
 		"HOME=" + home,
 		"TMPDIR=" + tmp,
 		"LANG=C",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -114,6 +115,27 @@ echo rendered
 	}
 	for _, pid := range pidsOf(t, pidFile) {
 		requireGone(t, pid)
+	}
+}
+
+// TestRenderCommandChildThatLeftTheGroupDoesNotHang: a child in a session
+// of its own is out of the group's reach; it must still not hold the gate
+// by keeping the output pipe open.
+func TestRenderCommandChildThatLeftTheGroupDoesNotHang(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	co, m := renderRepo(t, `setsid sh -c 'echo $$ >> "$0"; exec sleep 45' '`+pidFile+`' &
+while [ ! -s '`+pidFile+`' ]; do sleep 0.01; done
+echo rendered
+`)
+	_, err := render(t, context.Background(), co, m, RenderOptions{AllowCommand: true, WorkDir: t.TempDir()})
+	for _, pid := range pidsOf(t, pidFile) {
+		syscall.Kill(pid, syscall.SIGKILL) // beyond the render's reach, by design of setsid
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
