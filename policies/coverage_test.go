@@ -233,9 +233,11 @@ func TestHostTimeout(t *testing.T) {
 		strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-fleet", 1), "%s contains", "slow_fleet contains"), "%s", "[x.host | some x in input.hosts]"))
 	e := newEngine(t, Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
 	files := writeSnapshots(t, t.TempDir(), host{name: "gpu-1", hugetlbCMA: "6G", rdma: 8}, host{name: "gpu-2"})
-	rep := runFiles(t, e, files, RunOptions{HostTimeout: 200 * time.Millisecond})
+	// A budget far above what the library's rules take, even on a loaded
+	// machine, and far below what the slow rules take.
+	rep := runFiles(t, e, files, RunOptions{HostTimeout: time.Second})
 
-	want := "collection-error: rule slow-host did not finish within 200ms; its findings for this host are unknown"
+	want := "collection-error: rule slow-host did not finish within 1s; its findings for this host are unknown"
 	for _, h := range []string{"gpu-1", "gpu-2"} {
 		if got := findingsOf(rep, h); !slices.Contains(got, want) {
 			t.Errorf("%s: findings %q lack %q", h, got, want)
@@ -245,8 +247,8 @@ func TestHostTimeout(t *testing.T) {
 		t.Errorf("gpu-1: the findings of the rules that finished were lost: %q", got)
 	}
 	for _, hr := range rep.Hosts {
-		if diff := cmp.Diff([]string{"slow-host"}, hr.TimedOut); diff != "" {
-			t.Errorf("%s: TimedOut (-want +got):\n%s", hr.Host, diff)
+		if !slices.Contains(hr.TimedOut, "slow-host") || slices.Contains(hr.TimedOut, "hugetlb-cma-on-gpu") {
+			t.Errorf("%s: TimedOut = %v, want slow-host", hr.Host, hr.TimedOut)
 		}
 	}
 	var fleetErr string
@@ -255,7 +257,7 @@ func TestHostTimeout(t *testing.T) {
 			fleetErr = f.Err.Error()
 		}
 	}
-	if !strings.Contains(fleetErr, "fleet-wide rule slow-fleet did not finish within 200ms") {
+	if !strings.Contains(fleetErr, "slow-fleet did not finish within 1s") {
 		t.Errorf("fleet failure = %q, failures %v", fleetErr, rep.Failures)
 	}
 }

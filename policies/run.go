@@ -1,10 +1,12 @@
 package policies
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"path/filepath"
@@ -281,7 +283,7 @@ func (e *Engine) unreadable(run HostRun, err error) Finding {
 // removed and become entries of the snapshot's errors (see
 // snapshot.Validate), so the host is reported, never dropped.
 func readSnapshot(file string) (map[string]any, error) {
-	b, err := safeio.ReadFile(file, MaxSnapshotBytes)
+	b, err := readCapped(file)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -308,6 +310,29 @@ func readSnapshot(file string) (map[string]any, error) {
 		doc["errors"] = errs
 	}
 	return doc, nil
+}
+
+// readCapped reads a regular file of at most MaxSnapshotBytes. The buffer
+// is sized from fstat once the file is known to be regular (a snapshot's
+// size is true, unlike /proc's), so a fleet's worth of reads does not
+// regrow it from nothing; the cap holds whatever the size says.
+func readCapped(file string) ([]byte, error) {
+	f, err := safeio.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Size() <= MaxSnapshotBytes {
+		buf.Grow(int(st.Size()) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSnapshotBytes+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxSnapshotBytes {
+		return nil, fmt.Errorf("%w: over the %d byte limit", safeio.ErrTooLarge, MaxSnapshotBytes)
+	}
+	return buf.Bytes(), nil
 }
 
 // LabelsOf returns a snapshot document's labels (string values only).
