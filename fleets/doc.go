@@ -31,7 +31,9 @@
 // Unknown keys anywhere outside params are errors naming the file, line and
 // key. Params the built-in rules read are type-checked. Once the policies
 // are compiled (audit, gate, policies list), Set.Check makes a parameter no
-// rule reads (built-in or --policies) an error, and so is a rules.include or
+// rule reads (built-in or --policies) an error (unless some rule reads
+// data.fleetaudit.params with a computed key, which no list of names can
+// cover), and so is a rules.include or
 // rules.exclude entry that selects no rule id or tag and a rules.severity id
 // no rule has, each naming FILE:LINE and the closest known name. Versions
 // must be quoted: 550.90 is a number.
