@@ -78,11 +78,8 @@ func (s *Set) FleetOf(h HostFacts) (string, error) {
 		h.Name, h.Groups, len(h.Labels), ErrUnknownFleet)
 }
 
-// matches reports whether any criterion of m selects h.
-func (m Match) matches(h HostFacts) bool {
-	return m.matchesNamed(h) || m.Facts.matches(h)
-}
-
+// matchesNamed reports whether one of the criteria people name hosts by
+// (groups, labels, hostnames) selects h.
 func (m Match) matchesNamed(h HostFacts) bool {
 	for _, g := range m.Groups {
 		if slices.Contains(h.Groups, g) {
