@@ -33,10 +33,15 @@ func GetGate(format string) (GateRenderer, error) { return lookup(gateRenderers,
 type gateJSON struct{}
 
 func (gateJSON) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	_, err := w.Write(EscapeJSON(buf.Bytes()))
+	return err
 }
 
 // gateTable is for a terminal or a CI log: one section per fleet the change

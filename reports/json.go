@@ -73,5 +73,5 @@ func (jw *jsonWriter) value(v any, prefix string) {
 	if jw.err = enc.Encode(v); jw.err != nil {
 		return
 	}
-	_, jw.err = jw.w.Write(bytes.TrimSuffix(jw.buf.Bytes(), []byte("\n")))
+	_, jw.err = jw.w.Write(EscapeJSON(bytes.TrimSuffix(jw.buf.Bytes(), []byte("\n"))))
 }

@@ -328,3 +328,24 @@ func (c Columns) Write(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// EscapeJSON writes DEL and C1 controls in encoded JSON as \u escapes:
+// encoding/json escapes C0 (and U+2028/9) but passes these through, and
+// some terminals take U+009B for CSI when the file is printed. The JSON
+// means the same; such runes can only be inside strings.
+func EscapeJSON(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || (r >= 0x80 && r <= 0x9f) }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}

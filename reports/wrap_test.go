@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -249,5 +250,41 @@ func TestColumnsKeepMinWidthsAndWrapTheRest(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestJSONEscapesEveryControlCharacter: encoding/json leaves DEL and C1
+// (U+009B is CSI to some terminals) raw; the documents escape them and
+// still decode to the same strings.
+func TestJSONEscapesEveryControlCharacter(t *testing.T) {
+	value := "a\x7fb\u009b31mc\x1b[2J"
+	res := sampleResult()
+	res.Findings[0].Host = value
+	gate := hostileGate()
+	gate.Fleets[0].Fleet = value
+	r, _ := Get("json")
+	g, _ := GetGate("json")
+	var findings, gated bytes.Buffer
+	if err := r.Render(&findings, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.RenderGate(&gated, gate, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string][]byte{"findings": findings.Bytes(), "gate": gated.Bytes()} {
+		for _, r := range string(out) {
+			if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+				t.Errorf("%s JSON holds raw %U", name, r)
+			}
+		}
+		if !bytes.Contains(out, []byte(`a\u007fb\u009b31mc\u001b[2J`)) {
+			t.Errorf("%s JSON lacks the escaped value:\n%s", name, out)
+		}
+	}
+	var doc struct {
+		Findings []policies.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal(findings.Bytes(), &doc); err != nil || doc.Findings[0].Host != value {
+		t.Errorf("findings JSON does not decode to the host name: %v %+v", err, doc.Findings)
 	}
 }

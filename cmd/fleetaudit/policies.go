@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -124,9 +125,14 @@ func (a *app) runPoliciesList(cmd *cobra.Command) error {
 	}
 	switch format := a.v.GetString("format"); format {
 	case "json":
-		enc := json.NewEncoder(a.out)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
-		return enc.Encode(listed)
+		if err := enc.Encode(listed); err != nil {
+			return err
+		}
+		_, err := a.out.Write(reports.EscapeJSON(buf.Bytes()))
+		return err
 	case "table":
 		width := a.humanOptions("-").Width
 		// Rule ids stay whole: people copy them into explain and profiles.
