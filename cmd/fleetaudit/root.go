@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -59,7 +61,8 @@ func run(ctx context.Context, args []string, s streams, getenv func(string) stri
 	if errors.As(err, &exit) {
 		return exit.code
 	}
-	fmt.Fprintf(s.err, "fleetaudit: %v\n", err)
+	// Errors quote file names and host or repo content: escape controls.
+	fmt.Fprintf(s.err, "fleetaudit: %s\n", reports.EscapeText(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) {
 		fmt.Fprintln(s.err, "Run 'fleetaudit --help' for usage.")

@@ -169,3 +169,15 @@ func widestLine(out string) int {
 	}
 	return w
 }
+
+// TestErrorsAreEscaped: an error quotes the path or content it is about.
+func TestErrorsAreEscaped(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "snap\x1b]0;pwn\x07.json")
+	r := runCLI(t, nil, "audit", "--snapshots", bad)
+	if r.code != exitError {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitError, r.stderr)
+	}
+	if strings.ContainsAny(r.stderr, "\x1b\x07") || !strings.Contains(r.stderr, `snap\x1b]0;pwn\x07.json`) {
+		t.Errorf("stderr does not show the name escaped:\n%q", r.stderr)
+	}
+}
