@@ -58,7 +58,7 @@ or when nothing could be audited.`,
 // addReportFlags adds the flags audit and gate share, meaning the same in both.
 func addReportFlags(f *pflag.FlagSet, formats []string, failOnHelp string) {
 	f.String("format", "table", "output format: "+strings.Join(formats, ", "))
-	f.StringP("output", "o", "-", "write the report to FILE (- for stdout)")
+	f.StringP("output", "o", "-", "write the report to FILE (- for stdout): a file is replaced atomically keeping its mode, a FIFO or device written through")
 	f.String("fail-on", "high", failOnHelp+": "+strings.Join(failOnLevels, ", "))
 	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")

@@ -65,7 +65,7 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
 	f := cmd.Flags()
 	f.String("root", "/", "directory to read as the host's /")
 	f.String("hostname", "", "host name to record (default: the root's /proc/sys/kernel/hostname or /etc/hostname)")
-	f.StringP("output", "o", "-", "write the snapshot to FILE (- for stdout)")
+	f.StringP("output", "o", "-", "write the snapshot to FILE (- for stdout): a file is replaced atomically keeping its mode, a FIFO or device written through")
 	f.StringSlice("sysctl", nil, "extra sysctl key to read from /proc/sys (repeatable)")
 	f.StringSlice("limits-domain", nil, "user or @group whose effective pam limits to compute besides * (repeatable)")
 	f.Bool("no-exec", false, "run no command (nvidia-smi) on the live host; only files are read")
