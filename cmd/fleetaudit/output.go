@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // writeOutput writes data to stdout for "-", else to the file name as
@@ -326,11 +327,28 @@ func auditInputs(v *viper.Viper) []input {
 }
 
 // gateInputs are what gate reads: the repo's manifest, layers and manifests
-// (the work tree is read when --head is not given), and the report inputs.
+// (the work tree is read when --head is not given), the inventory and
+// baselines the manifest names, and the report inputs.
 func gateInputs(v *viper.Viper) []input {
 	repo := v.GetString("repo")
-	ins := []input{{flag: "--repo", path: filepath.Join(repo, configrepo.ManifestFile)}}
-	ins = append(ins, inputsOf("--repo", []string{filepath.Join(repo, "layers"), filepath.Join(repo, "k8s")}, 0)...)
+	manifest := filepath.Join(repo, configrepo.ManifestFile)
+	ins := []input{{flag: "--repo", path: manifest}}
+	paths := []string{filepath.Join(repo, "layers"), filepath.Join(repo, "k8s")}
+	if data, err := safeio.ReadFile(manifest, 1<<20); err == nil {
+		if m, err := configrepo.ParseManifest(data); err == nil {
+			if m.Inventory != "" {
+				paths = append(paths, filepath.Join(repo, m.Inventory))
+			}
+			for _, f := range m.Fleets {
+				for _, p := range []string{f.Baseline, f.K8s} {
+					if p != "" {
+						paths = append(paths, filepath.Join(repo, p))
+					}
+				}
+			}
+		}
+	}
+	ins = append(ins, inputsOf("--repo", paths, 0)...)
 	return append(ins, reportInputsOf(v)...)
 }
 

@@ -263,7 +263,11 @@ func TestOutputNamingAnInputIsRefused(t *testing.T) {
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for from, to := range map[string]string{exampleInventory: inventory, "../../examples/config-repo/fleetaudit.yaml": manifest} {
+	baseline := filepath.Join(repo, "baselines", "gpu-training.json")
+	if err := os.MkdirAll(filepath.Dir(baseline), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range map[string]string{exampleInventory: inventory, "../../examples/config-repo/fleetaudit.yaml": manifest, snapFile: baseline} {
 		data, err := os.ReadFile(from)
 		if err != nil {
 			t.Fatal(err)
@@ -284,6 +288,7 @@ func TestOutputNamingAnInputIsRefused(t *testing.T) {
 		{"file deep in a policies dir", []string{"audit", "--snapshots", snaps, "--policies", policyDir, "-o", policy}, policy},
 		{"pods manifest", []string{"collect", "--root", gpuRoot, "--pods", pods, "-o", pods}, pods},
 		{"gate manifest", []string{"gate", "--repo", repo, "--base", "HEAD", "-o", manifest}, manifest},
+		{"gate baseline", []string{"gate", "--repo", repo, "--base", "HEAD", "-o", baseline}, baseline},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
