@@ -99,7 +99,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseInputAsOutput(v.GetString("output"), auditInputs(v)); err != nil {
+	if err := checkOutput(v.GetString("output"), auditInputs(v)); err != nil {
 		return err
 	}
 	opts := audit.Options{

@@ -84,7 +84,7 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--root %s: not a directory", root)}
 	}
 	manifests := v.GetStringSlice("pods")
-	if err := refuseInputAsOutput(v.GetString("output"), inputsOf("--pods", manifests, 0)); err != nil {
+	if err := checkOutput(v.GetString("output"), inputsOf("--pods", manifests, 0)); err != nil {
 		return err
 	}
 	for _, m := range manifests {

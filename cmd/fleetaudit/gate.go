@@ -71,7 +71,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseInputAsOutput(v.GetString("output"), gateInputs(v)); err != nil {
+	if err := checkOutput(v.GetString("output"), gateInputs(v)); err != nil {
 		return err
 	}
 	opts := configrepo.Options{

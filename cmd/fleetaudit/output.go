@@ -266,11 +266,15 @@ type input struct {
 	depth      int
 }
 
-// refuseInputAsOutput fails when the existing file -o names is one of the
-// command's inputs, before anything runs.
-func refuseInputAsOutput(output string, inputs []input) error {
+// checkOutput fails, before anything runs, when -o names one of the
+// command's inputs or something a report cannot be written to (a directory,
+// a socket, a dangling symlink).
+func checkOutput(output string, inputs []input) error {
 	if output == "-" || output == "" {
 		return nil
+	}
+	if _, _, _, err := outputTarget(output); err != nil {
+		return usageError{err}
 	}
 	out, err := os.Stat(output)
 	if err != nil || out.IsDir() {

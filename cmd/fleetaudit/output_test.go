@@ -212,13 +212,23 @@ func TestOutputRefusesWhatCannotBeWritten(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "missing", "x.json"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ name, output, want string }{
-		{"directory", dir, "a directory"},
-		{"dangling symlink", dangling, "which does not exist"},
+	// Not a git repo: the gate would fail on that if it ran before the check.
+	repo := filepath.Join(dir, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"directory", []string{"collect", "--root", gpuRoot, "-o", dir}, "a directory"},
+		{"dangling symlink", []string{"collect", "--root", gpuRoot, "-o", dangling}, "which does not exist"},
+		{"directory, before the gate runs", []string{"gate", "--repo", repo, "--base", "HEAD", "-o", dir}, "a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runCLI(t, nil, "collect", "--root", gpuRoot, "-o", tt.output)
+			r := runCLI(t, nil, tt.args...)
 			if r.code != exitError || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d, want %d and %q:\n%s", r.code, exitError, tt.want, r.stderr)
 			}
