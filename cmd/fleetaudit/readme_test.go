@@ -252,3 +252,25 @@ func TestShellWords(t *testing.T) {
 		}
 	}
 }
+
+// The README's config file examples (yaml code blocks) load: every key is
+// one the config file accepts.
+func TestReadmeConfigExamples(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(data), -1)
+	if len(blocks) == 0 {
+		t.Fatal("the README shows no config file")
+	}
+	for _, b := range blocks {
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(cfg, []byte(b[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := runCLI(t, nil, "--config", cfg, "policies", "list"); r.code != exitOK {
+			t.Errorf("config\n%s\nexit %d: %s", b[1], r.code, r.stderr)
+		}
+	}
+}
