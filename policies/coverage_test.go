@@ -302,8 +302,24 @@ func TestFleetFindingsCarrySource(t *testing.T) {
 }
 
 // A fleet-wide finding about a host whose facts for the rule were not
-// collected is withheld, and an unread host is left out of the fleet.
+// collected is withheld, and an unread host (written as audit wrote them: every
+// section an empty value) is left out of the fleet. The user rule fires on
+// every host without a kernel release, as a careless rule would.
 func TestFleetRulesSkipUncollectedHosts(t *testing.T) {
+	pol := t.TempDir()
+	writeFile(t, pol, "fleet.rego", `package fleetaudit.fleet_rules.site
+
+# METADATA
+# title: No kernel release
+# description: d
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: kernel-release-missing, severity: low, profiles: [all], remediation: r, facts: [kernel.release]}
+kernel_release_missing contains f if {
+	some h in input.hosts
+	object.get(h, ["kernel", "release"], "") == ""
+	f := {"msg": "no kernel release", "evidence": ["kernel.release"], "host": h.host}
+}
+`)
 	dir := t.TempDir()
 	gpu := map[string]string{"fleet": "gpu-training"}
 	files := writeSnapshots(t, dir,
@@ -311,18 +327,20 @@ func TestFleetRulesSkipUncollectedHosts(t *testing.T) {
 		host{name: "gpu-2", labels: gpu, nccl: []string{"2.20.5"}},
 		host{name: "gpu-3", labels: gpu, nccl: []string{"2.20.5"}},
 	)
-	noLibs := host{name: "gpu-4", labels: gpu}.snapshot()
-	delete(noLibs, "libraries")
-	files = append(files, writeJSON(t, dir, "gpu-4.json", noLibs))
+	noKernel := host{name: "gpu-4", labels: gpu}.snapshot()
+	delete(noKernel, "kernel")
+	files = append(files, writeJSON(t, dir, "gpu-4.json", noKernel))
 	for i := range 5 {
-		name := "gpu-unread-" + string(rune('a'+i))
-		files = append(files, writeJSON(t, dir, name+".json", map[string]any{"schema": snapshot.Schema, "host": name,
-			"labels": gpu, "errors": []any{map[string]any{"collector": snapshot.CollectorSource, "path": "10.0.0.1", "reason": "unreachable"}}}))
+		fail := snapshot.New("gpu-unread-" + string(rune('a'+i)))
+		fail.Labels = gpu
+		fail.Errors = append(fail.Errors, snapshot.CollectionError{Collector: snapshot.CollectorSource, Path: "10.0.0.1", Reason: "unreachable"})
+		fail.Normalize()
+		files = append(files, writeJSON(t, dir, fail.Host+".json", fail))
 	}
-	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{FleetOf: fleetByLabel})
+	rep := runFiles(t, newEngine(t, Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{FleetOf: fleetByLabel})
 	for _, f := range rep.Findings {
-		if f.Rule == "nccl-version-skew" || f.Rule == "driver-version-skew" || f.Rule == "kernel-version-skew" {
-			t.Errorf("%s on %s: %s", f.Rule, f.Host, f.Message)
+		if f.Rule == "kernel-release-missing" || (strings.HasPrefix(f.Host, "gpu-unread") && f.Rule != "collection-error") {
+			t.Errorf("%s on %s rests on facts never collected: %s", f.Rule, f.Host, f.Message)
 		}
 	}
 }
