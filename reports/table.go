@@ -125,12 +125,12 @@ func provenance(f policies.Finding) string {
 	return first
 }
 
+// colorize colours the severity that starts a row. Only the severity
+// column counts: a wrapped message line may start with "low" too.
 func colorize(line string) string {
-	trimmed := strings.TrimLeft(line, " ")
 	for sev, code := range severityColor {
-		if strings.HasPrefix(trimmed, sev+" ") {
-			i := strings.Index(line, sev)
-			return line[:i] + code + sev + "\x1b[0m" + line[i+len(sev):]
+		if rest, ok := strings.CutPrefix(line, " "+sev); ok && (rest == "" || rest[0] == ' ') {
+			return " " + code + sev + "\x1b[0m" + rest
 		}
 	}
 	return line

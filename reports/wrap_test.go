@@ -288,3 +288,18 @@ func TestJSONEscapesEveryControlCharacter(t *testing.T) {
 		t.Errorf("findings JSON does not decode to the host name: %v %+v", err, doc.Findings)
 	}
 }
+
+// TestColourOnlyOnTheSeverityColumn: a wrapped message line starting with
+// a severity word was coloured as if it began a row.
+func TestColourOnlyOnTheSeverityColumn(t *testing.T) {
+	res := sampleResult()
+	res.Findings[0].Message = strings.Repeat("low ", 60)
+	r, _ := Get("table")
+	var out bytes.Buffer
+	if err := r.Render(&out, res, Options{Width: 60, Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\x1b[0m"); n != 1 {
+		t.Errorf("%d coloured words, want the one severity:\n%s", n, out.String())
+	}
+}
