@@ -123,6 +123,20 @@ func TestOutputKeepsTheFileMode(t *testing.T) {
 	}
 }
 
+// TestNewOutputFollowsTheUmask: a new file is 0644 less the umask, as any
+// new file is (the writer chmodded it to 0644 whatever the umask).
+func TestNewOutputFollowsTheUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	out := filepath.Join(t.TempDir(), "snap.json")
+	if r := runCLI(t, nil, "collect", "--root", gpuRoot, "-o", out); r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if info, err := os.Stat(out); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("new file under umask 077: %v, %v; want -rw-------", info.Mode(), err)
+	}
+}
+
 func TestOutputToAFIFOWithAReader(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "pipe")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
