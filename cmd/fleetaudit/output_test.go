@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -190,6 +192,35 @@ func TestOutputToAFIFOWithoutAReaderFails(t *testing.T) {
 	}
 	if info, err := os.Lstat(fifo); err != nil || info.Mode()&fs.ModeNamedPipe == 0 {
 		t.Errorf("%s after -o: %v, %v; want the FIFO kept", fifo, info.Mode(), err)
+	}
+}
+
+// TestOutputToAStalledFIFOIsCancelled: a reader that never reads must not
+// hold the command past SIGINT/SIGTERM (the signal cancels the context).
+func TestOutputToAStalledFIFOIsCancelled(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() {
+		a := &app{streams: streams{out: io.Discard}}
+		done <- writeOutput(ctx, a, fifo, make([]byte, 4<<20)) // more than a pipe holds
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("writing to a FIFO nobody reads ignored cancellation")
 	}
 }
 
