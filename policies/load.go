@@ -2,13 +2,17 @@ package policies
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
+
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // library is the built-in rule library: Rego v1, one package per rule family,
@@ -62,14 +66,27 @@ func userPolicies(paths []string, caps *ast.Capabilities, withTests bool) (map[s
 		return nil, nil, nil
 	}
 	res, err := loader.NewFileLoader().
+		WithFS(policyFiles{}).
 		WithRegoVersion(ast.RegoV1).
 		WithProcessAnnotation(true).
 		WithCapabilities(caps).
-		Filtered(paths, func(_ string, info fs.FileInfo, depth int) bool {
-			if depth > 0 && strings.HasPrefix(info.Name(), ".") {
+		Filtered(paths, func(p string, info fs.FileInfo, depth int) bool {
+			if depth == 0 {
+				return !info.IsDir() && !withTests && isTestFile(info.Name())
+			}
+			if strings.HasPrefix(info.Name(), ".") {
 				return true
 			}
-			return !info.IsDir() && !withTests && isTestFile(info.Name())
+			if info.IsDir() {
+				// Links to directories may loop (two links to ".." made
+				// the walk exponential): only the tree itself is read.
+				l, err := os.Lstat(p)
+				return err == nil && l.Mode()&fs.ModeSymlink != 0
+			}
+			// The loader reads every file of a directory and then ignores
+			// those it does not know (a FIFO among them blocked it): skip
+			// them unread.
+			return !isPolicyFile(info.Name()) || (!withTests && isTestFile(info.Name()))
 		})
 	if err != nil {
 		return nil, nil, fmt.Errorf("load policies from %s: %w", strings.Join(paths, ", "), err)
@@ -79,6 +96,39 @@ func userPolicies(paths []string, caps *ast.Capabilities, withTests bool) (map[s
 		mods[name] = f.Parsed
 	}
 	return mods, res.Documents, nil
+}
+
+// isPolicyFile tells the files the loader loads from a directory: Rego,
+// data (JSON, YAML) and bundle tarballs.
+func isPolicyFile(name string) bool {
+	switch path.Ext(name) {
+	case ".rego", ".json", ".yaml", ".yml":
+		return true
+	}
+	return strings.HasSuffix(name, ".tar.gz")
+}
+
+// maxPolicyFileSize caps each file read from --policies, Rego or data. A data
+// file is decoded whole into values many times its size (a 300 MB data.json
+// took 12 GB), so one larger than this is refused.
+const maxPolicyFileSize = 64 << 20
+
+// policyFiles is the file system the loader reads --policies through: names
+// are the local paths the user gave (the loader joins them with
+// filepath.Join, so they are not io/fs names). Only regular files are read,
+// a FIFO or device never opened for reading, and each read is capped.
+type policyFiles struct{}
+
+func (policyFiles) Open(name string) (fs.File, error)          { return safeio.OpenFileOrDir(name) }
+func (policyFiles) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
+func (policyFiles) ReadDir(name string) ([]fs.DirEntry, error) { return safeio.ReadDir(name) }
+
+func (policyFiles) ReadFile(name string) ([]byte, error) {
+	data, err := safeio.ReadFile(name, maxPolicyFileSize)
+	if errors.Is(err, safeio.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w: policy and data files are limited to %d MiB each", name, safeio.ErrTooLarge, maxPolicyFileSize>>20)
+	}
+	return data, err
 }
 
 // compile compiles modules with the engine's capabilities; print statements
