@@ -109,6 +109,9 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if e := collectors.Unread(snap); e != nil {
+		return fmt.Errorf("--root %s: %s", root, e.Reason)
+	}
 	if snap.Host == "" {
 		return usageError{errors.New("no host name under --root (no /proc/sys/kernel/hostname or /etc/hostname): pass --hostname")}
 	}
