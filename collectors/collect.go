@@ -129,6 +129,10 @@ func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot,
 		}
 		c.runFamily(f)
 	}
+	if err := ctx.Err(); err != nil {
+		// The last family may have stopped half way.
+		return snap, fmt.Errorf("collecting: %w", err)
+	}
 	slices.SortStableFunc(snap.Errors, func(a, b snapshot.CollectionError) int {
 		return strings.Compare(a.Collector+"\x00"+a.Path, b.Collector+"\x00"+b.Path)
 	})

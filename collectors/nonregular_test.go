@@ -217,3 +217,45 @@ func TestCollectUnreadableRoot(t *testing.T) {
 		t.Errorf("facts collected from an unreadable root: %v", snap.Sources)
 	}
 }
+
+// TestDirReadsLivePseudoFiles: /proc and /sys files claim a size of 0 or
+// 4096 but are regular files; the type check keeps reading them to EOF.
+func TestDirReadsLivePseudoFiles(t *testing.T) {
+	for _, name := range []string{"/proc/self/status", "/proc/cmdline", "/proc/sys/kernel/hostname", "/sys/kernel/mm/transparent_hugepage/enabled"} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := os.Stat(name); err != nil {
+				t.Skip(err)
+			}
+			data, err := readCapped(Dir("/"), name, DefaultMaxFileSize)
+			if err != nil || len(data) == 0 {
+				t.Errorf("readCapped(%s) = %d bytes, %v; want its contents", name, len(data), err)
+			}
+		})
+	}
+}
+
+// cancellingFS cancels a context when a file is opened in it.
+type cancellingFS struct {
+	fs.FS
+	cancel context.CancelFunc
+}
+
+func (c cancellingFS) Open(name string) (fs.File, error) {
+	c.cancel()
+	return c.FS.Open(name)
+}
+
+// TestCollectCancelledInLastFamily: a cancel while the last family (pods)
+// runs is the error result, not a snapshot that looks complete.
+func TestCollectCancelledInLastFamily(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pod := &fstest.MapFile{Data: []byte("kind: Pod\nmetadata: {name: p}\n")}
+	opts := fixtureOptions("gpu-node")
+	opts.ManifestFS = cancellingFS{fstest.MapFS{"a.yaml": pod, "b.yaml": pod}, cancel}
+	opts.Manifests = []string{"a.yaml", "b.yaml"}
+	snap, err := Collect(ctx, Dir(filepath.Join(fixtureHosts, "gpu-node")), opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Collect = %d pods, %v; want context.Canceled", len(snap.Pods), err)
+	}
+}

@@ -23,6 +23,10 @@ func collectProcesses(c *collection) {
 	const collector = "processes"
 	scanned := 0
 	for _, e := range c.readDir(collector, "/proc") {
+		// A host may run a hundred thousand processes.
+		if c.ctx.Err() != nil {
+			return
+		}
 		if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
 			continue
 		}
