@@ -96,8 +96,9 @@ var families = []family{
 }
 
 // Collect reads every fact family from src. Unreadable or malformed sources
-// become entries in the snapshot's Errors; the error result is only for a
-// cancelled context.
+// become entries in the snapshot's Errors, and a root that cannot be listed
+// at all one snapshot.CollectorSource error (see Unread) with no facts; the
+// error result is only for a cancelled context.
 func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot, error) {
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = DefaultMaxFileSize
