@@ -31,7 +31,10 @@ type Describer interface {
 
 // Dir returns a Source over a directory tree treated as a host's "/": symbolic
 // links resolve inside the tree, absolute targets included, the way they would
-// after chroot. Nothing outside root is ever opened through a link.
+// after chroot. Nothing outside root is ever opened through a link, and
+// nothing but a regular file or directory is opened at all: a FIFO or
+// device under root is an error wrapping safeio.ErrNotRegular, never
+// waited on or read (/dev/null, which reads as empty, aside).
 //
 // A Dir remembers which path components are links for its lifetime (sysfs
 // reads walk the same deep prefixes thousands of times), so use a new one for
