@@ -8,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // DefaultWidth is what text wraps to when Options.Width is not set.
@@ -298,32 +301,62 @@ func (c Columns) Write(w io.Writer) error {
 	narrow(min(minLast, widths[last]), hard)
 	widths[last] = max(avail-used(), min(minLast, widths[last]))
 
-	var b strings.Builder
+	return c.render(w, cells, widths, gap)
+}
+
+// render hands the wrapped cells to tablewriter, which lays out the grid
+// (borderless, left-aligned, gap spaces between columns); cells arrive
+// wrapped to their widths, so tablewriter's own wrapping is off.
+func (c Columns) render(w io.Writer, cells [][][]string, widths []int, gap int) error {
+	ncol := len(widths)
+	last := ncol - 1
+	pad := make([]tw.Padding, ncol)
+	colWidths := tw.NewMapper[int, int]()
+	for i := range ncol {
+		pad[i] = tw.Padding{Overwrite: true}
+		colWidths.Set(i, widths[i])
+		if i < last {
+			pad[i].Right = strings.Repeat(" ", gap)
+			colWidths.Set(i, widths[i]+gap)
+		}
+	}
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithColumnWidths(colWidths),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoFormat(tw.Off),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowPaddingPerColumn(pad),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
 	for _, r := range cells {
-		wrapped := make([][]string, ncol)
-		height := 0
+		row := make([]string, ncol)
 		for i, lines := range r {
+			var wrapped []string
 			for _, l := range lines {
-				wrapped[i] = append(wrapped[i], Wrap(l, widths[i])...)
+				wrapped = append(wrapped, Wrap(l, widths[i])...)
 			}
-			height = max(height, len(wrapped[i]))
+			row[i] = strings.Join(wrapped, "\n")
 		}
-		for ln := range height {
-			var line strings.Builder
-			line.WriteString(c.Indent)
-			for i := range ncol {
-				cell := ""
-				if ln < len(wrapped[i]) {
-					cell = wrapped[i][ln]
-				}
-				line.WriteString(cell)
-				if i < last {
-					line.WriteString(strings.Repeat(" ", max(widths[i]-runewidth.StringWidth(cell), 0)+gap))
-				}
-			}
-			b.WriteString(strings.TrimRight(line.String(), " "))
-			b.WriteByte('\n')
+		if err := t.Append(row); err != nil {
+			return err
 		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		b.WriteString(strings.TrimRight(c.Indent+line, " "))
+		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
