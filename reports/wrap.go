@@ -195,6 +195,9 @@ type Columns struct {
 	// narrow column (a quarter of the line or less) keeps its width, a wider
 	// one its longest word, up to a quarter of the line.
 	MinWidths []int
+	// Unbroken columns never break a word, even on a narrow terminal: ids
+	// and names people copy (the last column may then run over).
+	Unbroken []bool
 	// MinLast is what the last column gets before earlier ones wrap (half
 	// the line when 0).
 	MinLast int
@@ -236,6 +239,7 @@ func (c Columns) Write(w io.Writer) error {
 	avail := width - runewidth.StringWidth(c.Indent) - gap*(ncol-1)
 	widths := make([]int, ncol)
 	floor := make([]int, ncol) // what a column never shrinks below
+	longest := make([]int, ncol)
 	for _, r := range cells {
 		for i, lines := range r {
 			for _, l := range lines {
@@ -243,6 +247,7 @@ func (c Columns) Write(w io.Writer) error {
 				for _, word := range strings.Fields(l) {
 					floor[i] = max(floor[i], runewidth.StringWidth(word))
 				}
+				longest[i] = floor[i]
 			}
 		}
 	}
@@ -297,9 +302,16 @@ func (c Columns) Write(w io.Writer) error {
 		if i < len(c.Header) {
 			hard[i] = max(hard[i], runewidth.StringWidth(c.Header[i]))
 		}
+		if i < len(c.Unbroken) && c.Unbroken[i] {
+			hard[i] = max(hard[i], longest[i])
+		}
 	}
-	narrow(min(minLast, widths[last]), hard)
-	widths[last] = max(avail-used(), min(minLast, widths[last]))
+	hardLast := minLast
+	if c.MinLast > 0 {
+		hardLast = min(c.MinLast, minLast)
+	}
+	narrow(min(hardLast, widths[last]), hard)
+	widths[last] = max(avail-used(), min(hardLast, widths[last]))
 
 	return c.render(w, cells, widths, gap)
 }

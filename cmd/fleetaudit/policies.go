@@ -136,7 +136,7 @@ func (a *app) runPoliciesList(cmd *cobra.Command) error {
 	case "table":
 		width := a.humanOptions("-").Width
 		// Rule ids stay whole: people copy them into explain and profiles.
-		cols := reports.Columns{Header: []string{"ID", "SEVERITY", "PROFILES", "TITLE"}, Width: width, MinWidths: []int{1 << 10}}
+		cols := reports.Columns{Header: []string{"ID", "SEVERITY", "PROFILES", "TITLE"}, Width: width, MinWidths: []int{1 << 10}, Unbroken: []bool{true}, MinLast: 20}
 		for _, r := range listed {
 			sev := r.Severity
 			if r.SeverityOverride != nil {

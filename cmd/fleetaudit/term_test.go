@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,13 +137,16 @@ hostile_metadata contains f if {
 	if err := os.WriteFile(filepath.Join(dir, "hostile.rego"), []byte(rule), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"COLUMNS": "60"}
+	// list keeps rule ids whole (people copy them into explain), so it is
+	// held to the default terminal width rather than 60 columns.
+	widths := map[string]int{"explain": 60, "list": 80}
 	for _, args := range [][]string{
 		{"policies", "explain", "hostile-metadata", "--policies", dir},
 		{"policies", "list", "--policies", dir},
 	} {
 		t.Run(args[1], func(t *testing.T) {
-			r := runCLI(t, env, args...)
+			width := widths[args[1]]
+			r := runCLI(t, map[string]string{"COLUMNS": strconv.Itoa(width)}, args...)
 			if r.code != exitOK {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
@@ -152,8 +156,15 @@ hostile_metadata contains f if {
 			if !strings.Contains(r.stdout, `\x1b]0;pwn\x07`) {
 				t.Errorf("the title's escape is not shown escaped:\n%s", r.stdout)
 			}
-			if w := widestLine(r.stdout); w > 60 {
-				t.Errorf("widest line %d columns, want at most 60:\n%s", w, r.stdout)
+			if w := widestLine(r.stdout); w > width {
+				t.Errorf("widest line %d columns, want at most %d:\n%s", w, width, r.stdout)
+			}
+			if args[1] == "list" {
+				for _, id := range []string{"hostile-metadata", "acs-redirect-on-gpu-path", "persistence-mode-off"} {
+					if !regexp.MustCompile(`(?m)^` + id + ` `).MatchString(r.stdout) {
+						t.Errorf("rule id %s is not whole at the start of a line:\n%s", id, r.stdout)
+					}
+				}
 			}
 			if args[1] == "explain" && !strings.Contains(strings.Join(strings.Fields(r.stdout), ""), "https://example.com/a/reference/long/enough/to/be/wrapped/at/sixty/columns/without/losing/any/of/it") {
 				t.Errorf("the reference is cut:\n%s", r.stdout)
