@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // ErrRenderCommandNotAllowed is returned for a repo whose fleetaudit.yaml
@@ -405,7 +406,9 @@ func digestTree(dir string, into map[string][sha256.Size]byte) error {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file, directory or symbolic link", key)
 		}
-		f, err := os.Open(p)
+		// A child the render left behind may have swapped in a FIFO since
+		// the walk saw a regular file.
+		f, err := safeio.Open(p)
 		if err != nil {
 			return err
 		}

@@ -291,12 +291,13 @@ func readSnapshot(file string) (map[string]any, error) {
 		}
 		return nil, err
 	}
-	var doc map[string]any
-	if err := unmarshalJSON(b, &doc); err != nil {
+	var v any
+	if err := unmarshalJSON(b, &v); err != nil {
 		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
 	}
-	if doc == nil {
-		return nil, fmt.Errorf("not a JSON snapshot: the document is not an object")
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON snapshot: the document is %s, not an object", jsonKind(v))
 	}
 	schema, _ := doc["schema"].(string)
 	if err := snapshot.CheckSchema(schema); err != nil {
@@ -355,4 +356,21 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// jsonKind names a decoded JSON value's type for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
 }

@@ -166,9 +166,9 @@ func TestReadSnapshotRefusesOversizeAndNonObjects(t *testing.T) {
 	f.Close()
 	for file, want := range map[string]string{
 		big:                                      "over the",
-		writeFile(t, dir, "null.json", "null"):   "not an object",
+		writeFile(t, dir, "null.json", "null"):   "the document is null, not an object",
 		writeFile(t, dir, "two.json", "{} {}"):   "unexpected data after",
-		writeFile(t, dir, "list.json", "[1]"):    "not a JSON snapshot",
+		writeFile(t, dir, "list.json", "[1]"):    "the document is a list, not an object",
 		writeFile(t, dir, "noschema.json", `{}`): "no \"schema\" field",
 		filepath.Join(dir, "missing.json"):       "no such file",
 	} {

@@ -35,8 +35,8 @@ rest of the fleet is still audited.
 
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on a usage error
 or when nothing could be audited.`,
-		Example: `  # The bundled example fleet
-  fleetaudit audit --inventory examples/fleet/inventory.yaml
+		Example: `  # The bundled example fleet: its inventory, and the snapshots collected from it
+  fleetaudit audit --inventory examples/fleet/inventory.yaml --snapshots examples/fleet/snapshots
 
   # Snapshots collected elsewhere, as JSON for CI, failing on critical findings only
   fleetaudit audit --snapshots /var/lib/fleetaudit/snapshots --format json -o findings.json --fail-on critical
