@@ -23,7 +23,9 @@ var ErrTooLarge = errors.New("file too large")
 // never blocks (O_NONBLOCK, so a FIFO swapped in after a stat cannot hang
 // it), and the type is checked on the open descriptor, so there is no window
 // between the check and the use.
-func Open(path string) (*os.File, error) {
+func Open(path string) (*os.File, error) { return open(path, false) }
+
+func open(path string, dirOK bool) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
@@ -33,9 +35,9 @@ func Open(path string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if !info.Mode().IsRegular() {
+	if m := info.Mode(); !m.IsRegular() && !(dirOK && m.IsDir()) {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, Kind(info.Mode()))}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, Kind(m))}
 	}
 	return f, nil
 }

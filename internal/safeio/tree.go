@@ -2,34 +2,17 @@ package safeio
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // OpenFileOrDir is Open for walking a tree: a directory is opened too (to
 // list it), anything else that is not a regular file is refused the same way
 // and the open never blocks.
-func OpenFileOrDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if m := info.Mode(); !m.IsRegular() && !m.IsDir() {
-		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, Kind(m))}
-	}
-	return f, nil
-}
+func OpenFileOrDir(path string) (*os.File, error) { return open(path, true) }
 
 // ReadDir lists a directory, opened with OpenFileOrDir so that a FIFO where
 // a directory was expected fails at once instead of blocking; entries are
