@@ -202,18 +202,20 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 }
 
 func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]any) string, budget time.Duration) hostResult {
+	var run HostRun
 	doc, err := readSnapshot(file)
 	if err != nil {
 		host := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-		run := HostRun{File: file, Host: host, Fleet: fleetOf(host, nil), Unread: err.Error()}
-		return hostResult{run: run, findings: []Finding{e.unreadable(run, err)}}
+		run = HostRun{File: file, Host: host, Fleet: fleetOf(host, nil)}
+		doc = unreadDoc(host, file, err)
+	} else {
+		host, _ := doc["host"].(string)
+		if host == "" {
+			host = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+			doc["host"] = host
+		}
+		run = HostRun{File: file, Host: host, Fleet: fleetOf(host, doc)}
 	}
-	host, _ := doc["host"].(string)
-	if host == "" {
-		host = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-		doc["host"] = host
-	}
-	run := HostRun{File: file, Host: host, Fleet: fleetOf(host, doc)}
 	fq, ok := e.fleets[run.Fleet]
 	if !ok {
 		return hostResult{run: run, err: fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)}
@@ -255,25 +257,15 @@ func (e *Engine) overBudget(run HostRun, slow *Rule, budget time.Duration) Findi
 	}
 }
 
-// unreadable is the collection-error finding for a snapshot file that could
-// not be read or decoded: a blind spot, not an abort.
-func (e *Engine) unreadable(run HostRun, err error) Finding {
-	r := e.byID["collection-error"]
-	reason := err.Error()
-	return Finding{
-		Rule:     r.ID,
-		Severity: r.Severity,
-		Title:    r.Title,
-		Host:     run.Host,
-		Fleet:    run.Fleet,
-		Message:  fmt.Sprintf("snapshot %s could not be read: %s", run.File, reason),
-		Evidence: []Evidence{{
-			Fact:   "errors",
-			Value:  []any{map[string]any{"collector": "snapshot", "path": run.File, "reason": reason}},
-			Source: run.File,
-		}},
-		Remediation: r.Remediation,
-		References:  slices.Clone(r.References),
+// unreadDoc stands for a snapshot file that could not be read or decoded:
+// a host not read at all (a snapshot.CollectorSource error naming the
+// file), so the collection-error rule reports it and no other rule runs.
+func unreadDoc(host, file string, err error) map[string]any {
+	return map[string]any{
+		"schema":  snapshot.Schema,
+		"host":    host,
+		"errors":  []any{map[string]any{"collector": snapshot.CollectorSource, "path": file, "reason": err.Error()}},
+		"sources": map[string]any{"errors": file},
 	}
 }
 

@@ -87,8 +87,10 @@ func TestRun(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 	broken := findings[2]
-	if !strings.Contains(broken.Message, "gpu-broken.json could not be read: not a JSON snapshot") ||
-		broken.Evidence[0].Source != filepath.Join(dir, "gpu-broken.json") {
+	// The finding is the collection-error rule's, on a document standing
+	// for the file: a source error naming it.
+	if !strings.Contains(broken.Message, "source collector could not read "+filepath.Join(dir, "gpu-broken.json")+": not a JSON snapshot") ||
+		broken.Evidence[0].Fact != "errors.0" || broken.Evidence[0].Source != filepath.Join(dir, "gpu-broken.json") {
 		t.Errorf("broken snapshot finding = %+v", broken)
 	}
 	if !strings.Contains(findings[3].Message, "newer fleetaudit") {

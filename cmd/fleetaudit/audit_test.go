@@ -137,7 +137,7 @@ func TestAuditBadInputs(t *testing.T) {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
 		doc := decodeFindings(t, r.stdout)
-		if doc.Summary.Hosts != 2 || len(doc.Errors) != 1 || doc.Errors[0].Host != "broken" || !strings.Contains(doc.Errors[0].Error, "broken.json could not be read") {
+		if doc.Summary.Hosts != 2 || len(doc.Errors) != 1 || doc.Errors[0].Host != "broken" || !strings.Contains(doc.Errors[0].Error, "could not read "+filepath.Join(snaps, "broken.json")+": not a JSON snapshot") {
 			t.Errorf("hosts %d, errors %+v", doc.Summary.Hosts, doc.Errors)
 		}
 	})
