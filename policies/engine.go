@@ -36,9 +36,11 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 )
 
-// ErrUnknownFleet is returned (wrapped) for a fleet the engine was not
-// configured with.
-var ErrUnknownFleet = errors.New("fleet not configured in the policy engine")
+// ErrUnknownFleet is wrapped by every error about a fleet nobody defined:
+// one the engine was not configured with, and (package fleets) a host's
+// fleet that no profile defines or matches. Here so both can wrap it:
+// fleets imports policies, never the reverse.
+var ErrUnknownFleet = errors.New("unknown fleet")
 
 // Options configure an Engine.
 type Options struct {
@@ -51,16 +53,14 @@ type Options struct {
 	Fleets map[string]FleetConfig
 }
 
-// FleetConfig is what the engine needs from a fleet profile.
+// FleetConfig is what the engine needs from a fleet profile (see
+// fleets.NewEngine, which builds it).
 type FleetConfig struct {
-	// Profiles are the rule profiles the fleet follows: a rule runs when its
-	// custom.profiles lists one of them or "all". Empty means the fleet's name.
-	Profiles []string
-	// Select, when non-nil, decides which rules run instead of Profiles (a
-	// fleet profile's include/exclude lists over the rules' metadata).
+	// Select decides which rules the fleet runs: the profile's rules
+	// include/exclude lists over the rules' metadata (fleets.Profile.Selects).
+	// Nil runs the rules meant for every fleet (custom.profiles "all"), as
+	// the fleet "" does.
 	Select func(Rule) bool
-	// Rules, when non-nil, lists exactly the rule ids that run instead.
-	Rules []string
 	// Params are data.fleetaudit.params for the fleet's rules.
 	Params map[string]any
 	// Severity overrides the severity of findings by rule id; it wins over
@@ -202,30 +202,14 @@ func (e *Engine) Fleets() []string {
 }
 
 func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, docs map[string]any, name string, fc FleetConfig) (*fleetQueries, error) {
+	sel := fc.Select
+	if sel == nil {
+		sel = forEveryFleet
+	}
 	var enabled []*Rule
-	if fc.Rules != nil {
-		for _, id := range fc.Rules {
-			r, ok := e.byID[id]
-			if !ok {
-				return nil, fmt.Errorf("rules: no rule has id %q", id)
-			}
+	for _, r := range e.rules {
+		if sel(*r) {
 			enabled = append(enabled, r)
-		}
-	} else if fc.Select != nil {
-		for _, r := range e.rules {
-			if fc.Select(*r) {
-				enabled = append(enabled, r)
-			}
-		}
-	} else {
-		profiles := fc.Profiles
-		if len(profiles) == 0 && name != "" {
-			profiles = []string{name}
-		}
-		for _, r := range e.rules {
-			if r.AppliesTo(profiles) {
-				enabled = append(enabled, r)
-			}
 		}
 	}
 	for id, sev := range fc.Severity {
@@ -260,6 +244,9 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 	}
 	return fq, nil
 }
+
+// forEveryFleet selects the rules meant for every fleet.
+func forEveryFleet(r Rule) bool { return slices.Contains(r.Profiles, ProfileAll) }
 
 // prepare builds the query "r0 = data...rule0; r1 = data...rule1; ..." so one
 // evaluation per host yields every enabled rule's findings. A rule with no

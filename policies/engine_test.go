@@ -62,10 +62,11 @@ func TestEvalHostHealthyNode(t *testing.T) {
 
 func TestProfilesSelectRules(t *testing.T) {
 	e := newEngine(t, Options{Fleets: map[string]FleetConfig{
-		"gpu-training": {},
-		"web-serving":  {},
-		"gpu-east":     {Profiles: []string{"gpu-training"}},
-		"only-ipc":     {Rules: []string{"removeipc-enabled"}},
+		"gpu-training": {Select: ruleProfiles("gpu-training")},
+		"web-serving":  {Select: ruleProfiles("web-serving")},
+		"gpu-east":     {Select: ruleProfiles("gpu-training")},
+		"only-ipc":     {Select: func(r Rule) bool { return r.ID == "removeipc-enabled" }},
+		"every-fleet":  {},
 	}})
 	doc := host{name: "h", hugetlbCMA: "6G", removeIPC: "yes", errors: 1}.doc(t)
 	for fleet, want := range map[string][]string{
@@ -73,6 +74,7 @@ func TestProfilesSelectRules(t *testing.T) {
 		"gpu-east":     {"collection-error", "hugetlb-cma-on-gpu", "removeipc-enabled"},
 		"web-serving":  {"collection-error"},
 		"only-ipc":     {"removeipc-enabled"},
+		"every-fleet":  {"collection-error"}, // no Select: as "", whose host is in no fleet
 		"":             {"collection-error", "unknown-fleet"},
 	} {
 		got, err := e.EvalHost(context.Background(), doc, fleet)
@@ -86,14 +88,13 @@ func TestProfilesSelectRules(t *testing.T) {
 	if _, err := e.EvalHost(context.Background(), doc, "nope"); !errors.Is(err, ErrUnknownFleet) {
 		t.Errorf("unknown fleet: err = %v", err)
 	}
-	if diff := cmp.Diff([]string{"", "gpu-east", "gpu-training", "only-ipc", "web-serving"}, e.Fleets()); diff != "" {
+	if diff := cmp.Diff([]string{"", "every-fleet", "gpu-east", "gpu-training", "only-ipc", "web-serving"}, e.Fleets()); diff != "" {
 		t.Errorf("Fleets (-want +got):\n%s", diff)
 	}
 }
 
 func TestFleetConfigErrors(t *testing.T) {
 	for name, fleets := range map[string]map[string]FleetConfig{
-		"unknown rule id": {"gpu": {Rules: []string{"no-such-rule"}}},
 		"empty name":      {"": {}},
 		"params not JSON": {"gpu": {Params: map[string]any{"f": func() {}}}},
 		"severity level":  {"gpu": {Severity: map[string]string{"removeipc-enabled": "urgent"}}},
@@ -107,10 +108,10 @@ func TestFleetConfigErrors(t *testing.T) {
 
 func TestParamsArePerFleet(t *testing.T) {
 	e := newEngine(t, Options{Fleets: map[string]FleetConfig{
-		"strict":  {Profiles: []string{"gpu-training"}},
-		"relaxed": {Profiles: []string{"gpu-training"}, Params: map[string]any{"hugetlb_cma_allowed": true}},
-		"newer":   {Profiles: []string{"gpu-training"}, Params: map[string]any{"foll_longterm_min_driver": "530.30.02"}},
-		"demoted": {Profiles: []string{"gpu-training"}, Severity: map[string]string{"hugetlb-cma-on-gpu": "info"}},
+		"strict":  {Select: ruleProfiles("gpu-training")},
+		"relaxed": {Select: ruleProfiles("gpu-training"), Params: map[string]any{"hugetlb_cma_allowed": true}},
+		"newer":   {Select: ruleProfiles("gpu-training"), Params: map[string]any{"foll_longterm_min_driver": "530.30.02"}},
+		"demoted": {Select: ruleProfiles("gpu-training"), Severity: map[string]string{"hugetlb-cma-on-gpu": "info"}},
 	}})
 	doc := host{name: "h", hugetlbCMA: "6G", driver: "535.104.05"}.doc(t)
 	for fleet, want := range map[string][]string{
@@ -195,8 +196,8 @@ func TestEvalHostHonoursContext(t *testing.T) {
 
 func TestEvalFleetSkew(t *testing.T) {
 	e := newEngine(t, Options{Fleets: map[string]FleetConfig{
-		"gpu-training": {},
-		"pinned":       {Profiles: []string{"gpu-training"}, Params: map[string]any{"baseline": map[string]any{"driver_version": "550.90.07"}}},
+		"gpu-training": {Select: ruleProfiles("gpu-training")},
+		"pinned":       {Select: ruleProfiles("gpu-training"), Params: map[string]any{"baseline": map[string]any{"driver_version": "550.90.07"}}},
 	}})
 	hosts := []host{
 		{name: "n1", nccl: []string{"2.20.5"}, driver: "550.90.07"},

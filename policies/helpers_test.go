@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,11 +174,27 @@ func newEngine(t testing.TB, opts Options) *Engine {
 	return e
 }
 
-// gpuFleets is the fleet configuration most tests use.
+// gpuFleets is the fleet configuration most tests use: what the built-in
+// profiles of those names select.
 func gpuFleets() map[string]FleetConfig {
 	return map[string]FleetConfig{
-		"gpu-training": {},
-		"web-serving":  {},
+		"gpu-training": {Select: ruleProfiles("gpu-training")},
+		"web-serving":  {Select: ruleProfiles("web-serving")},
+	}
+}
+
+// ruleProfiles selects, as a built-in fleet profile does (include
+// "tag:all" and "tag:NAME"), the rules for every fleet and those whose
+// custom.profiles name one of names. fleets_test checks the built-in
+// profiles select the same (this package cannot import fleets).
+func ruleProfiles(names ...string) func(Rule) bool {
+	return func(r Rule) bool {
+		for _, p := range r.Profiles {
+			if p == ProfileAll || slices.Contains(names, p) {
+				return true
+			}
+		}
+		return false
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -53,16 +52,6 @@ type Rule struct {
 	// read (first elements, meta keys and "*" left out).
 	facts    [][]string
 	sections []string
-}
-
-// AppliesTo reports whether the rule runs for a fleet following profiles.
-func (r *Rule) AppliesTo(profiles []string) bool {
-	for _, p := range r.Profiles {
-		if p == ProfileAll || slices.Contains(profiles, p) {
-			return true
-		}
-	}
-	return false
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)

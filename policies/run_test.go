@@ -112,7 +112,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("failure 1 = %v", f)
 	}
 	b, err = json.Marshal(rep.Failures[0])
-	if err != nil || !strings.Contains(string(b), `"host":"odd","fleet":"not-configured","error":"fleet not configured`) {
+	if err != nil || !strings.Contains(string(b), `"host":"odd","fleet":"not-configured","error":"unknown fleet: \"not-configured\""`) {
 		t.Errorf("failure as JSON = %s, %v", b, err)
 	}
 }
