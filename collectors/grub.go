@@ -2,8 +2,13 @@ package collectors
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/fleetaudit/fleetaudit/internal/shellparse"
 )
 
 // GRUB defaults are shell: grub-mkconfig sources /etc/default/grub and then
@@ -148,6 +153,7 @@ type shellEnv struct {
 	files GrubFileTester
 
 	file string
+	cmd  *shellparse.Command // being evaluated
 	// fileCond and allCond make the rest of the file, or of all files,
 	// conditional after a conditional return or exit.
 	fileCond, allCond string
@@ -192,31 +198,34 @@ func (env *shellEnv) origin(line int) ShellOrigin { return ShellOrigin{File: env
 func (env *shellEnv) source(file string, data []byte) bool {
 	env.file = file
 	env.fileCond = ""
-	p := newShParser(file, string(data))
+	// grub-mkconfig is a /bin/sh script (dash on Debian and Ubuntu): the
+	// defaults must be POSIX shell, and a bash-only construct is an error.
+	script := shellparse.New(data, syntax.LangPOSIX)
 	errs := 0
 	for {
-		list, err := p.nextCommand()
+		cmd, err := script.Next()
 		if err != nil {
-			if errs++; errs > maxGrubErrorsPerFile {
-				env.errors = append(env.errors, newGrubError(file, err.Line,
-					"more than %d syntax errors; the rest of the file is not read", maxGrubErrorsPerFile))
+			if errs++; errs > maxGrubErrorsPerFile || err.Stop {
+				msg := err.Msg
+				if !err.Stop {
+					msg = fmt.Sprintf("more than %d syntax errors; the rest of the file is not read", maxGrubErrorsPerFile)
+				}
+				env.errors = append(env.errors, newGrubError(file, err.Line, "%s", msg))
 				env.makeOpaque(fmt.Sprintf("may be set after line %d, where reading stopped", err.Line), err.Line)
 				env.opaque.reported = true
 				return false
 			}
-			env.errors = append(env.errors, err)
+			env.errors = append(env.errors, newGrubError(file, err.Line, "%s", err.Msg))
 			unk := &ShellUnknown{Why: "line is not valid shell", At: env.origin(err.Line), reported: true}
-			for _, name := range p.assignNames {
+			for _, name := range err.Names {
 				env.vars[name] = ShellValue{Set: true, Unknown: unk, AssignedAt: unk.At}
-			}
-			if !p.resync(err.Line) {
-				return false
 			}
 			continue
 		}
-		if list == nil {
+		if cmd == nil {
 			return false
 		}
+		env.cmd = cmd
 		mode := shMode{kind: modeApply}
 		switch {
 		case env.allCond != "":
@@ -224,7 +233,7 @@ func (env *shellEnv) source(file string, data []byte) bool {
 		case env.fileCond != "":
 			mode = shMode{modeCond, env.fileCond}
 		}
-		switch env.evalList(list, mode) {
+		switch env.evalStmts(cmd.Stmts, mode) {
 		case ctlReturn:
 			return false
 		case ctlExit:
@@ -233,24 +242,61 @@ func (env *shellEnv) source(file string, data []byte) bool {
 	}
 }
 
-func (env *shellEnv) evalList(l *shList, mode shMode) shControl {
-	for _, item := range l.items {
+func (env *shellEnv) line(n syntax.Node) int { return env.cmd.Line(n.Pos()) }
+
+func (env *shellEnv) evalStmts(stmts []*syntax.Stmt, mode shMode) shControl {
+	for _, st := range stmts {
 		m := mode
-		if item.background {
+		if st.Background {
 			m = shMode{kind: modeNone}
 		}
-		if ctl := env.evalAndOr(item.andOr, m); ctl != ctlNext {
+		if ctl := env.evalAndOr(st, m); ctl != ctlNext {
 			return ctl
 		}
 	}
 	return ctlNext
 }
 
-func (env *shellEnv) evalAndOr(ao *shAndOr, mode shMode) shControl {
-	for i, p := range ao.pipes {
+// andOr splits "a && b || c" into its pipelines and the operators between
+// them; the library nests the list to the left.
+func andOr(st *syntax.Stmt) (pipes []*syntax.Stmt, ops []syntax.BinCmdOperator) {
+	for {
+		b, ok := st.Cmd.(*syntax.BinaryCmd)
+		if !ok || st.Negated || (b.Op != syntax.AndStmt && b.Op != syntax.OrStmt) {
+			break
+		}
+		pipes, ops = append(pipes, b.Y), append(ops, b.Op)
+		st = b.X
+	}
+	pipes = append(pipes, st)
+	slices.Reverse(pipes)
+	slices.Reverse(ops)
+	return pipes, ops
+}
+
+// pipeline lists the commands of "a | b | c".
+func pipeline(st *syntax.Stmt) []*syntax.Stmt {
+	var cmds []*syntax.Stmt
+	stack := []*syntax.Stmt{st}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		// The negation of "! a | b" is the whole pipeline's.
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (s == st || !s.Negated) && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			stack = append(stack, b.Y, b.X)
+			continue
+		}
+		cmds = append(cmds, s)
+	}
+	return cmds
+}
+
+func (env *shellEnv) evalAndOr(st *syntax.Stmt, mode shMode) shControl {
+	pipes, _ := andOr(st)
+	for i, p := range pipes {
 		m := mode
 		if i > 0 {
-			m = mode.cond(fmt.Sprintf("after && or || at line %d", p.line))
+			m = mode.cond(fmt.Sprintf("after && or || at line %d", env.line(p)))
 		}
 		if ctl := env.evalPipeline(p, m); ctl != ctlNext {
 			return ctl
@@ -259,47 +305,59 @@ func (env *shellEnv) evalAndOr(ao *shAndOr, mode shMode) shControl {
 	return ctlNext
 }
 
-func (env *shellEnv) evalPipeline(p *shPipeline, mode shMode) shControl {
-	if len(p.cmds) > 1 {
+func (env *shellEnv) evalPipeline(p *syntax.Stmt, mode shMode) shControl {
+	cmds := pipeline(p)
+	if len(cmds) > 1 {
 		// Every part of a pipeline runs in a subshell (dash, and bash
 		// without lastpipe).
 		mode = shMode{kind: modeNone}
 	}
-	for _, c := range p.cmds {
-		if ctl := env.evalCmd(c, mode); ctl != ctlNext {
+	for _, c := range cmds {
+		if ctl := env.evalCmd(c.Cmd, mode); ctl != ctlNext {
 			return ctl
 		}
 	}
 	return ctlNext
 }
 
-func (env *shellEnv) evalCmd(c shCmd, mode shMode) shControl {
+func (env *shellEnv) evalCmd(c syntax.Command, mode shMode) shControl {
+	var lists [][]*syntax.Stmt
+	m := mode
 	switch c := c.(type) {
-	case *shSimple:
+	case *syntax.CallExpr:
 		return env.evalSimple(c, mode)
-	case *shFunc:
-		if mode.kind != modeNone {
-			env.funcs[c.name] = true
+	case *syntax.FuncDecl:
+		if mode.kind != modeNone && c.Name != nil {
+			env.funcs[c.Name.Value] = true
 		}
-	case *shCompound:
-		if c.kind == "if" {
-			return env.evalIf(c, mode)
+		return ctlNext
+	case *syntax.IfClause:
+		return env.evalIf(c, mode)
+	case *syntax.Subshell:
+		m, lists = shMode{kind: modeNone}, [][]*syntax.Stmt{c.Stmts}
+	case *syntax.Block:
+		lists = [][]*syntax.Stmt{c.Stmts}
+	case *syntax.WhileClause:
+		kind := "while"
+		if c.Until {
+			kind = "until"
 		}
-		m := mode
-		switch {
-		case c.kind == "(":
-			m = shMode{kind: modeNone}
-		case c.kind != "{":
-			m = mode.cond(fmt.Sprintf("inside %s at line %d", c.kind, c.line))
+		m, lists = mode.cond(fmt.Sprintf("inside %s at line %d", kind, env.line(c))), [][]*syntax.Stmt{c.Cond, c.Do}
+	case *syntax.ForClause:
+		m, lists = mode.cond(fmt.Sprintf("inside for at line %d", env.line(c))), [][]*syntax.Stmt{c.Do}
+		if it, ok := c.Loop.(*syntax.WordIter); ok && it.Name != nil {
+			env.assignValue(it.Name.Value, nil, m, env.line(c))
 		}
-		for _, name := range c.loopVars {
-			env.assignValue(name, nil, m, c.line)
+	case *syntax.CaseClause:
+		m = mode.cond(fmt.Sprintf("inside case at line %d", env.line(c)))
+		for _, item := range c.Items {
+			lists = append(lists, item.Stmts)
 		}
-		for _, l := range c.lists {
-			ctl := env.evalList(l, m)
-			if ctl != ctlNext && m.kind == modeApply {
-				return ctl
-			}
+	}
+	for _, l := range lists {
+		ctl := env.evalStmts(l, m)
+		if ctl != ctlNext && m.kind == modeApply {
+			return ctl
 		}
 	}
 	return ctlNext
@@ -307,24 +365,24 @@ func (env *shellEnv) evalCmd(c shCmd, mode shMode) shControl {
 
 // evalIf takes the branch the shell would when the conditions can be decided,
 // and otherwise treats every branch from the undecided condition on as
-// conditional. lists are cond, body pairs and an optional else body.
-func (env *shellEnv) evalIf(c *shCompound, mode shMode) shControl {
+// conditional.
+func (env *shellEnv) evalIf(c *syntax.IfClause, mode shMode) shControl {
 	branchMode := mode
-	for i := 0; i < len(c.lists); i += 2 {
-		if i+1 == len(c.lists) {
+	line := env.line(c)
+	for clause := c; clause != nil; clause = clause.Else {
+		if !clause.ThenPos.IsValid() {
 			// else: reached when every condition was false (or undecided).
-			return env.evalBody(c.lists[i], branchMode)
+			return env.evalBody(clause.Then, branchMode)
 		}
-		cond, body := c.lists[i], c.lists[i+1]
-		if ctl := env.evalList(cond, branchMode); ctl != ctlNext && branchMode.kind == modeApply {
+		if ctl := env.evalStmts(clause.Cond, branchMode); ctl != ctlNext && branchMode.kind == modeApply {
 			return ctl
 		}
-		switch env.listStatus(cond) {
+		switch env.listStatus(clause.Cond) {
 		case triTrue:
-			return env.evalBody(body, branchMode)
+			return env.evalBody(clause.Then, branchMode)
 		case triUnknown:
-			branchMode = branchMode.cond(fmt.Sprintf("inside if at line %d", c.line))
-			if ctl := env.evalBody(body, branchMode); ctl != ctlNext {
+			branchMode = branchMode.cond(fmt.Sprintf("inside if at line %d", line))
+			if ctl := env.evalBody(clause.Then, branchMode); ctl != ctlNext {
 				return ctl
 			}
 		}
@@ -332,8 +390,8 @@ func (env *shellEnv) evalIf(c *shCompound, mode shMode) shControl {
 	return ctlNext
 }
 
-func (env *shellEnv) evalBody(l *shList, mode shMode) shControl {
-	ctl := env.evalList(l, mode)
+func (env *shellEnv) evalBody(l []*syntax.Stmt, mode shMode) shControl {
+	ctl := env.evalStmts(l, mode)
 	if mode.kind == modeApply {
 		return ctl
 	}
@@ -347,35 +405,33 @@ var specialBuiltins = map[string]bool{
 	"shift": true, "times": true, "trap": true, "unset": true,
 }
 
-func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
+func (env *shellEnv) evalSimple(c *syntax.CallExpr, mode shMode) shControl {
 	if mode.kind == modeNone {
 		return ctlNext
 	}
-	if len(c.words) == 0 {
-		for _, a := range c.assigns {
-			env.assignParts(a.name, a.value, mode, a.line)
+	line := env.line(c)
+	if len(c.Args) == 0 {
+		for _, a := range c.Assigns {
+			env.assign(a, mode)
 		}
 		return ctlNext
 	}
-	words := c.words
+	words := c.Args
 	name, known := env.wordText(words[0], mode)
 	for known && (name == "command" || name == "builtin") && len(words) > 1 {
 		words = words[1:]
-		for len(words) > 1 {
-			if opt, ok := words[0].literal(); !ok || !strings.HasPrefix(opt, "-") {
-				break
-			}
+		for len(words) > 1 && strings.HasPrefix(words[0].Lit(), "-") {
 			words = words[1:]
 		}
 		name, known = env.wordText(words[0], mode)
 	}
 	if !known {
-		env.makeOpaque(fmt.Sprintf("may be set by a command whose name is computed at line %d", c.line), c.line)
+		env.makeOpaque(fmt.Sprintf("may be set by a command whose name is computed at line %d", line), line)
 		return ctlNext
 	}
 	if specialBuiltins[name] {
-		for _, a := range c.assigns {
-			env.assignParts(a.name, a.value, mode, a.line)
+		for _, a := range c.Assigns {
+			env.assign(a, mode)
 		}
 	}
 	args := words[1:]
@@ -389,18 +445,18 @@ func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
 			text, ok := env.wordText(w, mode)
 			switch {
 			case !ok:
-				env.makeOpaque(fmt.Sprintf("may be unset by name computed at line %d", w.line), w.line)
+				env.makeOpaque(fmt.Sprintf("may be unset by name computed at line %d", env.line(w)), env.line(w))
 			case text == "-f":
 				return ctlNext
 			case strings.HasPrefix(text, "-"):
-			case validShellName(text):
-				env.unset(text, mode, w.line)
+			case shellparse.ValidName(text):
+				env.unset(text, mode, env.line(w))
 			}
 		}
 	case ".", "source":
-		env.makeOpaque(fmt.Sprintf("may be set by the file sourced at line %d", c.line), c.line)
+		env.makeOpaque(fmt.Sprintf("may be set by the file sourced at line %d", line), line)
 	case "eval":
-		env.makeOpaque(fmt.Sprintf("may be set by eval at line %d", c.line), c.line)
+		env.makeOpaque(fmt.Sprintf("may be set by eval at line %d", line), line)
 	case "read", "getopts", "local", "declare", "typeset":
 		for i, w := range args {
 			if name == "getopts" && i == 0 {
@@ -411,29 +467,36 @@ func (env *shellEnv) evalSimple(c *shSimple, mode shMode) shControl {
 				continue
 			}
 			text, _, _ = strings.Cut(text, "=")
-			if validShellName(text) {
-				env.markUnknown(text, fmt.Sprintf("set by %s at line %d", name, w.line), w.line)
+			if shellparse.ValidName(text) {
+				env.markUnknown(text, fmt.Sprintf("set by %s at line %d", name, env.line(w)), env.line(w))
 			}
 		}
 	case "exit":
-		return env.control(ctlExit, mode, c.line)
+		return env.control(ctlExit, mode, line)
 	case "return":
-		return env.control(ctlReturn, mode, c.line)
+		return env.control(ctlReturn, mode, line)
 	case "exec":
 		if len(args) > 0 {
-			return env.control(ctlExit, mode, c.line)
+			return env.control(ctlExit, mode, line)
 		}
 	default:
 		if env.funcs[name] {
-			env.makeOpaque(fmt.Sprintf("may be set by shell function %s, called at line %d", name, c.line), c.line)
+			env.makeOpaque(fmt.Sprintf("may be set by shell function %s, called at line %d", name, line), line)
 			return ctlNext
 		}
 		// Arguments are expanded for their side effects: ": ${VAR:=default}".
 		for _, w := range args {
-			env.expand(w.parts, mode)
+			env.expand(env.cmd.Pieces(w), mode)
 		}
 	}
 	return ctlNext
+}
+
+func (env *shellEnv) assign(a *syntax.Assign, mode shMode) {
+	if a.Name == nil {
+		return
+	}
+	env.assignParts(a.Name.Value, env.cmd.Pieces(a.Value), mode, env.line(a))
 }
 
 // control turns return and exit into a stop, or, when they may or may not
@@ -454,24 +517,25 @@ func (env *shellEnv) control(ctl shControl, mode shMode, line int) shControl {
 }
 
 // declare handles one argument of export or readonly.
-func (env *shellEnv) declare(w *shWord, mode shMode) {
-	if w.assignName != "" {
-		env.assignParts(w.assignName, w.parts[w.valueStart:], mode, w.line)
+func (env *shellEnv) declare(w *syntax.Word, mode shMode) {
+	pieces := env.cmd.Pieces(w)
+	if name, value, ok := shellparse.SplitAssign(pieces); ok {
+		env.assignParts(name, value, mode, env.line(w))
 		return
 	}
-	segs, unk := env.expand(w.parts, mode)
+	segs, unk := env.expand(pieces, mode)
 	if unk != nil {
 		return
 	}
 	text := joinSegments(segs)
 	name, _, found := strings.Cut(text, "=")
-	if !found || !validShellName(name) {
+	if !found || !shellparse.ValidName(name) {
 		return
 	}
-	env.assignValue(name, dropPrefix(segs, len(name)+1), mode, w.line)
+	env.assignValue(name, dropPrefix(segs, len(name)+1), mode, env.line(w))
 }
 
-func (env *shellEnv) assignParts(name string, parts []shPart, mode shMode, line int) {
+func (env *shellEnv) assignParts(name string, parts []shellparse.Piece, mode shMode, line int) {
 	switch mode.kind {
 	case modeApply:
 		segs, unk := env.expand(parts, mode)
@@ -527,8 +591,8 @@ func (env *shellEnv) lookup(name string) ShellValue {
 }
 
 // wordText expands a word that must be known, such as a command name.
-func (env *shellEnv) wordText(w *shWord, mode shMode) (string, bool) {
-	segs, unk := env.expand(w.parts, mode)
+func (env *shellEnv) wordText(w *syntax.Word, mode shMode) (string, bool) {
+	segs, unk := env.expand(env.cmd.Pieces(w), mode)
 	return joinSegments(segs), unk == nil
 }
 
@@ -541,23 +605,23 @@ const (
 
 // expand performs parameter expansion and quote removal on a word. As in an
 // assignment, there is no field splitting or pathname expansion.
-func (env *shellEnv) expand(parts []shPart, mode shMode) ([]ShellSegment, *ShellUnknown) {
-	if len(parts) == 1 && parts[0].kind == partParam && parts[0].param.op == "" {
+func (env *shellEnv) expand(parts []shellparse.Piece, mode shMode) ([]ShellSegment, *ShellUnknown) {
+	if len(parts) == 1 && parts[0].Kind == shellparse.Param && parts[0].Op == "" {
 		// A plain $VAR shares the variable's segments, which are never
 		// modified in place.
-		return env.expandParam(parts[0].param, mode)
+		return env.expandParam(parts[0], mode)
 	}
 	var pieces []ShellSegment
 	size := 0
 	for _, p := range parts {
-		switch p.kind {
-		case partText:
-			pieces = append(pieces, ShellSegment{Text: p.text, Origin: env.origin(p.line)})
-			size += len(p.text)
-		case partUnknown:
-			return nil, &ShellUnknown{Why: p.text + " at line " + strconv.Itoa(p.line), At: env.origin(p.line)}
-		case partParam:
-			more, unk := env.expandParam(p.param, mode)
+		switch p.Kind {
+		case shellparse.Text:
+			pieces = append(pieces, ShellSegment{Text: p.Text, Origin: env.origin(p.Line)})
+			size += len(p.Text)
+		case shellparse.Unknown:
+			return nil, &ShellUnknown{Why: p.Text + " at line " + strconv.Itoa(p.Line), At: env.origin(p.Line)}
+		case shellparse.Param:
+			more, unk := env.expandParam(p, mode)
 			if unk != nil {
 				return nil, unk
 			}
@@ -567,66 +631,66 @@ func (env *shellEnv) expand(parts []shPart, mode shMode) ([]ShellSegment, *Shell
 			}
 		}
 		if size > maxShellValueBytes || len(pieces) > 4*maxShellValueSegments {
-			return nil, &ShellUnknown{Why: fmt.Sprintf("value at line %d is too long to evaluate", p.line), At: env.origin(p.line)}
+			return nil, &ShellUnknown{Why: fmt.Sprintf("value at line %d is too long to evaluate", p.Line), At: env.origin(p.Line)}
 		}
 	}
 	segs := mergeSegments(pieces)
 	if len(segs) > maxShellValueSegments {
-		return nil, &ShellUnknown{Why: fmt.Sprintf("value at line %d is pieced from too many places", parts[0].line), At: env.origin(parts[0].line)}
+		return nil, &ShellUnknown{Why: fmt.Sprintf("value at line %d is pieced from too many places", parts[0].Line), At: env.origin(parts[0].Line)}
 	}
 	return segs, nil
 }
 
-func (env *shellEnv) expandParam(p *shParam, mode shMode) ([]ShellSegment, *ShellUnknown) {
-	at := env.origin(p.line)
-	if !validShellName(p.name) {
-		return nil, &ShellUnknown{Why: fmt.Sprintf("uses $%s at line %d, which only the running shell knows", p.name, p.line), At: at}
+func (env *shellEnv) expandParam(p shellparse.Piece, mode shMode) ([]ShellSegment, *ShellUnknown) {
+	at := env.origin(p.Line)
+	if !shellparse.ValidName(p.Name) {
+		return nil, &ShellUnknown{Why: fmt.Sprintf("uses $%s at line %d, which only the running shell knows", p.Name, p.Line), At: at}
 	}
-	if p.op == "pattern" {
-		return nil, &ShellUnknown{Why: fmt.Sprintf("uses pattern removal on %s at line %d", p.name, p.line), At: at}
+	if p.Op == "pattern" {
+		return nil, &ShellUnknown{Why: fmt.Sprintf("uses pattern removal on %s at line %d", p.Name, p.Line), At: at}
 	}
-	v := env.lookup(p.name)
+	v := env.lookup(p.Name)
 	if v.Unknown != nil {
 		u := *v.Unknown
 		if u.At.File == "" {
 			u.At = at
-			u.Why += fmt.Sprintf(" (line %d)", p.line)
+			u.Why += fmt.Sprintf(" (line %d)", p.Line)
 		}
 		return nil, &u
 	}
 	nonEmpty := v.String() != ""
-	word := func() ([]ShellSegment, *ShellUnknown) { return env.expand(p.word, mode) }
-	switch p.op {
+	word := func() ([]ShellSegment, *ShellUnknown) { return env.expand(p.Word, mode) }
+	switch p.Op {
 	case "":
 		return v.Segments, nil
 	case "#":
 		return []ShellSegment{{Text: strconv.Itoa(len(v.String())), Origin: at}}, nil
 	case "-", ":-":
-		if v.Set && (nonEmpty || p.op == "-") {
+		if v.Set && (nonEmpty || p.Op == "-") {
 			return v.Segments, nil
 		}
 		return word()
 	case "=", ":=":
-		if v.Set && (nonEmpty || p.op == "=") {
+		if v.Set && (nonEmpty || p.Op == "=") {
 			return v.Segments, nil
 		}
 		segs, unk := word()
 		if unk == nil {
-			env.assignValue(p.name, segs, mode, p.line)
+			env.assignValue(p.Name, segs, mode, p.Line)
 		}
 		return segs, unk
 	case "+", ":+":
-		if v.Set && (nonEmpty || p.op == "+") {
+		if v.Set && (nonEmpty || p.Op == "+") {
 			return word()
 		}
 		return nil, nil
 	case "?", ":?":
-		if v.Set && (nonEmpty || p.op == "?") {
+		if v.Set && (nonEmpty || p.Op == "?") {
 			return v.Segments, nil
 		}
-		return nil, &ShellUnknown{Why: fmt.Sprintf("aborts the shell: %s is unset at line %d", p.name, p.line), At: at}
+		return nil, &ShellUnknown{Why: fmt.Sprintf("aborts the shell: %s is unset at line %d", p.Name, p.Line), At: at}
 	}
-	return nil, &ShellUnknown{Why: "unsupported expansion at line " + strconv.Itoa(p.line), At: at}
+	return nil, &ShellUnknown{Why: "unsupported expansion at line " + strconv.Itoa(p.Line), At: at}
 }
 
 // mergeSegments joins neighbouring pieces written at the same place.
@@ -676,18 +740,4 @@ func dropPrefix(segs []ShellSegment, n int) []ShellSegment {
 		out = append(out, s)
 	}
 	return out
-}
-
-func validShellName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9') {
-			continue
-		}
-		return false
-	}
-	return true
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"strconv"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Conditions in GRUB defaults files are evaluated with three-valued logic:
@@ -52,32 +54,33 @@ func (s sourceFileTester) Stat(name string) (fs.FileInfo, error)  { return s.src
 func (s sourceFileTester) Lstat(name string) (fs.FileInfo, error) { return s.src.Lstat(rel(name)) }
 
 // listStatus is the exit status of a compound list: that of its last item.
-func (env *shellEnv) listStatus(l *shList) tri {
-	if len(l.items) == 0 {
+func (env *shellEnv) listStatus(l []*syntax.Stmt) tri {
+	if len(l) == 0 {
 		return triTrue
 	}
-	last := l.items[len(l.items)-1]
-	if last.background {
+	last := l[len(l)-1]
+	if last.Background {
 		return triTrue
 	}
-	return env.andOrStatus(last.andOr)
+	return env.andOrStatus(last)
 }
 
 // andOrStatus short-circuits as the shell does: "false && x" is false and
 // "true || x" is true whatever x is.
-func (env *shellEnv) andOrStatus(ao *shAndOr) tri {
-	status := env.pipelineStatus(ao.pipes[0])
-	for i, op := range ao.ops {
-		next := env.pipelineStatus(ao.pipes[i+1])
+func (env *shellEnv) andOrStatus(st *syntax.Stmt) tri {
+	pipes, ops := andOr(st)
+	status := env.pipelineStatus(pipes[0])
+	for i, op := range ops {
+		next := env.pipelineStatus(pipes[i+1])
 		switch op {
-		case "&&":
+		case syntax.AndStmt:
 			switch {
 			case status == triFalse || next == triFalse:
 				status = triFalse
 			case status == triTrue:
 				status = next
 			}
-		case "||":
+		case syntax.OrStmt:
 			switch {
 			case status == triTrue || next == triTrue:
 				status = triTrue
@@ -89,34 +92,32 @@ func (env *shellEnv) andOrStatus(ao *shAndOr) tri {
 	return status
 }
 
-func (env *shellEnv) pipelineStatus(p *shPipeline) tri {
-	if len(p.cmds) != 1 {
+func (env *shellEnv) pipelineStatus(p *syntax.Stmt) tri {
+	cmds := pipeline(p)
+	if len(cmds) != 1 {
 		return triUnknown
 	}
 	status := triUnknown
-	switch c := p.cmds[0].(type) {
-	case *shSimple:
+	switch c := cmds[0].Cmd.(type) {
+	case *syntax.CallExpr:
 		status = env.simpleStatus(c)
-	case *shCompound:
-		if c.kind == "{" || c.kind == "(" {
-			status = triTrue
-			for _, l := range c.lists {
-				status = env.listStatus(l)
-			}
-		}
+	case *syntax.Block:
+		status = env.listStatus(c.Stmts)
+	case *syntax.Subshell:
+		status = env.listStatus(c.Stmts)
 	}
-	if p.negate {
+	if p.Negated {
 		return status.not()
 	}
 	return status
 }
 
-func (env *shellEnv) simpleStatus(c *shSimple) tri {
-	if len(c.words) == 0 {
+func (env *shellEnv) simpleStatus(c *syntax.CallExpr) tri {
+	if len(c.Args) == 0 {
 		return triTrue
 	}
-	args := make([]string, 0, len(c.words))
-	for _, w := range c.words {
+	args := make([]string, 0, len(c.Args))
+	for _, w := range c.Args {
 		text, ok := env.wordText(w, shMode{kind: modeNone})
 		if !ok {
 			return triUnknown
