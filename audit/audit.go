@@ -126,7 +126,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) {
 		return nil, ErrNoInput
 	}
-	engine, err := NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
+	engine, err := fleets.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -11,72 +10,6 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
-
-// FleetConfigs turns every profile but the common baseline into the engine's
-// per-fleet configuration.
-func FleetConfigs(set *fleets.Set) map[string]policies.FleetConfig {
-	out := map[string]policies.FleetConfig{}
-	if set == nil {
-		return out
-	}
-	for _, name := range set.Names() {
-		if name == fleets.Common {
-			continue
-		}
-		p, err := set.Resolve(name)
-		if err != nil {
-			continue // Load already validated every profile.
-		}
-		out[name] = policies.FleetConfig{
-			Params:   p.Params,
-			Severity: p.Rules.Severity,
-			Select:   func(r policies.Rule) bool { return p.Selects(r.ID, r.Profiles, nil) },
-		}
-	}
-	return out
-}
-
-// NewEngine compiles the policies with the fleets of set and checks every
-// profile against the rules (fleets.Set.Check): a parameter no rule reads,
-// a selector that selects nothing or a severity override of no rule is an
-// error naming the profile file and line.
-func NewEngine(ctx context.Context, set *fleets.Set, policyDirs []string) (*policies.Engine, error) {
-	engine, err := policies.New(ctx, policies.Options{PolicyDirs: policyDirs, Fleets: FleetConfigs(set)})
-	if err != nil {
-		// The engine refuses a severity override of an unknown rule without
-		// naming the profile's file; the rules alone compile, so say where.
-		if set != nil {
-			if bare, berr := policies.New(ctx, policies.Options{PolicyDirs: policyDirs}); berr == nil {
-				if cerr := set.Check(KnownOf(bare)); cerr != nil {
-					return nil, cerr
-				}
-			}
-		}
-		return nil, err
-	}
-	if set != nil {
-		if err := set.Check(KnownOf(engine)); err != nil {
-			return nil, err
-		}
-	}
-	return engine, nil
-}
-
-// KnownOf is what the engine's rules define, for fleets.Set.Check: their
-// ids, the profiles they declare (what "tag:" selectors match) and the
-// parameters they read.
-func KnownOf(e *policies.Engine) fleets.Known {
-	k := fleets.Known{RuleIDs: []string{}, Tags: []string{}, Params: e.Params()}
-	for _, r := range e.Rules() {
-		k.RuleIDs = append(k.RuleIDs, r.ID)
-		for _, p := range r.Profiles {
-			if !slices.Contains(k.Tags, p) {
-				k.Tags = append(k.Tags, p)
-			}
-		}
-	}
-	return k
-}
 
 // fleetResolver gives each host its fleet: the inventory's, else the first
 // profile that matches the host's groups, labels or name, else the first
@@ -104,16 +37,11 @@ func (r *fleetResolver) fleet(host string, doc map[string]any) string {
 	if r.set == nil {
 		return ""
 	}
-	facts := fleets.HostFacts{Name: host, Labels: map[string]string{}, GPUs: gpusOf(doc), RDMA: rdmaOf(doc)}
-	for k, v := range policies.LabelsOf(doc) {
-		facts.Labels[k] = v
-	}
+	var inv *inventory.Host
 	if h, ok := r.hosts[host]; ok {
-		facts.Fleet, facts.Groups = h.Fleet, h.Groups
-		for k, v := range h.Labels {
-			facts.Labels[k] = v
-		}
+		inv = &h
 	}
+	facts := fleets.FactsOf(host, inv, doc)
 	name, err := r.set.FleetOf(facts)
 	if err != nil && facts.Fleet != "" {
 		// The inventory names a fleet no profile defines: say so, beside
@@ -122,32 +50,10 @@ func (r *fleetResolver) fleet(host string, doc map[string]any) string {
 		r.errs = append(r.errs, HostError{Host: host, Error: err.Error()})
 		r.mu.Unlock()
 	}
-	if errors.Is(err, fleets.ErrUnknownFleet) {
+	if errors.Is(err, policies.ErrUnknownFleet) {
 		return ""
 	}
 	return name
-}
-
-// gpusOf reads whether a snapshot shows NVIDIA GPUs: the driver present or
-// GPUs listed. Unknown without an nvidia section (nil doc: not read).
-func gpusOf(doc map[string]any) fleets.Presence {
-	nv, ok := doc["nvidia"].(map[string]any)
-	if !ok {
-		return fleets.Unknown
-	}
-	gpus, _ := nv["gpus"].([]any)
-	return fleets.PresenceOf(nv["present"] == true || len(gpus) > 0)
-}
-
-// rdmaOf reads whether a snapshot shows RDMA devices. Unknown without an
-// rdma section.
-func rdmaOf(doc map[string]any) fleets.Presence {
-	rdma, ok := doc["rdma"].(map[string]any)
-	if !ok {
-		return fleets.Unknown
-	}
-	devices, _ := rdma["devices"].(map[string]any)
-	return fleets.PresenceOf(len(devices) > 0)
 }
 
 func (r *fleetResolver) errors() []HostError {

@@ -138,28 +138,6 @@ func TestGPUHostInNoFleetIsHigh(t *testing.T) {
 	}
 }
 
-func TestFactsFromTheSnapshot(t *testing.T) {
-	tests := []struct {
-		name       string
-		doc        map[string]any
-		gpus, rdma fleets.Presence
-	}{
-		{"unread", nil, fleets.Unknown, fleets.Unknown},
-		{"sections absent", map[string]any{"host": "h"}, fleets.Unknown, fleets.Unknown},
-		{"gpus listed", map[string]any{"nvidia": map[string]any{"gpus": []any{map[string]any{}}}, "rdma": map[string]any{"devices": map[string]any{"mlx5_0": map[string]any{}}}}, fleets.Present, fleets.Present},
-		{"driver present", map[string]any{"nvidia": map[string]any{"present": true}, "rdma": map[string]any{}}, fleets.Present, fleets.Absent},
-		{"seen without", map[string]any{"nvidia": map[string]any{"present": false, "gpus": []any{}}, "rdma": map[string]any{"devices": map[string]any{}}}, fleets.Absent, fleets.Absent},
-		{"wrong type", map[string]any{"nvidia": "yes", "rdma": []any{}}, fleets.Unknown, fleets.Unknown},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if g, r := gpusOf(tt.doc), rdmaOf(tt.doc); g != tt.gpus || r != tt.rdma {
-				t.Errorf("gpus, rdma = %v, %v; want %v, %v", g, r, tt.gpus, tt.rdma)
-			}
-		})
-	}
-}
-
 // Profiles are checked against the compiled rules before anything is
 // audited, each error naming the file and line.
 func TestProfilesCheckedAgainstTheRules(t *testing.T) {
@@ -190,15 +168,5 @@ func TestProfilesCheckedAgainstTheRules(t *testing.T) {
 				t.Errorf("Run = %v\nwant %s", err, tt.want)
 			}
 		})
-	}
-	// A user rule's parameter is known.
-	dir := writeProfiles(t, map[string]string{"site.yaml": "name: site\nincludes: [gpu-training]\nparams: {team_slack: '#ml'}\n"})
-	pol := writeProfiles(t, map[string]string{"site.rego": "package site\n\nslack := data.fleetaudit.params.team_slack\n"})
-	set, err := fleets.Load(true, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := NewEngine(context.Background(), set, []string{pol}); err != nil {
-		t.Errorf("a param a user policy reads: %v", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
@@ -158,7 +157,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		defer os.RemoveAll(dir)
 		work = dir
 	}
-	engine, err := audit.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
+	engine, err := fleets.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -498,7 +497,7 @@ func hostCounts(set *fleets.Set, inv *inventory.Inventory, m *Manifest) map[stri
 	for _, h := range inv.Hosts {
 		fleet := h.Fleet
 		if set != nil {
-			if f, err := set.FleetOf(fleets.HostFacts{Name: h.Name, Fleet: h.Fleet, Groups: h.Groups, Labels: h.Labels}); err == nil {
+			if f, err := set.FleetOf(fleets.FactsOf(h.Name, &h, nil)); err == nil {
 				fleet = f
 			}
 		}

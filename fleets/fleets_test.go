@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/viper"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // writeDir writes files into a new temporary directory and returns it.
@@ -405,8 +407,8 @@ func TestLoadDirectories(t *testing.T) {
 	if name, _ := s.Match(HostFacts{Name: "h", Groups: []string{"a"}}); name != "a" {
 		t.Errorf("Match = %q, want a (first directory first)", name)
 	}
-	if _, err := s.Resolve("nope"); !errors.Is(err, ErrUnknownFleet) {
-		t.Errorf("Resolve(nope) = %v, want ErrUnknownFleet", err)
+	if _, err := s.Resolve("nope"); !errors.Is(err, policies.ErrUnknownFleet) {
+		t.Errorf("Resolve(nope) = %v, want policies.ErrUnknownFleet", err)
 	}
 }
 
@@ -485,7 +487,7 @@ func TestFleetOf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := s.FleetOf(tt.host)
 			if tt.wantErr != "" {
-				if !errors.Is(err, ErrUnknownFleet) || err.Error() != tt.wantErr {
+				if !errors.Is(err, policies.ErrUnknownFleet) || err.Error() != tt.wantErr {
 					t.Errorf("FleetOf error = %v, want %s", err, tt.wantErr)
 				}
 				return
@@ -505,37 +507,32 @@ func TestSelects(t *testing.T) {
 		Include: []string{"tag:all", "nccl-*", "tag:gpu-*", "pod-shm-missing"},
 		Exclude: []string{"nccl-debug-env", "tag:experimental", "pod-*"},
 	}}
-	type rule struct {
-		id       string
-		profiles []string
-		tags     []string
-	}
+	rule := func(id string, profiles ...string) policies.Rule { return policies.Rule{ID: id, Profiles: profiles} }
 	tests := []struct {
 		name string
 		p    *Profile
-		r    rule
+		r    policies.Rule
 		want bool
 	}{
-		{"gpu: all-fleet rule", gpu, rule{"nofile-too-low", []string{"all"}, nil}, true},
-		{"gpu: gpu rule", gpu, rule{"hugetlb-cma-on-gpu", []string{"gpu-training"}, nil}, true},
-		{"gpu: web rule", gpu, rule{"thp-always", []string{"web-serving"}, nil}, false},
-		{"gpu: rule for both", gpu, rule{"x", []string{"web-serving", "gpu-training"}, nil}, true},
-		{"gpu: rule with no profiles", gpu, rule{"orphan", nil, nil}, false},
-		{"web: all-fleet rule", web, rule{"collection-error", []string{"all"}, nil}, true},
-		{"web: web rule", web, rule{"mitigations-off", []string{"web-serving"}, nil}, true},
-		{"web: gpu rule", web, rule{"memlock-too-low", []string{"gpu-training"}, nil}, false},
-		{"id glob", custom, rule{"nccl-version-skew", nil, nil}, true},
-		{"exclude by id beats include by glob", custom, rule{"nccl-debug-env", []string{"all"}, nil}, false},
-		{"tag glob over profiles", custom, rule{"efa-nccl-env", []string{"gpu-training"}, nil}, true},
-		{"tags are matched too", custom, rule{"r", nil, []string{"gpu-rdma"}}, true},
-		{"exclude by tag", custom, rule{"r", []string{"all"}, []string{"experimental"}}, false},
-		{"exclude glob beats explicit include", custom, rule{"pod-shm-missing", nil, nil}, false},
-		{"nothing includes it", custom, rule{"thp-always", []string{"web-serving"}, nil}, false},
+		{"gpu: all-fleet rule", gpu, rule("nofile-too-low", "all"), true},
+		{"gpu: gpu rule", gpu, rule("hugetlb-cma-on-gpu", "gpu-training"), true},
+		{"gpu: web rule", gpu, rule("thp-always", "web-serving"), false},
+		{"gpu: rule for both", gpu, rule("x", "web-serving", "gpu-training"), true},
+		{"gpu: rule with no profiles", gpu, rule("orphan"), false},
+		{"web: all-fleet rule", web, rule("collection-error", "all"), true},
+		{"web: web rule", web, rule("mitigations-off", "web-serving"), true},
+		{"web: gpu rule", web, rule("memlock-too-low", "gpu-training"), false},
+		{"id glob", custom, rule("nccl-version-skew"), true},
+		{"exclude by id beats include by glob", custom, rule("nccl-debug-env", "all"), false},
+		{"tag glob over profiles", custom, rule("efa-nccl-env", "gpu-training"), true},
+		{"exclude by tag", custom, rule("r", "all", "experimental"), false},
+		{"exclude glob beats explicit include", custom, rule("pod-shm-missing"), false},
+		{"nothing includes it", custom, rule("thp-always", "web-serving"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.p.Selects(tt.r.id, tt.r.profiles, tt.r.tags); got != tt.want {
-				t.Errorf("Selects(%q, %v, %v) = %v, want %v", tt.r.id, tt.r.profiles, tt.r.tags, got, tt.want)
+			if got := tt.p.Selects(tt.r); got != tt.want {
+				t.Errorf("Selects(%q, %v) = %v, want %v", tt.r.ID, tt.r.Profiles, got, tt.want)
 			}
 		})
 	}
@@ -552,7 +549,7 @@ func TestExcludes(t *testing.T) {
 		{"hugetlb-cma-on-gpu", []string{"gpu-training"}, false},
 		{"numa-web-thing", []string{"web-serving"}, false}, // never included: not switched off
 	} {
-		if got := p.Excludes(tc.id, tc.profiles, nil); got != tc.want {
+		if got := p.Excludes(policies.Rule{ID: tc.id, Profiles: tc.profiles}); got != tc.want {
 			t.Errorf("Excludes(%s) = %v, want %v", tc.id, got, tc.want)
 		}
 	}

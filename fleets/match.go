@@ -2,9 +2,13 @@ package fleets
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // HostFacts is what matching knows about a host.
@@ -19,6 +23,45 @@ type HostFacts struct {
 	// devices; Unknown when its snapshot could not be read or lacks the
 	// section, so no facts condition matches it.
 	GPUs, RDMA Presence
+}
+
+// FactsOf is what matching knows of the host name: its inventory entry (nil
+// when there is none) gives its fleet, groups and labels; its snapshot
+// document in generic JSON form (nil when it was not read) gives its labels
+// (Kubernetes node labels, which the inventory's override) and whether it
+// has GPUs and RDMA devices.
+func FactsOf(name string, h *inventory.Host, doc map[string]any) HostFacts {
+	facts := HostFacts{Name: name, Labels: policies.LabelsOf(doc), GPUs: gpusOf(doc), RDMA: rdmaOf(doc)}
+	if facts.Labels == nil {
+		facts.Labels = map[string]string{}
+	}
+	if h != nil {
+		facts.Fleet, facts.Groups = h.Fleet, h.Groups
+		maps.Copy(facts.Labels, h.Labels)
+	}
+	return facts
+}
+
+// gpusOf reads whether a snapshot shows NVIDIA GPUs: the driver present or
+// GPUs listed. Unknown without an nvidia section (nil doc: not read).
+func gpusOf(doc map[string]any) Presence {
+	nv, ok := doc["nvidia"].(map[string]any)
+	if !ok {
+		return Unknown
+	}
+	gpus, _ := nv["gpus"].([]any)
+	return PresenceOf(nv["present"] == true || len(gpus) > 0)
+}
+
+// rdmaOf reads whether a snapshot shows RDMA devices. Unknown without an
+// rdma section.
+func rdmaOf(doc map[string]any) Presence {
+	rdma, ok := doc["rdma"].(map[string]any)
+	if !ok {
+		return Unknown
+	}
+	devices, _ := rdma["devices"].(map[string]any)
+	return PresenceOf(len(devices) > 0)
 }
 
 // Presence is a fact that was seen present, seen absent, or not known.
@@ -62,12 +105,12 @@ func (s *Set) Match(h HostFacts) (string, bool) {
 }
 
 // FleetOf returns the fleet of h: the one its inventory names, else the first
-// matching profile. Both failures wrap ErrUnknownFleet.
+// matching profile. Both failures wrap policies.ErrUnknownFleet.
 func (s *Set) FleetOf(h HostFacts) (string, error) {
 	if h.Fleet != "" {
 		if _, ok := s.resolved[h.Fleet]; !ok {
 			return "", fmt.Errorf("host %s: inventory names fleet %q: %w (profiles: %s)",
-				h.Name, h.Fleet, ErrUnknownFleet, strings.Join(s.Names(), ", "))
+				h.Name, h.Fleet, policies.ErrUnknownFleet, strings.Join(s.Names(), ", "))
 		}
 		return h.Fleet, nil
 	}
@@ -75,7 +118,7 @@ func (s *Set) FleetOf(h HostFacts) (string, error) {
 		return name, nil
 	}
 	return "", fmt.Errorf("host %s: no fleet profile matches it (groups %v, %d labels): %w",
-		h.Name, h.Groups, len(h.Labels), ErrUnknownFleet)
+		h.Name, h.Groups, len(h.Labels), policies.ErrUnknownFleet)
 }
 
 // matchesNamed reports whether one of the criteria people name hosts by
@@ -122,34 +165,31 @@ func (m Match) labelsMatch(labels map[string]string) bool {
 	return true
 }
 
-// Selects reports whether the (resolved) profile runs a rule. ruleProfiles
-// are the fleets the rule declares in its METADATA custom.profiles ("all",
-// "gpu-training", ...) and tags any other tags it carries; both are matched
-// by "tag:" selectors. A rule is selected when an item of Rules.Include
-// matches it and no item of Rules.Exclude does. Items are path.Match globs:
-// "nccl-*" or "tag:gpu-*" work.
-func (p *Profile) Selects(ruleID string, ruleProfiles, tags []string) bool {
-	return anySelects(p.Rules.Include, ruleID, ruleProfiles, tags) &&
-		!anySelects(p.Rules.Exclude, ruleID, ruleProfiles, tags)
+// Selects reports whether the (resolved) profile runs rule r: an item of
+// Rules.Include matches it and no item of Rules.Exclude does. Items are
+// path.Match globs over the rule id ("nccl-*"), or, after "tag:", over the
+// fleets the rule declares in its METADATA custom.profiles ("tag:all",
+// "tag:gpu-*"). It is the engine's selection (policies.FleetConfig.Select).
+func (p *Profile) Selects(r policies.Rule) bool {
+	return anySelects(p.Rules.Include, r) && !anySelects(p.Rules.Exclude, r)
 }
 
 // Excludes reports whether the profile's includes select a rule and its
 // excludes then drop it: a rule the fleet switched off on purpose.
-func (p *Profile) Excludes(ruleID string, ruleProfiles, tags []string) bool {
-	return anySelects(p.Rules.Include, ruleID, ruleProfiles, tags) &&
-		anySelects(p.Rules.Exclude, ruleID, ruleProfiles, tags)
+func (p *Profile) Excludes(r policies.Rule) bool {
+	return anySelects(p.Rules.Include, r) && anySelects(p.Rules.Exclude, r)
 }
 
-func anySelects(items []string, ruleID string, ruleProfiles, tags []string) bool {
+func anySelects(items []string, r policies.Rule) bool {
 	for _, item := range items {
 		pattern, isTag := strings.CutPrefix(item, TagPrefix)
 		if !isTag {
-			if ok, _ := path.Match(pattern, ruleID); ok {
+			if ok, _ := path.Match(pattern, r.ID); ok {
 				return true
 			}
 			continue
 		}
-		for _, t := range slices.Concat(ruleProfiles, tags) {
+		for _, t := range r.Profiles {
 			if ok, _ := path.Match(pattern, t); ok {
 				return true
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 //go:embed builtin/*.yaml
@@ -20,11 +21,6 @@ var builtinFS embed.FS
 // ErrInvalidProfile is wrapped by every error about the content of a profile
 // file (syntax, unknown keys, bad values, includes).
 var ErrInvalidProfile = errors.New("invalid fleet profile")
-
-// ErrUnknownFleet is wrapped when a host's fleet cannot be decided: its
-// inventory names a fleet no profile defines, or no profile matches it.
-// Audits report it as the unknown-fleet finding.
-var ErrUnknownFleet = errors.New("unknown fleet")
 
 // Set is a loaded, resolved set of profiles. It is read-only after Load and
 // safe for concurrent use.
@@ -207,7 +203,7 @@ func (s *Set) MatchOrder() []string {
 func (s *Set) Resolve(name string) (*Profile, error) {
 	p, ok := s.resolved[name]
 	if !ok {
-		return nil, fmt.Errorf("fleet %q: %w (profiles: %s)", name, ErrUnknownFleet, strings.Join(s.Names(), ", "))
+		return nil, fmt.Errorf("fleet %q: %w (profiles: %s)", name, policies.ErrUnknownFleet, strings.Join(s.Names(), ", "))
 	}
 	return p.clone(), nil
 }

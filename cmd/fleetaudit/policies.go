@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
@@ -53,8 +52,7 @@ one fails, 2 when the policies do not load or compile.`,
 		Example: `  fleetaudit policies test ./site-policies
   fleetaudit policies test -v`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			verbose, _ := cmd.Flags().GetBool("verbose")
-			pass, err := policies.RunTests(cmd.Context(), a.out, append(a.v.GetStringSlice("policies"), args...), verbose)
+			pass, err := policies.RunTests(cmd.Context(), a.out, append(a.v.GetStringSlice("policies"), args...), a.v.GetBool("verbose"))
 			if err != nil {
 				return err
 			}
@@ -78,7 +76,7 @@ func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	if err := set.Check(audit.KnownOf(engine)); err != nil {
+	if err := set.Check(fleets.KnownOf(engine)); err != nil {
 		return nil, nil, usageError{err}
 	}
 	return engine.Rules(), set, nil
@@ -109,8 +107,8 @@ func (a *app) runPoliciesList(cmd *cobra.Command) error {
 			return usageError{err}
 		}
 		for _, r := range rules {
-			if !p.Selects(r.ID, r.Profiles, nil) {
-				if p.Excludes(r.ID, r.Profiles, nil) {
+			if !p.Selects(r) {
+				if p.Excludes(r) {
 					excluded = append(excluded, r.ID)
 				}
 				continue
