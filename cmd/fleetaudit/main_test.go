@@ -52,10 +52,10 @@ func TestCollectToFileWithFlagsFromEnvAndConfig(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "snap.json")
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("hostname: from-config\nlog-level: warn\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("log-level: warn\ncollect:\n  hostname: from-config\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"FLEETAUDIT_ROOT": gpuRoot, "XDG_CONFIG_HOME": dir}
+	env := map[string]string{"FLEETAUDIT_COLLECT_ROOT": gpuRoot, "XDG_CONFIG_HOME": dir}
 	// The config file is not in $XDG_CONFIG_HOME/fleetaudit, so pass it explicitly.
 	r := runCLI(t, env, "--config", cfg, "collect", "-o", out)
 	if r.code != exitOK {

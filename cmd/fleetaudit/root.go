@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,7 +100,8 @@ workload of its fleet, and says which file set each value.`,
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(cmd, configFile); err != nil {
+			unread, err := a.loadConfig(cmd, configFile)
+			if err != nil {
 				return err
 			}
 			level, err := parseLevel(a.v.GetString("log-level"))
@@ -107,6 +109,9 @@ workload of its fleet, and says which file set each value.`,
 				return usageError{err}
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			for _, u := range unread {
+				a.log.Warn("environment variable not read: a command's flag comes from FLEETAUDIT_<COMMAND>_<FLAG>", "variable", u[0], "use", u[1])
+			}
 			return nil
 		},
 	}
@@ -119,28 +124,40 @@ workload of its fleet, and says which file set each value.`,
 }
 
 // loadConfig binds flags, FLEETAUDIT_* variables and the config file into one
-// viper instance: flags win over env, env over file. The working directory is
-// never searched: there a fleetaudit.yaml is a config repo's manifest.
-func (a *app) loadConfig(cmd *cobra.Command, explicit string) error {
+// viper instance: flags win over env, env over file. Only the global keys
+// and the running command's own (its section of the file, its
+// FLEETAUDIT_<COMMAND>_<FLAG> variables) apply, so a setting for one command
+// never changes another. The working directory is never searched: there a
+// fleetaudit.yaml is a config repo's manifest. It returns the variables of
+// the old unsectioned form (FLEETAUDIT_FORMAT) that were set and not read,
+// each with the name to use.
+func (a *app) loadConfig(cmd *cobra.Command, explicit string) (unread [][2]string, err error) {
 	v := a.v
+	layout := layoutOf(cmd.Root())
+	section := topCommand(cmd).Name()
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		// Env is applied through the flag (not viper's AutomaticEnv) so the
-		// injected environment is honoured and a flag given on the command
-		// line still wins.
-		env := "FLEETAUDIT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if val := a.getenv(env); val != "" && !f.Changed {
-			if err := f.Value.Set(val); err != nil && bindErr == nil {
-				bindErr = usageError{fmt.Errorf("%s=%q: %w", env, val, err)}
+		if !slices.Contains(notConfigKeys, f.Name) {
+			// Env is applied through the flag (not viper's AutomaticEnv) so
+			// the injected environment is honoured and a flag given on the
+			// command line still wins.
+			env := layout.envName(section, f)
+			if val := a.getenv(env); val != "" && !f.Changed {
+				if err := f.Value.Set(val); err != nil && bindErr == nil {
+					bindErr = usageError{fmt.Errorf("%s=%q: %w", env, val, err)}
+				}
+				f.Changed = true
 			}
-			f.Changed = true
+			if old := "FLEETAUDIT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")); old != env && a.getenv(old) != "" {
+				unread = append(unread, [2]string{old, env})
+			}
 		}
 		if err := v.BindPFlag(f.Name, f); err != nil && bindErr == nil {
 			bindErr = err
 		}
 	})
 	if bindErr != nil {
-		return bindErr
+		return nil, bindErr
 	}
 	file := explicit
 	if file == "" {
@@ -154,18 +171,18 @@ func (a *app) loadConfig(cmd *cobra.Command, explicit string) error {
 			}
 		}
 		if dir == "" {
-			return nil
+			return unread, nil
 		}
 		file = filepath.Join(dir, "fleetaudit", "config.yaml")
 		if _, err := os.Stat(file); err != nil {
-			return nil
+			return unread, nil
 		}
 	}
-	values, err := readConfig(file, cmd)
+	values, err := readConfig(file, layout, section)
 	if err != nil {
-		return usageError{err}
+		return nil, usageError{err}
 	}
-	return v.MergeConfigMap(values)
+	return unread, v.MergeConfigMap(values)
 }
 
 func parseLevel(s string) (slog.Level, error) {
