@@ -39,8 +39,12 @@ type Options struct {
 	Inventory *inventory.Inventory
 	// Snapshots are snapshot files or directories of them (*.json).
 	Snapshots []string
-	// Roots are directories collected as one host each (--root).
+	// Roots are directories collected as one host each (--root), as
+	// collect would (collectors.Local): this machine's own "/" runs
+	// nvidia-smi unless NoExec.
 	Roots []string
+	// NoExec runs no command on this machine when a root is "/".
+	NoExec bool
 	// PolicyDirs are user policy directories (--policies).
 	PolicyDirs []string
 	// WorkDir holds snapshots collected during the run; a temporary
@@ -230,18 +234,20 @@ type target struct {
 	host, root, address string
 	// missing marks an inventory host that no input supplied.
 	missing bool
+	// noExec runs no command even on this machine's own "/".
+	noExec bool
 }
 
 func collectTargets(opts Options) []target {
 	var ts []target
 	for _, root := range opts.Roots {
-		ts = append(ts, target{root: root})
+		ts = append(ts, target{root: root, noExec: opts.NoExec})
 	}
 	if opts.Inventory != nil {
 		for _, h := range opts.Inventory.Hosts {
 			// A host with neither is expected among --snapshots.
 			if h.Root != "" || h.Address != "" {
-				ts = append(ts, target{host: h.Name, root: h.Root, address: h.Address})
+				ts = append(ts, target{host: h.Name, root: h.Root, address: h.Address, noExec: opts.NoExec})
 			}
 		}
 	}
@@ -375,10 +381,13 @@ func collectOne(ctx context.Context, t target, version string) *snapshot.Snapsho
 	if !info.IsDir() {
 		return fail(sourceCollector, t.root, "root is not a directory")
 	}
-	abs, _ := filepath.Abs(t.root)
-	snap, err := collectors.Collect(ctx, collectors.Dir(t.root), collectors.Options{
-		Hostname: t.host, Kind: "local", RootLabel: abs, Version: version,
-	})
+	// The same target collect builds for this root: commands run only
+	// when it is this machine's own "/".
+	target, err := collectors.Local(t.root, collectors.LocalOptions{NoExec: t.noExec})
+	if err != nil {
+		return fail(sourceCollector, t.root, err.Error())
+	}
+	snap, err := collectors.Collect(ctx, target, collectors.Options{Hostname: t.host, Version: version})
 	if err != nil {
 		return fail(sourceCollector, t.root, err.Error())
 	}

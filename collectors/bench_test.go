@@ -16,7 +16,7 @@ func BenchmarkCollectFixtureRoot(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				// A new Dir per host, as the CLI does: no link cache carried over.
-				if _, err := Collect(context.Background(), Dir(dir), opts); err != nil {
+				if _, err := Collect(context.Background(), Target{Files: Dir(dir)}, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

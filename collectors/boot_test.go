@@ -232,7 +232,7 @@ func TestCollectBootFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.root, func(t *testing.T) {
-			snap, err := Collect(context.Background(), Dir("../testdata/hosts/"+tt.root), Options{})
+			snap, err := Collect(context.Background(), Target{Files: Dir("../testdata/hosts/" + tt.root)}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestCollectBootFixtures(t *testing.T) {
 			sources := map[string]string{}
 			for k, v := range snap.Sources {
 				if strings.HasPrefix(k, "boot.") {
-					sources[k] = v
+					sources[k] = v.String()
 				}
 			}
 			if diff := cmp.Diff(tt.sources, sources); diff != "" {
@@ -336,7 +336,7 @@ func TestCollectBootLoaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, err := Collect(context.Background(), FS(tt.files), Options{})
+			snap, err := Collect(context.Background(), Target{Files: FS(tt.files)}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -350,7 +350,7 @@ func TestCollectBootLoaders(t *testing.T) {
 			sources := map[string]string{}
 			for k, v := range snap.Sources {
 				if strings.HasPrefix(k, "boot.configured.") {
-					sources[k] = v
+					sources[k] = v.String()
 				}
 			}
 			if len(tt.sources) == 0 {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,13 +21,10 @@ import (
 // DefaultMaxFileSize caps any single configuration or pseudo-file read.
 const DefaultMaxFileSize = 1 << 20
 
-// Options tune one collection.
+// Options tune one collection; what is collected comes from the Target.
 type Options struct {
 	// Hostname overrides the name read from the root.
 	Hostname string
-	// Kind and RootLabel describe the source in the snapshot ("local", "/").
-	Kind      string
-	RootLabel string
 	// ExtraSysctls are read from /proc/sys in addition to the built-in set and
 	// every configured key.
 	ExtraSysctls []string
@@ -41,30 +37,14 @@ type Options struct {
 	Now func() time.Time
 	// Version is written as the collector version.
 	Version string
-	// Exec runs a command on the host being collected and returns its
-	// standard output; a non-zero exit is an error, and a missing binary an
-	// error wrapping exec.ErrNotFound (as os/exec reports it). It is called
-	// with the collection's context. Nil (the default) runs no command, and
-	// the facts only a command can give (each GPU's persistence mode,
-	// through nvidia-smi) are left unknown. Set it only when the Source is
-	// the live host that the commands run on: a fixture tree or mounted image
-	// must not be mixed with the facts of the machine running fleetaudit.
-	Exec func(ctx context.Context, name string, args ...string) ([]byte, error)
-	// Manifests are Kubernetes manifest files or directories (kubectl get
-	// pods -o json output, workload YAML) whose pods and pod templates become
-	// the snapshot's pods. They are read from the local filesystem, not
-	// through the Source: they describe the host's workload, not its files.
-	Manifests []string
-	// ManifestFS, when set, is where Manifests are read instead of the
-	// local filesystem (a config repo's files), and sources name them by
-	// their path in it.
-	ManifestFS fs.FS
 }
 
 // collection is the state of one Collect call, shared by the fact families.
 type collection struct {
 	ctx  context.Context
 	src  Source
+	exec Runner
+	pods PodSource
 	snap *snapshot.Snapshot
 	opts Options
 }
@@ -95,11 +75,11 @@ var families = []family{
 	{"pods", collectPods},
 }
 
-// Collect reads every fact family from src. Unreadable or malformed sources
-// become entries in the snapshot's Errors, and a root that cannot be listed
-// at all one snapshot.CollectorSource error (see Unread) with no facts; the
-// error result is only for a cancelled context.
-func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot, error) {
+// Collect reads every fact family from target. Unreadable or malformed
+// sources become entries in the snapshot's Errors, and a root that cannot be
+// listed at all one snapshot.CollectorSource error (see Unread) with no
+// facts; the error result is only for a cancelled context.
+func Collect(ctx context.Context, target Target, opts Options) (*snapshot.Snapshot, error) {
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = DefaultMaxFileSize
 	}
@@ -109,14 +89,16 @@ func Collect(ctx context.Context, src Source, opts Options) (*snapshot.Snapshot,
 	}
 	snap := snapshot.New("")
 	snap.CollectedAt = now().UTC()
-	snap.Source = snapshot.Origin{Kind: opts.Kind, Root: opts.RootLabel, Collector: opts.Version}
-	c := &collection{ctx: ctx, src: src, snap: snap, opts: opts}
+	snap.Source = target.Origin
+	snap.Source.Collector = opts.Version
+	src := target.Files
+	c := &collection{ctx: ctx, src: src, exec: target.Exec, pods: target.Pods, snap: snap, opts: opts}
 	snap.Host = opts.Hostname
 	if _, err := src.ReadDir("."); err != nil {
 		// Every read would fail the same way (a root of mode 000 read
 		// unprivileged): one error saying the host was not read, instead of
 		// a snapshot of per-file failures and no host name.
-		c.fail(snapshot.CollectorSource, rootName(opts.RootLabel), fmt.Errorf("cannot read the root: %w", rootCause(err)))
+		c.fail(snapshot.CollectorSource, rootName(target.Origin.Root), fmt.Errorf("cannot read the root: %w", rootCause(err)))
 		snap.Normalize()
 		return snap, nil
 	}
@@ -177,45 +159,88 @@ func (c *collection) runFamily(f family) {
 	f.run(c)
 }
 
-// fail records that path could not be read or parsed.
+// fail records that path could not be read or parsed, naming path as
+// provenance does (its repo path for a config-repo file).
 func (c *collection) fail(collector, path string, err error) {
+	c.failAs(collector, c.at(path, 0).Path(), err)
+}
+
+// failAs records an error about something that is not a file in the root
+// (a pod manifest, a command), named as given.
+func (c *collection) failAs(collector, name string, err error) {
 	c.snap.Errors = append(c.snap.Errors, snapshot.CollectionError{
-		Collector: collector, Path: path, Reason: reason(err),
+		Collector: collector, Path: name, Reason: c.reason(err),
 	})
 }
 
-// reason strips the path from fs errors: the entry names it already.
-func reason(err error) string {
+// reason strips the path from fs errors: the entry names it already. An
+// error that names a file in its text names it as provenance does.
+func (c *collection) reason(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Op + ": " + pe.Err.Error()
 	}
+	var tl *tooLargeError
+	if errors.As(err, &tl) {
+		return c.at(tl.name, 0).Path() + ": " + tl.cause()
+	}
 	return err.Error()
 }
 
+// The provenance writer: every value of snapshot.Sources (and every source
+// a section carries) is made here.
+
 // from records the provenance of a fact as file:line (line 0: the whole file).
 func (c *collection) from(fact, file string, line int) {
-	c.snap.Sources[fact] = c.where(file, line)
+	c.snap.Sources[fact] = c.at(file, line)
 }
 
-// where formats a provenance: the source's own description of the file
-// (a config-repo layer) when it has one, and the line when known.
-func (c *collection) where(file string, line int) string {
-	where := file
+// at is the provenance of a line (0: the whole file) of a file in the root:
+// the source's own description of the file (a config-repo layer) when it has
+// one.
+func (c *collection) at(file string, line int) snapshot.Provenance {
 	if d, ok := c.src.(Describer); ok {
-		if desc := d.Describe(rel(file)); desc != "" {
-			where = desc
+		if p, ok := d.Describe(rel(file)); ok {
+			p.Line = line
+			return p
 		}
 	}
-	if line > 0 {
-		where += ":" + strconv.Itoa(line)
-	}
-	return where
+	return snapshot.FileAt(file, line)
 }
 
 // defaulted records that a fact has no source file and took a default.
 func (c *collection) defaulted(fact, why string) {
-	c.snap.Sources[fact] = "default: " + why
+	c.snap.Sources[fact] = snapshot.Defaulted(why)
+}
+
+// byCommand records that a fact came from a command's output.
+func (c *collection) byCommand(fact, cmdline string) {
+	c.snap.Sources[fact] = snapshot.FromCommand(cmdline)
+}
+
+// fromManifest records that a fact came from line of a pod manifest, a
+// file outside the root named as the target's PodSource names it.
+func (c *collection) fromManifest(fact, file string, line int) {
+	c.snap.Sources[fact] = snapshot.FileAt(file, line)
+}
+
+// fromAll records a fact read from several places, in order.
+func (c *collection) fromAll(fact string, places []snapshot.Provenance) {
+	if len(places) == 0 {
+		return
+	}
+	var all snapshot.Provenance
+	for i, p := range places {
+		more := p.More
+		p.More = nil
+		if i == 0 {
+			all = p
+		} else {
+			all.More = append(all.More, p)
+		}
+		all.More = append(all.More, more...)
+	}
+	c.snap.Sources[fact] = all
 }
 
 // read returns a file's contents. A missing file returns ok=false with no

@@ -74,22 +74,19 @@ func (c *collection) listConfFiles(collector string, dirs []string, suffix strin
 	return files
 }
 
-// realPath follows symbolic links in the last component of p inside the
-// root. /dev/null is not present in a fixture tree or a config repo, so a
-// mask is recognised by its target, never by opening it.
+// realPath resolves the symbolic links of p inside the root. A component
+// that cannot be read as a link is taken as it is: /dev/null is not present
+// in a fixture tree or a config repo, so a mask is recognised by its target,
+// never by opening it.
 func (c *collection) realPath(p string) string {
-	p = path.Clean("/" + p)
-	for range maxSymlinks {
-		target, err := c.src.ReadLink(rel(p))
-		if err != nil {
-			return p
-		}
-		if !strings.HasPrefix(target, "/") {
-			target = path.Join(path.Dir(p), target)
-		}
-		p = path.Clean(target)
+	resolved, err := resolveLinks(p, true, func(name string) (string, bool, error) {
+		target, err := c.src.ReadLink(name)
+		return target, err == nil, nil
+	})
+	if err != nil {
+		return path.Clean("/" + p)
 	}
-	return p
+	return "/" + resolved
 }
 
 // firstExisting returns the first of candidates present in the root (a

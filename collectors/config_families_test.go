@@ -196,7 +196,7 @@ func TestCollectConfigFamiliesFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.root, func(t *testing.T) {
 			root := filepath.Join("..", "testdata", "hosts", tt.root)
-			snap, err := Collect(context.Background(), Dir(root), tt.opts)
+			snap, err := Collect(context.Background(), Target{Files: Dir(root)}, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestCollectConfigFamiliesFixtures(t *testing.T) {
 				if !ok || got != f.value {
 					t.Errorf("%s = %#v (found %v), want %q", f.path, got, ok, f.value)
 				}
-				if from := snap.Sources[f.path]; from != f.from {
+				if from := snap.Sources[f.path].String(); from != f.from {
 					t.Errorf("sources[%s] = %q, want %q", f.path, from, f.from)
 				}
 			}
@@ -254,7 +254,7 @@ func checkRemoveIPCDefault(t *testing.T, snap *snapshot.Snapshot, osID, want str
 	if !snap.Logind.RemoveIPCDefault {
 		t.Errorf("logind.remove_ipc_default = false, want true")
 	}
-	from := snap.Sources["logind.remove_ipc"]
+	from := snap.Sources["logind.remove_ipc"].String()
 	if snap.OS.ID == "" {
 		t.Logf("os family produced no ID; checking the unknown-OS default")
 		want = "yes"
@@ -289,7 +289,7 @@ func checkConfErrors(t *testing.T, got []snapshot.CollectionError, want []confEr
 
 // checkConfSources checks that every provenance these families record
 // resolves as a fact path and points at a file present in the root.
-func checkConfSources(t *testing.T, root string, doc map[string]any, sources map[string]string) {
+func checkConfSources(t *testing.T, root string, doc map[string]any, sources map[string]snapshot.Provenance) {
 	t.Helper()
 	for fact, from := range sources {
 		if !strings.HasPrefix(fact, "sysctl.") && !strings.HasPrefix(fact, "limits.") && !strings.HasPrefix(fact, "logind.") {
@@ -298,11 +298,10 @@ func checkConfSources(t *testing.T, root string, doc map[string]any, sources map
 		if _, ok := snapshot.Lookup(doc, fact); !ok {
 			t.Errorf("sources has %q, which Lookup cannot resolve", fact)
 		}
-		if strings.HasPrefix(from, "default: ") {
+		if from.Default != "" {
 			continue
 		}
-		file, _, _ := strings.Cut(from, ":")
-		if _, err := os.Stat(filepath.Join(root, file)); err != nil {
+		if _, err := os.Stat(filepath.Join(root, from.File)); err != nil {
 			t.Errorf("sources[%s] = %q: %v", fact, from, err)
 		}
 	}

@@ -20,11 +20,18 @@ var update = flag.Bool("update", false, "rewrite golden snapshots in testdata/go
 
 const fixtureHosts = "../testdata/hosts"
 
+// fixtureTarget is the target of a fixture host, as every golden snapshot
+// is collected.
+func fixtureTarget(root string) Target {
+	return Target{
+		Origin: snapshot.Origin{Kind: "local", Root: "testdata/hosts/" + root},
+		Files:  Dir(filepath.Join(fixtureHosts, root)),
+	}
+}
+
 // fixtureOptions are the options every golden snapshot is collected with.
 func fixtureOptions(root string) Options {
 	return Options{
-		Kind:          "local",
-		RootLabel:     "testdata/hosts/" + root,
 		LimitsDomains: []string{"trainer", "@hpc"},
 		Now:           func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) },
 		Version:       "test",
@@ -54,7 +61,7 @@ func fixtureRoots(t testing.TB) []string {
 func TestGoldenSnapshots(t *testing.T) {
 	for _, root := range fixtureRoots(t) {
 		t.Run(root, func(t *testing.T) {
-			snap, err := Collect(context.Background(), Dir(filepath.Join(fixtureHosts, root)), fixtureOptions(root))
+			snap, err := Collect(context.Background(), fixtureTarget(root), fixtureOptions(root))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +95,7 @@ func TestGoldenSnapshots(t *testing.T) {
 func TestSnapshotInvariants(t *testing.T) {
 	for _, root := range fixtureRoots(t) {
 		t.Run(root, func(t *testing.T) {
-			snap, err := Collect(context.Background(), Dir(filepath.Join(fixtureHosts, root)), fixtureOptions(root))
+			snap, err := Collect(context.Background(), fixtureTarget(root), fixtureOptions(root))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +121,7 @@ func TestSnapshotInvariants(t *testing.T) {
 				if _, ok := snapshot.Lookup(doc, fact); !ok {
 					t.Errorf("sources names fact %q (from %s) that the snapshot does not have", fact, src)
 				}
-				if src == "" {
+				if src.IsZero() {
 					t.Errorf("fact %q has an empty source", fact)
 				}
 			}
@@ -133,4 +140,13 @@ func TestSnapshotInvariants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sourceTexts is sources as their JSON text.
+func sourceTexts(sources map[string]snapshot.Provenance) map[string]string {
+	texts := make(map[string]string, len(sources))
+	for fact, p := range sources {
+		texts[fact] = p.String()
+	}
+	return texts
 }

@@ -21,9 +21,8 @@ var hwFactPrefixes = []string{"memory.", "rdma.", "iommu.", "pci.", "nccl_config
 
 func hwCollectFixture(t *testing.T, root string) *snapshot.Snapshot {
 	t.Helper()
-	snap, err := Collect(context.Background(), Dir(filepath.Join("..", "testdata", "hosts", root)), Options{
-		Kind: "local", RootLabel: "/", Now: func() time.Time { return time.Unix(0, 0) },
-	})
+	target := Target{Origin: snapshot.Origin{Kind: "local", Root: "/"}, Files: Dir(filepath.Join("..", "testdata", "hosts", root))}
+	snap, err := Collect(context.Background(), target, Options{Now: func() time.Time { return time.Unix(0, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,7 @@ func hwErrors(snap *snapshot.Snapshot) []string {
 func hwCheckSources(t *testing.T, snap *snapshot.Snapshot, want map[string]string) {
 	t.Helper()
 	for fact, src := range want {
-		if got := snap.Sources[fact]; got != src {
+		if got := snap.Sources[fact].String(); got != src {
 			t.Errorf("source of %s = %q, want %q", fact, got, src)
 		}
 	}

@@ -134,7 +134,7 @@ func TestCollectIOMMU(t *testing.T) {
 			if diff := cmp.Diff(tt.want, c.snap.IOMMU); diff != "" {
 				t.Errorf("iommu (-want +got):\n%s", diff)
 			}
-			if got := c.snap.Sources["iommu.passthrough"]; got != tt.evidence {
+			if got := c.snap.Sources["iommu.passthrough"].String(); got != tt.evidence {
 				t.Errorf("passthrough source = %q, want %q", got, tt.evidence)
 			}
 			if len(c.snap.Errors) != tt.errs {

@@ -110,13 +110,11 @@ func collectLibraries(c *collection) {
 	libs := &c.snap.Libraries
 	libs.NCCL, libs.CUDA = sortLibraries(s.nccl), sortLibraries(s.cuda)
 	for fact, list := range map[string][]snapshot.Library{"libraries.nccl": libs.NCCL, "libraries.cuda": libs.CUDA} {
-		var where []string
+		var where []snapshot.Provenance
 		for _, l := range list {
 			where = append(where, l.Source)
 		}
-		if len(where) > 0 {
-			c.snap.Sources[fact] = strings.Join(where, ", ")
-		}
+		c.fromAll(fact, where)
 	}
 
 	versions := make([]string, 0, len(s.nvml))
@@ -126,11 +124,11 @@ func collectLibraries(c *collection) {
 	slices.SortFunc(versions, compareDottedVersions)
 	c.snap.NVIDIA.NVMLVersions = versions
 	if len(s.nvmlFiles) > 0 {
-		var where []string
+		var where []snapshot.Provenance
 		for _, f := range s.nvmlFiles {
-			where = append(where, c.where(f, 0))
+			where = append(where, c.at(f, 0))
 		}
-		c.snap.Sources["nvidia.nvml_versions"] = strings.Join(where, ", ")
+		c.fromAll("nvidia.nvml_versions", where)
 	}
 }
 
@@ -162,7 +160,7 @@ func (s *libraryScan) globDirs(patterns []string) []string {
 // realDir resolves dir once per scan: the same directory reached through a
 // link or listed twice is read once. Missing directories are skipped.
 func (s *libraryScan) realDir(dir string) (string, bool) {
-	real, err := realPathIn(s.c.src, dir)
+	real, err := RealPath(s.c.src, dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.c.fail("libraries", dir, err)
@@ -178,7 +176,7 @@ func (s *libraryScan) realDir(dir string) (string, bool) {
 
 // realFile resolves a library's links to the file itself, once per scan.
 func (s *libraryScan) realFile(name string) (string, bool) {
-	real, err := realPathIn(s.c.src, name)
+	real, err := RealPath(s.c.src, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) { // a dangling link is no library
 			s.c.fail("libraries", name, err)
@@ -216,7 +214,7 @@ func (s *libraryScan) scanLibraryDir(dir, kind string) {
 
 func (s *libraryScan) addNVML(file, version string) {
 	s.nvml[version] = true
-	if real, err := realPathIn(s.c.src, file); err == nil && !slices.Contains(s.nvmlFiles, real) {
+	if real, err := RealPath(s.c.src, file); err == nil && !slices.Contains(s.nvmlFiles, real) {
 		s.nvmlFiles = append(s.nvmlFiles, real)
 	}
 }
@@ -228,7 +226,7 @@ func (s *libraryScan) addLibraryFile(list *[]snapshot.Library, fam libraryFamily
 	if !ok {
 		return
 	}
-	lib := snapshot.Library{Path: real, Kind: kind, Source: s.c.where(real, 0)}
+	lib := snapshot.Library{Path: real, Kind: kind, Source: s.c.at(real, 0)}
 	lib.Version, lib.How = s.versionOfFile(fam, real)
 	*list = append(*list, lib)
 }
@@ -319,7 +317,7 @@ func (s *libraryScan) addWheel(list *[]snapshot.Library, fam libraryFamily, site
 			s.c.fail("libraries", metadata, err)
 		}
 		if md.VersionLine > 0 {
-			lib.Version, lib.How, lib.Source = md.Version, "dist-info", s.c.where(metadata, md.VersionLine)
+			lib.Version, lib.How, lib.Source = md.Version, "dist-info", s.c.at(metadata, md.VersionLine)
 		}
 	}
 	file := s.wheelLibrary(fam, siteDir, distDir)
@@ -339,9 +337,9 @@ func (s *libraryScan) addWheel(list *[]snapshot.Library, fam libraryFamily, site
 	if lib.How == "" {
 		if file != "" {
 			lib.Version, lib.How = s.versionOfFile(fam, lib.Path)
-			lib.Source = s.c.where(lib.Path, 0)
+			lib.Source = s.c.at(lib.Path, 0)
 		} else {
-			lib.Version, lib.How, lib.Source = "unknown", "none", s.c.where(distDir, 0)
+			lib.Version, lib.How, lib.Source = "unknown", "none", s.c.at(distDir, 0)
 		}
 	}
 	*list = append(*list, lib)

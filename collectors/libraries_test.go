@@ -211,7 +211,7 @@ func versionsHostTree(t *testing.T, entries map[string]string) string {
 	return root
 }
 
-func TestRealPathIn(t *testing.T) {
+func TestRealPath(t *testing.T) {
 	src := Dir(versionsHostTree(t, map[string]string{
 		"usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3":    "x",
 		"usr/lib/x86_64-linux-gnu/libnccl.so.2":         "-> libnccl.so.2.18.3",
@@ -241,13 +241,13 @@ func TestRealPathIn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := realPathIn(src, tt.in)
+			got, err := RealPath(src, tt.in)
 			if got != tt.want || (err != nil) != tt.wantErr {
 				t.Errorf("%q, %v; want %q (error %v)", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}
-	if _, err := realPathIn(src, "/missing/x"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := RealPath(src, "/missing/x"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing: %v, want fs.ErrNotExist", err)
 	}
 }
@@ -295,18 +295,18 @@ func TestCollectLibraries(t *testing.T) {
 
 	want := snapshot.Libraries{
 		NCCL: []snapshot.Library{
-			{Version: "2.10.3", Path: "/opt/conda/envs/old/lib/python3.8/site-packages/torch/lib/libnccl.so.2.10.3", Kind: "wheel", How: "file-name", Source: "/opt/conda/envs/old/lib/python3.8/site-packages/torch/lib/libnccl.so.2.10.3"},
-			{Version: "2.14.3", Path: "/opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: "/opt/venv/lib/python3.12/site-packages/nvidia_nccl_cu11-2.14.3.dist-info/METADATA:2"},
-			{Version: "2.18.3", Path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", Kind: "system", How: "file-name", Source: "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3"},
-			{Version: "2.19.3", Path: "/opt/site/lib/libnccl.so.2", Kind: "system", How: "embedded-string", Source: "/opt/site/lib/libnccl.so.2"},
-			{Version: "2.20.5", Path: "/" + site + "nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: "/" + site + "nvidia_nccl_cu12-2.20.5.dist-info/METADATA:2"},
+			{Version: "2.10.3", Path: "/opt/conda/envs/old/lib/python3.8/site-packages/torch/lib/libnccl.so.2.10.3", Kind: "wheel", How: "file-name", Source: snapshot.ParseProvenance("/opt/conda/envs/old/lib/python3.8/site-packages/torch/lib/libnccl.so.2.10.3")},
+			{Version: "2.14.3", Path: "/opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/opt/venv/lib/python3.12/site-packages/nvidia_nccl_cu11-2.14.3.dist-info/METADATA:2")},
+			{Version: "2.18.3", Path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3")},
+			{Version: "2.19.3", Path: "/opt/site/lib/libnccl.so.2", Kind: "system", How: "embedded-string", Source: snapshot.ParseProvenance("/opt/site/lib/libnccl.so.2")},
+			{Version: "2.20.5", Path: "/" + site + "nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/" + site + "nvidia_nccl_cu12-2.20.5.dist-info/METADATA:2")},
 		},
 		CUDA: []snapshot.Library{
-			{Version: "11.7.99", Path: "/opt/conda/envs/old/lib/python3.8/site-packages/nvidia_cuda_runtime_cu11-11.7.99.dist-info", Kind: "wheel", How: "dist-info", Source: "/opt/conda/envs/old/lib/python3.8/site-packages/nvidia_cuda_runtime_cu11-11.7.99.dist-info/METADATA:1"},
-			{Version: "11.8.89", Path: "/usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89", Kind: "system", How: "file-name", Source: "/usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89"},
-			{Version: "12", Path: "/opt/conda/lib/libcudart.so.12", Kind: "other", How: "file-name", Source: "/opt/conda/lib/libcudart.so.12"},
-			{Version: "12.2.140", Path: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140", Kind: "other", How: "file-name", Source: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140"},
-			{Version: "13.0.96", Path: "/" + site + "nvidia/cu13/lib/libcudart.so.13", Kind: "wheel", How: "dist-info", Source: "/" + site + "nvidia_cuda_runtime_cu13-13.0.96.dist-info/METADATA:2"},
+			{Version: "11.7.99", Path: "/opt/conda/envs/old/lib/python3.8/site-packages/nvidia_cuda_runtime_cu11-11.7.99.dist-info", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/opt/conda/envs/old/lib/python3.8/site-packages/nvidia_cuda_runtime_cu11-11.7.99.dist-info/METADATA:1")},
+			{Version: "11.8.89", Path: "/usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89")},
+			{Version: "12", Path: "/opt/conda/lib/libcudart.so.12", Kind: "other", How: "file-name", Source: snapshot.ParseProvenance("/opt/conda/lib/libcudart.so.12")},
+			{Version: "12.2.140", Path: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140", Kind: "other", How: "file-name", Source: snapshot.ParseProvenance("/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140")},
+			{Version: "13.0.96", Path: "/" + site + "nvidia/cu13/lib/libcudart.so.13", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/" + site + "nvidia_cuda_runtime_cu13-13.0.96.dist-info/METADATA:2")},
 		},
 	}
 	if diff := cmp.Diff(want, c.snap.Libraries); diff != "" {
@@ -315,7 +315,7 @@ func TestCollectLibraries(t *testing.T) {
 	if diff := cmp.Diff([]string{"535.104.05", "550.54.15"}, c.snap.NVIDIA.NVMLVersions); diff != "" {
 		t.Errorf("nvml (-want +got):\n%s", diff)
 	}
-	if got, want := c.snap.Sources["nvidia.nvml_versions"], "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.104.05, /opt/site/lib/libnvidia-ml.so.550.54.15"; got != want {
+	if got, want := c.snap.Sources["nvidia.nvml_versions"].String(), "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.104.05, /opt/site/lib/libnvidia-ml.so.550.54.15"; got != want {
 		t.Errorf("nvml source %q, want %q", got, want)
 	}
 	if len(c.snap.Errors) != 0 {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -52,7 +51,7 @@ func collectLimits(c *collection) {
 			rules = append(rules, r)
 			l.Entries = append(l.Entries, snapshot.LimitEntry{
 				Domain: r.Domain, Type: r.Type, Item: r.Item, Value: r.Value,
-				Source: file + ":" + strconv.Itoa(r.Line),
+				Source: c.at(file, r.Line),
 			})
 		}
 	}

@@ -396,11 +396,11 @@ func TestCollectLimits(t *testing.T) {
 	l := c.snap.Limits
 	want := snapshot.Limits{
 		Entries: []snapshot.LimitEntry{
-			{Domain: "*", Type: "soft", Item: "memlock", Value: "unlimited", Source: "/etc/security/limits.conf:57"},
-			{Domain: "*", Type: "hard", Item: "memlock", Value: "unlimited", Source: "/etc/security/limits.conf:58"},
-			{Domain: "@hpc", Type: "-", Item: "memlock", Value: "unlimited", Source: "/etc/security/limits.d/50-site.conf:1"},
-			{Domain: "*", Type: "hard", Item: "memlock", Value: "65536", Source: "/etc/security/limits.d/50-site.conf:2"},
-			{Domain: "ops", Type: "-", Source: "/etc/security/limits.d/50-site.conf:3"},
+			{Domain: "*", Type: "soft", Item: "memlock", Value: "unlimited", Source: snapshot.ParseProvenance("/etc/security/limits.conf:57")},
+			{Domain: "*", Type: "hard", Item: "memlock", Value: "unlimited", Source: snapshot.ParseProvenance("/etc/security/limits.conf:58")},
+			{Domain: "@hpc", Type: "-", Item: "memlock", Value: "unlimited", Source: snapshot.ParseProvenance("/etc/security/limits.d/50-site.conf:1")},
+			{Domain: "*", Type: "hard", Item: "memlock", Value: "65536", Source: snapshot.ParseProvenance("/etc/security/limits.d/50-site.conf:2")},
+			{Domain: "ops", Type: "-", Source: snapshot.ParseProvenance("/etc/security/limits.d/50-site.conf:3")},
 		},
 		Effective: map[string]map[string]snapshot.LimitValue{
 			"*":       {"memlock": {Soft: "65536", Hard: "65536"}},
@@ -423,7 +423,7 @@ func TestCollectLimits(t *testing.T) {
 		"limits.effective.trainer.memlock.hard": "/etc/security/limits.d/50-site.conf:1",
 		"limits.exempt.ops":                     "/etc/security/limits.d/50-site.conf:3",
 	}
-	if diff := cmp.Diff(wantSources, c.snap.Sources); diff != "" {
+	if diff := cmp.Diff(wantSources, sourceTexts(c.snap.Sources)); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
 	wantErrs := []snapshot.CollectionError{

@@ -274,7 +274,7 @@ func TestCollectLogind(t *testing.T) {
 			if diff := cmp.Diff(tt.want, c.snap.Logind); diff != "" {
 				t.Errorf("logind (-want +got):\n%s", diff)
 			}
-			if got := c.snap.Sources["logind.remove_ipc"]; got != tt.wantFrom {
+			if got := c.snap.Sources["logind.remove_ipc"].String(); got != tt.wantFrom {
 				t.Errorf("provenance %q, want %q", got, tt.wantFrom)
 			}
 			var errAt []string
@@ -344,9 +344,9 @@ func TestCollectLogindFixtureDefaults(t *testing.T) {
 			c := newConfTestCollection(Dir("../testdata/hosts/"+tt.root), Options{}, tt.os)
 			collectLogind(c)
 			got := c.snap.Logind
-			if got.RemoveIPC != tt.want || !got.RemoveIPCDefault || c.snap.Sources["logind.remove_ipc"] != tt.from {
+			if got.RemoveIPC != tt.want || !got.RemoveIPCDefault || c.snap.Sources["logind.remove_ipc"].String() != tt.from {
 				t.Errorf("remove_ipc %q default %v from %q, want %q from %q",
-					got.RemoveIPC, got.RemoveIPCDefault, c.snap.Sources["logind.remove_ipc"], tt.want, tt.from)
+					got.RemoveIPC, got.RemoveIPCDefault, c.snap.Sources["logind.remove_ipc"].String(), tt.want, tt.from)
 			}
 		})
 	}
@@ -366,12 +366,12 @@ func TestLogindInstalled(t *testing.T) {
 		{"absent", fstest.MapFS{"etc/os-release": {Data: []byte("ID=ubuntu\n")}}, false, "default: no systemd-logind binary in /usr/lib/systemd or /lib/systemd"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, err := Collect(context.Background(), FS(tt.fsys), Options{Hostname: "h"})
+			snap, err := Collect(context.Background(), Target{Files: FS(tt.fsys)}, Options{Hostname: "h"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if snap.Logind.Installed != tt.want || snap.Sources["logind.installed"] != tt.source {
-				t.Errorf("installed = %v from %q, want %v from %q", snap.Logind.Installed, snap.Sources["logind.installed"], tt.want, tt.source)
+			if snap.Logind.Installed != tt.want || snap.Sources["logind.installed"].String() != tt.source {
+				t.Errorf("installed = %v from %q, want %v from %q", snap.Logind.Installed, snap.Sources["logind.installed"].String(), tt.want, tt.source)
 			}
 		})
 	}

@@ -177,10 +177,10 @@ func TestCollectMemory(t *testing.T) {
 		if diff := cmp.Diff(want, c.snap.Memory); diff != "" {
 			t.Errorf("memory (-want +got):\n%s", diff)
 		}
-		if got := c.snap.Sources["memory.cma_total_kb"]; got != "default: no CmaTotal line in /proc/meminfo" {
+		if got := c.snap.Sources["memory.cma_total_kb"].String(); got != "default: no CmaTotal line in /proc/meminfo" {
 			t.Errorf("cma_total_kb source = %q", got)
 		}
-		if got := c.snap.Sources["memory.cma_present"]; got != "/proc/meminfo" {
+		if got := c.snap.Sources["memory.cma_present"].String(); got != "/proc/meminfo" {
 			t.Errorf("cma_present source = %q", got)
 		}
 	})

@@ -56,7 +56,7 @@ func collectModules(c *collection) {
 		}
 		configure(etcModules, mods)
 	}
-	etcModulesReal, _ := realPathIn(c.src, etcModules)
+	etcModulesReal, _ := RealPath(c.src, etcModules)
 
 	chosen := map[string]string{}
 	for _, dir := range modulesLoadDirs {
@@ -74,7 +74,7 @@ func collectModules(c *collection) {
 	slices.Sort(names)
 	for _, name := range names {
 		file := chosen[name]
-		if real, err := realPathIn(c.src, file); err == nil && real == etcModulesReal {
+		if real, err := RealPath(c.src, file); err == nil && real == etcModulesReal {
 			continue
 		}
 		data, ok := c.read("modules", file)

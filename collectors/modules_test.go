@@ -131,7 +131,7 @@ func TestCollectModulesPrecedence(t *testing.T) {
 		"modules.configured.nvidia_peermem": "/etc/modules-load.d/peermem.conf:1",
 		"modules.configured.rdma_ucm":       "/usr/lib/modules-load.d/zz.conf:2",
 	} {
-		if got := c.snap.Sources[fact]; got != want {
+		if got := c.snap.Sources[fact].String(); got != want {
 			t.Errorf("%s from %q, want %q", fact, got, want)
 		}
 	}

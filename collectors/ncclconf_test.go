@@ -199,7 +199,7 @@ func TestCollectNCCLConfig(t *testing.T) {
 		"nccl_config.effective.NCCL_SOCKET_IFNAME":     "/etc/profile.d/10-a.sh:1",
 		"nccl_config.effective.FI_EFA_USE_DEVICE_RDMA": "/etc/profile.d/20-b.sh:2",
 	}
-	if diff := cmp.Diff(wantSources, c.snap.Sources); diff != "" {
+	if diff := cmp.Diff(wantSources, sourceTexts(c.snap.Sources)); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
 	if len(c.snap.Errors) > 0 {

@@ -32,7 +32,7 @@ func copyFixture(t *testing.T, host string) string {
 
 // collectGuarded collects root, failing the test if Collect does not return:
 // a blocked open cannot be cancelled, so the timeout is only a hang guard.
-func collectGuarded(t *testing.T, ctx context.Context, src Source, opts Options) *snapshot.Snapshot {
+func collectGuarded(t *testing.T, ctx context.Context, target Target, opts Options) *snapshot.Snapshot {
 	t.Helper()
 	type result struct {
 		snap *snapshot.Snapshot
@@ -40,7 +40,7 @@ func collectGuarded(t *testing.T, ctx context.Context, src Source, opts Options)
 	}
 	done := make(chan result, 1)
 	go func() {
-		snap, err := Collect(ctx, src, opts)
+		snap, err := Collect(ctx, target, opts)
 		done <- result{snap, err}
 	}()
 	select {
@@ -62,7 +62,7 @@ func collectGuarded(t *testing.T, ctx context.Context, src Source, opts Options)
 func TestCollectRefusesNonRegularFiles(t *testing.T) {
 	const host = "gpu-node"
 	opts := fixtureOptions(host)
-	baseline := collectGuarded(t, context.Background(), Dir(copyFixture(t, host)), opts)
+	baseline := collectGuarded(t, context.Background(), Target{Files: Dir(copyFixture(t, host))}, opts)
 	mkfifo := func(p string) error { return syscall.Mkfifo(p, 0o644) }
 	mkzero := func(p string) error {
 		// /dev/zero's numbers: a read would never end.
@@ -92,7 +92,7 @@ func TestCollectRefusesNonRegularFiles(t *testing.T) {
 			if err := tc.make(p); err != nil {
 				t.Skipf("cannot make a %s here: %v", tc.kind, err)
 			}
-			snap := collectGuarded(t, context.Background(), Dir(root), opts)
+			snap := collectGuarded(t, context.Background(), Target{Files: Dir(root)}, opts)
 			if snap.Host != baseline.Host {
 				t.Errorf("host = %q, want %q", snap.Host, baseline.Host)
 			}
@@ -155,7 +155,7 @@ func TestDirReadsDevNullAsEmpty(t *testing.T) {
 func TestCollectCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Collect(ctx, Dir(filepath.Join(fixtureHosts, "gpu-node")), fixtureOptions("gpu-node"))
+	_, err := Collect(ctx, fixtureTarget("gpu-node"), fixtureOptions("gpu-node"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Collect(cancelled) = %v, want context.Canceled", err)
 	}
@@ -179,9 +179,9 @@ func TestCollectPodsRefusesNonRegularFiles(t *testing.T) {
 
 	opts := fixtureOptions("gpu-node")
 	opts.Hostname = "h"
-	opts.Manifests = []string{fifo, jobs}
-	snap := collectGuarded(t, context.Background(), Dir(t.TempDir()), opts)
-	if len(snap.Pods) != 1 || snap.Sources["pods.0"] != filepath.Join(jobs, "a.yaml")+":1" {
+	target := Target{Files: Dir(t.TempDir()), Pods: ManifestFiles(fifo, jobs)}
+	snap := collectGuarded(t, context.Background(), target, opts)
+	if len(snap.Pods) != 1 || snap.Sources["pods.0"].String() != filepath.Join(jobs, "a.yaml")+":1" {
 		t.Errorf("pods = %v, sources %v; want a.yaml's pod", snap.Pods, snap.Sources)
 	}
 	var podErrs []snapshot.CollectionError
@@ -204,8 +204,8 @@ func TestCollectPodsRefusesNonRegularFiles(t *testing.T) {
 // error naming the root, not a snapshot of per-file failures.
 func TestCollectUnreadableRoot(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "gone")
-	opts := Options{RootLabel: missing}
-	snap := collectGuarded(t, context.Background(), Dir(missing), opts)
+	target := Target{Origin: snapshot.Origin{Kind: "local", Root: missing}, Files: Dir(missing)}
+	snap := collectGuarded(t, context.Background(), target, Options{})
 	want := []snapshot.CollectionError{{Collector: snapshot.CollectorSource, Path: missing, Reason: "cannot read the root: no such file or directory"}}
 	if diff := cmp.Diff(want, snap.Errors); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
@@ -252,9 +252,9 @@ func TestCollectCancelledInLastFamily(t *testing.T) {
 	defer cancel()
 	pod := &fstest.MapFile{Data: []byte("kind: Pod\nmetadata: {name: p}\n")}
 	opts := fixtureOptions("gpu-node")
-	opts.ManifestFS = cancellingFS{fstest.MapFS{"a.yaml": pod, "b.yaml": pod}, cancel}
-	opts.Manifests = []string{"a.yaml", "b.yaml"}
-	snap, err := Collect(ctx, Dir(filepath.Join(fixtureHosts, "gpu-node")), opts)
+	target := fixtureTarget("gpu-node")
+	target.Pods = ManifestsIn(cancellingFS{fstest.MapFS{"a.yaml": pod, "b.yaml": pod}, cancel}, "a.yaml", "b.yaml")
+	snap, err := Collect(ctx, target, opts)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Collect = %d pods, %v; want context.Canceled", len(snap.Pods), err)
 	}

@@ -231,11 +231,11 @@ func TestCollectNVIDIAFallbacks(t *testing.T) {
 			c := versionsTestCollection(FS(tt.fsys))
 			collectNVIDIA(c)
 			nv := c.snap.NVIDIA
-			if nv.FabricManager != tt.wantFM || c.snap.Sources["nvidia.fabric_manager"] != tt.wantFMSrc {
-				t.Errorf("fabric manager %q from %q, want %q from %q", nv.FabricManager, c.snap.Sources["nvidia.fabric_manager"], tt.wantFM, tt.wantFMSrc)
+			if nv.FabricManager != tt.wantFM || c.snap.Sources["nvidia.fabric_manager"].String() != tt.wantFMSrc {
+				t.Errorf("fabric manager %q from %q, want %q from %q", nv.FabricManager, c.snap.Sources["nvidia.fabric_manager"].String(), tt.wantFM, tt.wantFMSrc)
 			}
-			if nv.NVSwitches != tt.wantSw || c.snap.Sources["nvidia.nvswitches"] != tt.wantSwSrc {
-				t.Errorf("nvswitches %d from %q, want %d from %q", nv.NVSwitches, c.snap.Sources["nvidia.nvswitches"], tt.wantSw, tt.wantSwSrc)
+			if nv.NVSwitches != tt.wantSw || c.snap.Sources["nvidia.nvswitches"].String() != tt.wantSwSrc {
+				t.Errorf("nvswitches %d from %q, want %d from %q", nv.NVSwitches, c.snap.Sources["nvidia.nvswitches"].String(), tt.wantSw, tt.wantSwSrc)
 			}
 			if nv.Present {
 				t.Error("present without the module")
@@ -264,12 +264,12 @@ func TestNVIDIAArchFillsKernelArch(t *testing.T) {
 	}
 	c := versionsTestCollection(FS(fsys))
 	collectKernel(c)
-	if got := c.snap.Sources["kernel.arch"]; !strings.HasPrefix(got, "default: ") {
+	if got := c.snap.Sources["kernel.arch"].String(); !strings.HasPrefix(got, "default: ") {
 		t.Fatalf("kernel.arch source before nvidia = %q, want a default note", got)
 	}
 	collectNVIDIA(c)
-	if c.snap.Kernel.Arch != "aarch64" || c.snap.Sources["kernel.arch"] != "/proc/driver/nvidia/version:1" {
-		t.Errorf("kernel.arch %q from %q", c.snap.Kernel.Arch, c.snap.Sources["kernel.arch"])
+	if c.snap.Kernel.Arch != "aarch64" || c.snap.Sources["kernel.arch"].String() != "/proc/driver/nvidia/version:1" {
+		t.Errorf("kernel.arch %q from %q", c.snap.Kernel.Arch, c.snap.Sources["kernel.arch"].String())
 	}
 }
 
@@ -288,8 +288,8 @@ func TestKernelArch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := versionsTestCollection(FS(tt.fsys))
 			collectKernel(c)
-			if c.snap.Kernel.Arch != tt.want || c.snap.Sources["kernel.arch"] != tt.from {
-				t.Errorf("arch %q from %q, want %q from %q", c.snap.Kernel.Arch, c.snap.Sources["kernel.arch"], tt.want, tt.from)
+			if c.snap.Kernel.Arch != tt.want || c.snap.Sources["kernel.arch"].String() != tt.from {
+				t.Errorf("arch %q from %q, want %q from %q", c.snap.Kernel.Arch, c.snap.Sources["kernel.arch"].String(), tt.want, tt.from)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ func normalizeBusID(s string) (string, bool) {
 	return fmt.Sprintf("%04x:%s", d, strings.ToLower(rest)), true
 }
 
-// collectPersistenceMode runs nvidiaSmi through Options.Exec, when set, on a
+// collectPersistenceMode runs nvidiaSmi through the target's Exec, when set, on a
 // host with NVIDIA GPUs or a loaded driver, and records each GPU's
 // persistence mode. A GPU nvidia-smi lists that /proc/driver/nvidia/gpus did
 // not (a container that hides /proc/driver) is added with its bus id alone.
@@ -94,10 +94,10 @@ func normalizeBusID(s string) (string, bool) {
 // found" is the expected failure).
 func collectPersistenceMode(c *collection) {
 	nv := &c.snap.NVIDIA
-	if c.opts.Exec == nil || (len(nv.GPUs) == 0 && !nv.Present) {
+	if c.exec == nil || (len(nv.GPUs) == 0 && !nv.Present) {
 		return
 	}
-	out, err := c.opts.Exec(c.ctx, nvidiaSmi[0], nvidiaSmi[1:]...)
+	out, err := c.exec(c.ctx, nvidiaSmi[0], nvidiaSmi[1:]...)
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || c.ctx.Err() != nil {
 			return
@@ -133,13 +133,13 @@ func collectPersistenceMode(c *collection) {
 	if added {
 		slices.SortFunc(nv.GPUs, func(a, b snapshot.GPU) int { return strings.Compare(a.BusID, b.BusID) })
 		if _, ok := c.snap.Sources["nvidia.gpus"]; !ok {
-			c.snap.Sources["nvidia.gpus"] = "command: " + nvidiaSmiCommand
+			c.byCommand("nvidia.gpus", nvidiaSmiCommand)
 		}
 	}
 	for i := range nv.GPUs {
 		if m, ok := mode[nv.GPUs[i].BusID]; ok {
 			nv.GPUs[i].PersistenceMode = m
-			c.snap.Sources["nvidia.gpus."+strconv.Itoa(i)+".persistence_mode"] = "command: " + nvidiaSmiCommand
+			c.byCommand("nvidia.gpus."+strconv.Itoa(i)+".persistence_mode", nvidiaSmiCommand)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +114,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 	t.Run("modes from nvidia-smi", func(t *testing.T) {
 		fe := &fakeExec{out: "00000000:1B:00.0, Disabled\n00000000:43:00.0, Enabled\n"}
 		c := hwTestCollection(gpuTree(t))
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		want := []snapshot.GPU{
 			{BusID: "0000:1b:00.0", Model: "NVIDIA H100 80GB HBM3", PersistenceMode: "disabled"},
@@ -128,7 +127,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 			t.Errorf("calls (-want +got):\n%s", diff)
 		}
 		for _, fact := range []string{"nvidia.gpus.0.persistence_mode", "nvidia.gpus.1.persistence_mode"} {
-			if got := c.snap.Sources[fact]; got != smiCommandSource {
+			if got := c.snap.Sources[fact].String(); got != smiCommandSource {
 				t.Errorf("source of %s = %q", fact, got)
 			}
 		}
@@ -153,7 +152,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 	t.Run("no GPU, no driver: nothing runs", func(t *testing.T) {
 		fe := &fakeExec{out: smiH200}
 		c := hwTestCollection(t.TempDir())
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		if len(fe.calls) > 0 || len(c.snap.NVIDIA.GPUs) > 0 {
 			t.Errorf("calls %v, gpus %v", fe.calls, c.snap.NVIDIA.GPUs)
@@ -162,7 +161,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 	t.Run("nvidia-smi not installed", func(t *testing.T) {
 		fe := &fakeExec{err: &exec.Error{Name: "nvidia-smi", Err: exec.ErrNotFound}}
 		c := hwTestCollection(gpuTree(t))
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		if len(fe.calls) != 1 || len(c.snap.Errors) > 0 || c.snap.NVIDIA.GPUs[0].PersistenceMode != "" {
 			t.Errorf("calls %v, errors %v, gpus %v", fe.calls, c.snap.Errors, c.snap.NVIDIA.GPUs)
@@ -171,7 +170,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 	t.Run("nvidia-smi fails on a GPU host", func(t *testing.T) {
 		fe := &fakeExec{err: errors.New("exit status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")}
 		c := hwTestCollection(gpuTree(t))
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		want := []snapshot.CollectionError{{Collector: "nvidia", Path: nvidiaSmiCommand, Reason: fe.err.Error()}}
 		if diff := cmp.Diff(want, c.snap.Errors); diff != "" {
@@ -183,7 +182,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 		hwWriteTree(t, dir, map[string]string{"sys/module/nvidia/version": "550.90.07\n"})
 		fe := &fakeExec{out: "No devices were found\n", err: errors.New("exit status 6")}
 		c := hwTestCollection(dir)
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		if len(fe.calls) != 1 || len(c.snap.Errors) > 0 {
 			t.Errorf("calls %v, errors %v", fe.calls, c.snap.Errors)
@@ -192,7 +191,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 	t.Run("unknown modes and a GPU /proc does not list", func(t *testing.T) {
 		fe := &fakeExec{out: "00000000:1B:00.0, [N/A]\n00000000:43:00.0, [Insufficient Permissions]\n00000000:00:06.0, Enabled\n"}
 		c := hwTestCollection(gpuTree(t))
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		want := []snapshot.GPU{
 			{BusID: "0000:00:06.0", PersistenceMode: "enabled"},
@@ -202,7 +201,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 		if diff := cmp.Diff(want, c.snap.NVIDIA.GPUs); diff != "" {
 			t.Errorf("gpus (-want +got):\n%s", diff)
 		}
-		if got := c.snap.Sources["nvidia.gpus.0.persistence_mode"]; got != smiCommandSource {
+		if got := c.snap.Sources["nvidia.gpus.0.persistence_mode"].String(); got != smiCommandSource {
 			t.Errorf("source = %q", got)
 		}
 		if _, ok := c.snap.Sources["nvidia.gpus.1.persistence_mode"]; ok || len(c.snap.Errors) > 0 {
@@ -212,7 +211,7 @@ func TestCollectPersistenceMode(t *testing.T) {
 	t.Run("malformed output", func(t *testing.T) {
 		fe := &fakeExec{out: "00000000:1B:00.0, Disabled\ngarbage\n"}
 		c := hwTestCollection(gpuTree(t))
-		c.opts.Exec = fe.run
+		c.exec = fe.run
 		collectNVIDIA(c)
 		if len(c.snap.Errors) != 1 || c.snap.Errors[0].Path != nvidiaSmiCommand || c.snap.NVIDIA.GPUs[0].PersistenceMode != "disabled" {
 			t.Errorf("errors %v, gpus %v", c.snap.Errors, c.snap.NVIDIA.GPUs)
@@ -226,15 +225,16 @@ func TestCollectPersistenceMode(t *testing.T) {
 func TestCollectWithExec(t *testing.T) {
 	fe := &fakeExec{out: smiHGX}
 	opts := fixtureOptions("gpu-node")
-	opts.Exec = fe.run
-	snap, err := Collect(context.Background(), Dir(filepath.Join(fixtureHosts, "gpu-node")), opts)
+	target := fixtureTarget("gpu-node")
+	target.Exec = fe.run
+	snap, err := Collect(context.Background(), target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(fe.calls) != 1 {
 		t.Errorf("calls %v", fe.calls)
 	}
-	plain, err := Collect(context.Background(), Dir(filepath.Join(fixtureHosts, "gpu-node")), fixtureOptions("gpu-node"))
+	plain, err := Collect(context.Background(), fixtureTarget("gpu-node"), fixtureOptions("gpu-node"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +247,8 @@ func TestCollectWithExec(t *testing.T) {
 	}
 	for i, g := range snap.NVIDIA.GPUs {
 		fact := fmt.Sprintf("nvidia.gpus.%d.persistence_mode", i)
-		if v, ok := snapshot.Lookup(doc, fact); !ok || v != "disabled" || snap.Sources[fact] != smiCommandSource {
-			t.Errorf("%s (%s) = %v from %q", fact, g.BusID, v, snap.Sources[fact])
+		if v, ok := snapshot.Lookup(doc, fact); !ok || v != "disabled" || snap.Sources[fact].String() != smiCommandSource {
+			t.Errorf("%s (%s) = %v from %q", fact, g.BusID, v, snap.Sources[fact].String())
 		}
 		snap.NVIDIA.GPUs[i].PersistenceMode = ""
 		delete(snap.Sources, fact)

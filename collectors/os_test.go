@@ -189,8 +189,8 @@ func TestCollectOSFallback(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := versionsTestCollection(FS(tt.fsys))
 			collectOS(c)
-			if c.snap.OS.ID != tt.wantID || c.snap.Sources["os.id"] != tt.wantSource {
-				t.Errorf("os.id = %q from %q, want %q from %q", c.snap.OS.ID, c.snap.Sources["os.id"], tt.wantID, tt.wantSource)
+			if c.snap.OS.ID != tt.wantID || c.snap.Sources["os.id"].String() != tt.wantSource {
+				t.Errorf("os.id = %q from %q, want %q from %q", c.snap.OS.ID, c.snap.Sources["os.id"].String(), tt.wantID, tt.wantSource)
 			}
 			if len(c.snap.Errors) != tt.wantErrors {
 				t.Errorf("errors: %v, want %d", c.snap.Errors, tt.wantErrors)

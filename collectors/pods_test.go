@@ -32,8 +32,8 @@ func TestCollectPodsFromManifests(t *testing.T) {
 
 	opts := fixtureOptions("gpu-node")
 	opts.Hostname = "gpu-a-001"
-	opts.Manifests = []string{pods, jobs, missing}
-	snap, err := Collect(context.Background(), Dir(t.TempDir()), opts)
+	target := Target{Files: Dir(t.TempDir()), Pods: ManifestFiles(pods, jobs, missing)}
+	snap, err := Collect(context.Background(), target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestCollectPodsFromManifests(t *testing.T) {
 	sources := map[string]string{}
 	for fact, src := range snap.Sources {
 		if strings.HasPrefix(fact, "pods.") {
-			sources[fact] = src
+			sources[fact] = src.String()
 		}
 	}
 	want := map[string]string{"pods.0": pods + ":2", "pods.1": filepath.Join(jobs, "train.yaml") + ":4"}

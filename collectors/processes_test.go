@@ -32,8 +32,8 @@ func TestCollectProcesses(t *testing.T) {
 		})
 		c := hwTestCollection(dir)
 		collectProcesses(c)
-		if !c.snap.NVIDIA.Persistenced || c.snap.Sources["nvidia.persistenced"] != "/proc/1311/comm" {
-			t.Errorf("persistenced = %v from %q", c.snap.NVIDIA.Persistenced, c.snap.Sources["nvidia.persistenced"])
+		if !c.snap.NVIDIA.Persistenced || c.snap.Sources["nvidia.persistenced"].String() != "/proc/1311/comm" {
+			t.Errorf("persistenced = %v from %q", c.snap.NVIDIA.Persistenced, c.snap.Sources["nvidia.persistenced"].String())
 		}
 		if len(c.snap.Errors) > 0 {
 			t.Errorf("errors: %v", c.snap.Errors)
@@ -47,7 +47,7 @@ func TestCollectProcesses(t *testing.T) {
 		if c.snap.NVIDIA.Persistenced {
 			t.Error("persistenced = true")
 		}
-		if got := c.snap.Sources["nvidia.persistenced"]; got != "default: no nvidia-persistenced process in /proc" {
+		if got := c.snap.Sources["nvidia.persistenced"].String(); got != "default: no nvidia-persistenced process in /proc" {
 			t.Errorf("source = %q", got)
 		}
 	})

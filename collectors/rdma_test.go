@@ -108,7 +108,7 @@ func TestCollectRDMAEFA(t *testing.T) {
 		"rdma.devices.rdmap22s0.ports.1.state": "/sys/class/infiniband/rdmap22s0/ports/1/state",
 		"rdma.dev_files":                       "/dev/infiniband",
 	} {
-		if got := c.snap.Sources[fact]; got != src {
+		if got := c.snap.Sources[fact].String(); got != src {
 			t.Errorf("source of %s = %q, want %q", fact, got, src)
 		}
 	}

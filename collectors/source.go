@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // Source is where collectors read from. Names are slash-separated and
@@ -23,10 +24,14 @@ type Source interface {
 	fs.ReadLinkFS
 }
 
-// Describer is implemented by sources that can say more about where a file
-// came from than its path (a config-repo layer, a remote host).
+// Describer is implemented by sources whose files come from elsewhere than
+// their path on the host (a config-repo layer). Provenance and error entries
+// name a file through it.
 type Describer interface {
-	Describe(name string) string
+	// Describe returns where the file name (as in io/fs: "etc/default/grub")
+	// came from, without a line; ok is false for a file it does not know,
+	// which is then named by its path on the host.
+	Describe(name string) (origin snapshot.Provenance, ok bool)
 }
 
 // Dir returns a Source over a directory tree treated as a host's "/": symbolic
@@ -82,16 +87,20 @@ const maxSymlinks = 40
 
 var errTooManyLinks = errors.New("too many levels of symbolic links")
 
-// resolve maps a source name to a path on the local file system, following
-// symbolic links in every component (the last one too when followLast).
-func (d dirSource) resolve(name string, followLast bool) (string, error) {
-	if !fs.ValidPath(name) {
-		return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
+// readLinkFunc says whether name (slash-separated, relative to the root) is
+// a symbolic link, and its target. What a missing component means is the
+// caller's choice: an error, or "not a link" (left to the final open).
+type readLinkFunc func(name string) (target string, isLink bool, err error)
+
+// resolveLinks is the one chroot-style resolver every source shares: it
+// follows the symbolic links in every component of name (the last one too
+// when followLast) inside the root, as the kernel would after chroot. An
+// absolute target restarts at the root and ".." never climbs above it, so
+// nothing outside the root is ever reached. ".." after a link climbs from
+// the link's target, so name is not cleaned lexically first. The result is
+// relative to the root ("" for the root itself).
+func resolveLinks(name string, followLast bool, readLink readLinkFunc) (string, error) {
 	pending := strings.Split(name, "/")
-	if name == "." {
-		pending = nil
-	}
 	var resolved []string
 	links := 0
 	for len(pending) > 0 {
@@ -111,27 +120,61 @@ func (d dirSource) resolve(name string, followLast bool) (string, error) {
 			resolved = candidate
 			break
 		}
-		local := filepath.Join(d.root, filepath.FromSlash(strings.Join(candidate, "/")))
-		link := d.lookupLink(local)
-		if !link.isLink {
-			// A missing component is reported by the final open.
+		target, isLink, err := readLink(strings.Join(candidate, "/"))
+		if err != nil {
+			return "", err
+		}
+		if !isLink {
 			resolved = candidate
 			continue
 		}
-		links++
-		if links > maxSymlinks {
+		if links++; links > maxSymlinks {
 			return "", &fs.PathError{Op: "open", Path: name, Err: errTooManyLinks}
 		}
-		if link.err != nil {
-			return "", &fs.PathError{Op: "readlink", Path: name, Err: link.err}
-		}
-		target := link.target
 		if strings.HasPrefix(target, "/") {
 			resolved = nil
 		}
 		pending = append(strings.Split(target, "/"), pending...)
 	}
-	return filepath.Join(d.root, filepath.FromSlash(strings.Join(resolved, "/"))), nil
+	return strings.Join(resolved, "/"), nil
+}
+
+// resolve maps a source name to a path on the local file system, following
+// symbolic links in every component (the last one too when followLast).
+func (d dirSource) resolve(name string, followLast bool) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	resolved, err := resolveLinks(name, followLast, func(p string) (string, bool, error) {
+		link := d.lookupLink(filepath.Join(d.root, filepath.FromSlash(p)))
+		if link.isLink && link.err != nil {
+			return "", false, &fs.PathError{Op: "readlink", Path: name, Err: link.err}
+		}
+		// A missing component is reported by the final open.
+		return link.target, link.isLink, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d.root, filepath.FromSlash(resolved)), nil
+}
+
+// RealPath resolves every symbolic link in name inside src, as realpath(3)
+// would after chroot, so that two names of one file or directory compare
+// equal. Missing components are errors (fs.ErrNotExist).
+func RealPath(src Source, name string) (string, error) {
+	resolved, err := resolveLinks(name, true, func(p string) (string, bool, error) {
+		info, err := src.Lstat(p)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			return "", false, err
+		}
+		target, err := src.ReadLink(p)
+		return target, true, err
+	})
+	if err != nil {
+		return "", err
+	}
+	return "/" + resolved, nil
 }
 
 func (d dirSource) Open(name string) (fs.File, error) {
@@ -223,6 +266,17 @@ func (s fsSource) ReadLink(name string) (string, error)       { return fs.ReadLi
 // ErrTooLarge is returned when a file exceeds the read cap.
 var ErrTooLarge = errors.New("file exceeds the size cap")
 
+// tooLargeError names the file it is about, so a collection error can name
+// it as provenance does.
+type tooLargeError struct {
+	name string
+	max  int64
+}
+
+func (e *tooLargeError) cause() string { return fmt.Sprintf("%v (%d bytes)", ErrTooLarge, e.max) }
+func (e *tooLargeError) Error() string { return e.name + ": " + e.cause() }
+func (e *tooLargeError) Unwrap() error { return ErrTooLarge }
+
 // checkRegular refuses an open file that is not a regular file (a device
 // or FIFO a Source other than Dir let through), except /dev/null, which
 // reads as empty. A directory passes: its read fails at once, "is a
@@ -278,7 +332,7 @@ func readCapped(src Source, name string, max int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes)", name, ErrTooLarge, max)
+		return nil, &tooLargeError{name: name, max: max}
 	}
 	return data, nil
 }

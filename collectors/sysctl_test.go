@@ -317,7 +317,7 @@ func TestCollectSysctlLayering(t *testing.T) {
 		"sysctl.running.net.ipv4.ip_local_port_range": "/proc/sys/net/ipv4/ip_local_port_range",
 		"sysctl.running.vm.swappiness":                "/proc/sys/vm/swappiness",
 	}
-	if diff := cmp.Diff(wantSources, c.snap.Sources); diff != "" {
+	if diff := cmp.Diff(wantSources, sourceTexts(c.snap.Sources)); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
 	wantErrs := []string{"/proc/sys/kernel/numa_balancing", "net.*", "net/../../etc/passwd"}
@@ -343,7 +343,7 @@ func TestCollectSysctlUnlinkedLegacyFileAppliesLast(t *testing.T) {
 	if got := c.snap.Sysctl.Configured["vm.swappiness"]; got != "1" {
 		t.Errorf("vm.swappiness = %q, want 1 from /etc/sysctl.conf read last", got)
 	}
-	if got := c.snap.Sources["sysctl.configured.vm.swappiness"]; got != "/etc/sysctl.conf:1" {
+	if got := c.snap.Sources["sysctl.configured.vm.swappiness"].String(); got != "/etc/sysctl.conf:1" {
 		t.Errorf("provenance %q", got)
 	}
 }

@@ -28,7 +28,7 @@ func versionFactsOf(s *snapshot.Snapshot) versionFacts {
 	for k, v := range s.Sources {
 		family, _, _ := strings.Cut(k, ".")
 		if versionCollectors[family] && k != "nvidia.persistenced" {
-			f.Sources[k] = v
+			f.Sources[k] = v.String()
 		}
 	}
 	return f
@@ -84,12 +84,12 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 				},
 				Libraries: snapshot.Libraries{
 					NCCL: []snapshot.Library{
-						{Version: "2.18.3", Path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", Kind: "system", How: "file-name", Source: "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3"},
-						{Version: "2.20.5", Path: "/usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: "/usr/local/lib/python3.10/dist-packages/nvidia_nccl_cu12-2.20.5.dist-info/METADATA:3"},
+						{Version: "2.18.3", Path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3")},
+						{Version: "2.20.5", Path: "/usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/usr/local/lib/python3.10/dist-packages/nvidia_nccl_cu12-2.20.5.dist-info/METADATA:3")},
 					},
 					CUDA: []snapshot.Library{
-						{Version: "12.1.105", Path: "/usr/local/lib/python3.10/dist-packages/nvidia/cuda_runtime/lib/libcudart.so.12", Kind: "wheel", How: "dist-info", Source: "/usr/local/lib/python3.10/dist-packages/nvidia_cuda_runtime_cu12-12.1.105.dist-info/METADATA:3"},
-						{Version: "12.2.140", Path: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140", Kind: "system", How: "file-name", Source: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140"},
+						{Version: "12.1.105", Path: "/usr/local/lib/python3.10/dist-packages/nvidia/cuda_runtime/lib/libcudart.so.12", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/usr/local/lib/python3.10/dist-packages/nvidia_cuda_runtime_cu12-12.1.105.dist-info/METADATA:3")},
+						{Version: "12.2.140", Path: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140")},
 					},
 				},
 				Sources: with(ubuntuSources, map[string]string{
@@ -136,8 +136,8 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					Configured: map[string]bool{"nvidia_peermem": true, "rdma_ucm": true},
 				},
 				Libraries: snapshot.Libraries{
-					NCCL: []snapshot.Library{{Version: "2.21.5", Path: "/opt/train/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: "/opt/train/venv/lib/python3.12/site-packages/nvidia_nccl_cu12-2.21.5.dist-info/METADATA:3"}},
-					CUDA: []snapshot.Library{{Version: "12.4.127", Path: "/opt/train/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12", Kind: "wheel", How: "dist-info", Source: "/opt/train/venv/lib/python3.12/site-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA:3"}},
+					NCCL: []snapshot.Library{{Version: "2.21.5", Path: "/opt/train/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/opt/train/venv/lib/python3.12/site-packages/nvidia_nccl_cu12-2.21.5.dist-info/METADATA:3")}},
+					CUDA: []snapshot.Library{{Version: "12.4.127", Path: "/opt/train/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/opt/train/venv/lib/python3.12/site-packages/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA:3")}},
 				},
 				Sources: map[string]string{
 					"os.id": "/usr/lib/os-release:6", "os.id_like": "/usr/lib/os-release:7",
@@ -176,8 +176,8 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					Configured: map[string]bool{},
 				},
 				Libraries: snapshot.Libraries{
-					NCCL: []snapshot.Library{{Version: "2.21.5", Path: "/usr/lib64/libnccl.so.2.21.5", Kind: "system", How: "file-name", Source: "/usr/lib64/libnccl.so.2.21.5"}},
-					CUDA: []snapshot.Library{{Version: "12.4.127", Path: "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127", Kind: "other", How: "file-name", Source: "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"}},
+					NCCL: []snapshot.Library{{Version: "2.21.5", Path: "/usr/lib64/libnccl.so.2.21.5", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/lib64/libnccl.so.2.21.5")}},
+					CUDA: []snapshot.Library{{Version: "12.4.127", Path: "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127", Kind: "other", How: "file-name", Source: snapshot.ParseProvenance("/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127")}},
 				},
 				Sources: map[string]string{
 					"os.id": "/etc/os-release:3", "os.id_like": "/etc/os-release:4",
@@ -207,8 +207,8 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 				Modules: snapshot.Modules{Loaded: []string{"mlx5_core", "nvidia_uvm"}, Configured: map[string]bool{}},
 				Libraries: snapshot.Libraries{
 					NCCL: []snapshot.Library{
-						{Version: "2.19.3", Path: "/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "embedded-string", Source: "/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2"},
-						{Version: "unknown", Path: "/usr/lib/x86_64-linux-gnu/libnccl.so", Kind: "system", How: "none", Source: "/usr/lib/x86_64-linux-gnu/libnccl.so"},
+						{Version: "2.19.3", Path: "/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "embedded-string", Source: snapshot.ParseProvenance("/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2")},
+						{Version: "unknown", Path: "/usr/lib/x86_64-linux-gnu/libnccl.so", Kind: "system", How: "none", Source: snapshot.ParseProvenance("/usr/lib/x86_64-linux-gnu/libnccl.so")},
 					},
 					CUDA: []snapshot.Library{},
 				},
@@ -247,7 +247,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.root, func(t *testing.T) {
-			snap, err := Collect(context.Background(), Dir("../testdata/hosts/"+tt.root), Options{})
+			snap, err := Collect(context.Background(), Target{Files: Dir("../testdata/hosts/" + tt.root)}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // ErrRenderCommandNotAllowed is returned for a repo whose fleetaudit.yaml
@@ -64,13 +65,21 @@ type RenderOptions struct {
 }
 
 // overlay is a fleet's stacked layers; it describes each file by the layer
-// file it came from, so provenance names the repo.
+// that put it there, so provenance and errors name the repo file.
 type overlay struct {
 	collectors.Source
-	origins map[string]string
+	// layers maps a rendered path ("/etc/default/grub") to its layer.
+	layers map[string]string
 }
 
-func (o overlay) Describe(name string) string { return o.origins["/"+name] }
+func (o overlay) Describe(name string) (snapshot.Provenance, bool) {
+	file := "/" + name
+	layer, ok := o.layers[file]
+	if !ok {
+		return snapshot.Provenance{}, false
+	}
+	return snapshot.Provenance{Layer: layer, File: file}, true
+}
 
 // Render stacks fleet's layers from checkout co (or runs the render command).
 func Render(ctx context.Context, co *Checkout, m *Manifest, fleet string, opts RenderOptions) (*Rendered, error) {
@@ -103,14 +112,20 @@ func Render(ctx context.Context, co *Checkout, m *Manifest, fleet string, opts R
 		r.Root = collectors.Dir(root)
 	} else {
 		files := fstest.MapFS{}
+		layers := map[string]string{}
 		for _, layer := range spec.Layers {
 			dir := "layers/" + layer
 			prefixes = append(prefixes, dir+"/")
 			if err := r.stack(co, dir, files); err != nil {
 				return nil, fmt.Errorf("fleet %s: layer %s: %w", fleet, layer, err)
 			}
+			for p, origin := range r.Origins {
+				if strings.HasPrefix(origin, dir+"/") {
+					layers[p] = layer
+				}
+			}
 		}
-		r.Root = overlay{Source: collectors.FS(files), origins: r.Origins}
+		r.Root = overlay{Source: collectors.FS(files), layers: layers}
 	}
 	k8s := spec.K8s
 	if k8s == "" {

@@ -25,16 +25,7 @@ var liveSections = []string{"kernel", "nvidia", "libraries", "memory", "rdma", "
 // fleet would run after applying them, so rules about running values see
 // the change. Boot rules read the configured cmdline already.
 func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, version string) (map[string]any, error) {
-	opts := collectors.Options{
-		Hostname:  r.Fleet,
-		Kind:      SourceKind,
-		RootLabel: co.Label(),
-		Version:   version,
-	}
-	if r.Manifests != "" {
-		opts.Manifests, opts.ManifestFS = []string{r.Manifests}, co.Files
-	}
-	snap, err := collectors.Collect(ctx, r.Root, opts)
+	snap, err := collectors.Collect(ctx, r.Target(co), collectors.Options{Hostname: r.Fleet, Version: version})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +35,6 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 		p, why, _ := strings.Cut(refused, ": ")
 		snap.Errors = append(snap.Errors, snapshot.CollectionError{Collector: "configrepo", Path: p, Reason: "refused: " + why})
 	}
-	rewriteProvenance(snap, r)
 	var buf bytes.Buffer
 	if err := snapshot.Encode(&buf, snap); err != nil {
 		return nil, err
@@ -61,6 +51,20 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 	return doc, nil
 }
 
+// Target is the rendered fleet as a host to collect: its files, named by
+// their layer in provenance and errors, its manifests as pods, and no
+// commands (a repo runs nothing).
+func (r *Rendered) Target(co *Checkout) collectors.Target {
+	t := collectors.Target{
+		Origin: snapshot.Origin{Kind: SourceKind, Root: co.Label()},
+		Files:  r.Root,
+	}
+	if r.Manifests != "" {
+		t.Pods = collectors.ManifestsIn(co.Files, r.Manifests)
+	}
+	return t
+}
+
 // project sets the running sysctls to the configured ones.
 func project(s *snapshot.Snapshot) {
 	s.Sysctl.Running = maps.Clone(s.Sysctl.Configured)
@@ -70,44 +74,6 @@ func project(s *snapshot.Snapshot) {
 			s.Sources["sysctl.running."+rest] = v
 		}
 	}
-}
-
-// rewriteProvenance names repo files instead of rendered paths
-// ("/etc/default/grub.d/60-x.cfg:3" becomes
-// "layers/base/etc/default/grub.d/60-x.cfg:3") where the overlay's Describe
-// did not: error paths and reasons, and sources collectors write directly.
-func rewriteProvenance(s *snapshot.Snapshot, r *Rendered) {
-	rewrite := func(v string) string {
-		p, line := v, ""
-		if i := strings.LastIndexByte(v, ':'); i > 0 && isDigits(v[i+1:]) {
-			p, line = v[:i], v[i:]
-		}
-		if o, ok := r.Origins[p]; ok {
-			return o + line
-		}
-		return v
-	}
-	for k, v := range s.Sources {
-		s.Sources[k] = rewrite(v)
-	}
-	for i := range s.Errors {
-		s.Errors[i].Path = rewrite(s.Errors[i].Path)
-		for p, o := range r.Origins {
-			s.Errors[i].Reason = strings.ReplaceAll(s.Errors[i].Reason, p+":", o+":")
-		}
-	}
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // mergeBaseline fills what a repo cannot know from a snapshot of a typical

@@ -25,7 +25,7 @@ func New(host string) *Snapshot {
 	return &Snapshot{
 		Schema:  Schema,
 		Host:    host,
-		Sources: map[string]string{},
+		Sources: map[string]Provenance{},
 		Errors:  []CollectionError{},
 	}
 }
@@ -66,7 +66,7 @@ func (s *Snapshot) UnmarshalJSON(data []byte) error {
 	*s = Snapshot(fields)
 	findUnknown(reflect.TypeOf(fields), data, nil, &s.unknown)
 	if s.Sources == nil {
-		s.Sources = map[string]string{}
+		s.Sources = map[string]Provenance{}
 	}
 	if s.Errors == nil {
 		s.Errors = []CollectionError{}

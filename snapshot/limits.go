@@ -18,11 +18,11 @@ type Limits struct {
 // LimitEntry is one line of limits.conf or limits.d. Type and Item are
 // lower-cased as pam_limits reads them; an exemption line has no Item.
 type LimitEntry struct {
-	Domain string `json:"domain"`
-	Type   string `json:"type"`
-	Item   string `json:"item"`
-	Value  string `json:"value"`
-	Source string `json:"source"`
+	Domain string     `json:"domain"`
+	Type   string     `json:"type"`
+	Item   string     `json:"item"`
+	Value  string     `json:"value"`
+	Source Provenance `json:"source"`
 }
 
 // LimitValue is an effective soft/hard pair in the unit limits.conf uses

@@ -2,6 +2,8 @@ package snapshot
 
 import "reflect"
 
+var provenanceType = reflect.TypeFor[Provenance]()
+
 // Normalize replaces nil maps and slices in every section with empty ones, so
 // the JSON form has one shape whatever a host lacked: policies and scripts
 // see [] and {} rather than null.
@@ -10,6 +12,9 @@ func (s *Snapshot) Normalize() {
 }
 
 func fillEmpty(v reflect.Value) {
+	if v.Type() == provenanceType {
+		return // written as text: it has no JSON shape to fill
+	}
 	switch v.Kind() {
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {

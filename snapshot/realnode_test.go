@@ -67,7 +67,7 @@ func TestRealGPUNodeSnapshot(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("real node facts (-want +got):\n%s", diff)
 	}
-	if src := s.Sources["boot.running.params.mitigations"]; src != "/proc/cmdline" {
+	if src := s.Sources["boot.running.params.mitigations"].String(); src != "/proc/cmdline" {
 		t.Errorf("mitigations provenance = %q", src)
 	}
 }

@@ -48,8 +48,9 @@ type Snapshot struct {
 	Pods       []Pod      `json:"pods,omitempty"`
 
 	// Sources maps a fact path (e.g. "boot.configured.params.hugetlb_cma") to
-	// the place its value came from: "file:line", or "default: <why>".
-	Sources map[string]string `json:"sources"`
+	// the place its value came from, written as text: "file:line", or
+	// "default: <why>" (see Provenance).
+	Sources map[string]Provenance `json:"sources"`
 	// Errors lists what could not be read or parsed; the rest of the snapshot
 	// is still valid.
 	Errors []CollectionError `json:"errors"`

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -21,6 +22,9 @@ type unknownField struct {
 func findUnknown(t reflect.Type, raw json.RawMessage, path []string, out *[]unknownField) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return // a text value (Provenance) has no members
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -62,11 +66,13 @@ func findUnknown(t reflect.Type, raw json.RawMessage, path []string, out *[]unkn
 	}
 }
 
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
 func containsStruct(t reflect.Type) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	return t.Kind() == reflect.Struct
+	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshaler)
 }
 
 // jsonFields maps JSON member names to field types, flattening embedded

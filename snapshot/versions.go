@@ -97,5 +97,5 @@ type Library struct {
 	// "embedded-string" or "none".
 	How string `json:"how"`
 	// Source is where the version was read: the file, or METADATA:line.
-	Source string `json:"source"`
+	Source Provenance `json:"source"`
 }

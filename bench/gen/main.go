@@ -56,9 +56,10 @@ func run(n int, out, roots string, seed uint64) error {
 		if _, err := os.Stat(filepath.Join(roots, root.dir, "etc")); err != nil {
 			return fmt.Errorf("fixture root (run from the repository root or pass -roots): %w", err)
 		}
-		snap, err := collectors.Collect(context.Background(), collectors.Dir(filepath.Join(roots, root.dir)), collectors.Options{
-			Kind: "local", RootLabel: "/", Version: "bench",
-			Now: func() time.Time { return time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) },
+		target := collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: "/"}, Files: collectors.Dir(filepath.Join(roots, root.dir))}
+		snap, err := collectors.Collect(context.Background(), target, collectors.Options{
+			Version: "bench",
+			Now:     func() time.Time { return time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) },
 		})
 		if err != nil {
 			return err

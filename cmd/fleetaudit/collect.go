@@ -2,14 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -92,19 +87,15 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 			return usageError{fmt.Errorf("--pods %s: %w", m, err)}
 		}
 	}
-	label, err := filepath.Abs(root)
+	target, err := collectors.Local(root, collectors.LocalOptions{NoExec: v.GetBool("no-exec"), Manifests: manifests})
 	if err != nil {
 		return err
 	}
-	snap, err := collectors.Collect(cmd.Context(), collectors.Dir(root), collectors.Options{
+	snap, err := collectors.Collect(cmd.Context(), target, collectors.Options{
 		Hostname:      v.GetString("hostname"),
-		Kind:          "local",
-		RootLabel:     label,
 		ExtraSysctls:  v.GetStringSlice("sysctl"),
 		LimitsDomains: v.GetStringSlice("limits-domain"),
-		Manifests:     manifests,
 		Version:       version,
-		Exec:          commandRunner(label, v.GetBool("no-exec")),
 	})
 	if err != nil {
 		return err
@@ -125,104 +116,6 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	for _, e := range snap.Errors {
 		a.log.Warn("collection error", "host", snap.Host, "collector", e.Collector, "path", e.Path, "reason", e.Reason)
 	}
-	a.log.Info("collected", "host", snap.Host, "root", label, "facts", len(snap.Sources), "pods", len(snap.Pods), "errors", len(snap.Errors))
+	a.log.Info("collected", "host", snap.Host, "root", target.Origin.Root, "facts", len(snap.Sources), "pods", len(snap.Pods), "errors", len(snap.Errors))
 	return nil
-}
-
-// execTimeout bounds each command collect runs on the live host.
-const execTimeout = 10 * time.Second
-
-// maxCommandOutput caps what one command's output may hold.
-const maxCommandOutput = 1 << 20
-
-// commandRunner is the collectors' Exec for root: commands run only when the
-// root is this machine's own "/" (they describe this machine, not a fixture
-// tree or a mounted image) and --no-exec is not given.
-func commandRunner(root string, noExec bool) func(context.Context, string, ...string) ([]byte, error) {
-	if noExec || filepath.Clean(root) != "/" {
-		return nil
-	}
-	return runCommand
-}
-
-// runCommand runs name with args under execTimeout and returns its standard
-// output. The child gets only PATH and LC_ALL=C, and an error names the
-// command, its exit status and the first line it printed, never the
-// environment. A missing binary stays an *exec.Error wrapping
-// exec.ErrNotFound.
-func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
-	path, err := lookCommand(name, commandDirs)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, execTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
-	cmd.WaitDelay = time.Second
-	var stdout, stderr cappedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	if err == nil {
-		return stdout.Bytes(), nil
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%s: timed out after %s", name, execTimeout)
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		msg := firstLine(stderr.Bytes())
-		if msg == "" {
-			msg = firstLine(stdout.Bytes())
-		}
-		if msg != "" {
-			return nil, fmt.Errorf("%s: %s: %s", name, exit.ProcessState, msg)
-		}
-		return nil, fmt.Errorf("%s: %s", name, exit.ProcessState)
-	}
-	return nil, err
-}
-
-// commandDirs are searched after PATH: sudo's secure_path and systemd units
-// leave out /usr/local/nvidia/bin, where the GPU operator and container
-// images put nvidia-smi.
-var commandDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/nvidia/bin"}
-
-// lookCommand finds name in PATH, else in dirs. Not found anywhere is
-// exec.LookPath's error, which wraps exec.ErrNotFound.
-func lookCommand(name string, dirs []string) (string, error) {
-	path, err := exec.LookPath(name)
-	if err == nil || strings.Contains(name, "/") {
-		return path, err
-	}
-	for _, dir := range dirs {
-		if p, e := exec.LookPath(filepath.Join(dir, name)); e == nil {
-			return p, nil
-		}
-	}
-	return "", err
-}
-
-// firstLine is the first non-blank line of out, capped for an error message.
-func firstLine(out []byte) string {
-	for _, line := range strings.Split(string(out), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			if len(line) > 200 {
-				line = line[:200] + "..."
-			}
-			return line
-		}
-	}
-	return ""
-}
-
-// cappedBuffer keeps the first maxCommandOutput bytes written to it and
-// drops the rest, so a runaway command cannot exhaust memory.
-type cappedBuffer struct{ bytes.Buffer }
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := maxCommandOutput - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

@@ -42,7 +42,7 @@ func TestCollectPodsThenAudit(t *testing.T) {
 		t.Errorf("pods = %v", names)
 	}
 	for fact, want := range map[string]string{"pods.0": shmManifest + ":22", "pods.1": mpiManifest + ":12", "pods.2": mpiManifest + ":33"} {
-		if got := snap.Sources[fact]; got != want {
+		if got := snap.Sources[fact].String(); got != want {
 			t.Errorf("source of %s = %q, want %q", fact, got, want)
 		}
 	}

@@ -36,10 +36,10 @@ func main() {
 				if l.Kind == "system" {
 					s.Libraries.NCCL[j].Version = "2.21.5"
 					s.Libraries.NCCL[j].Path = "/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5"
-					s.Libraries.NCCL[j].Source = s.Libraries.NCCL[j].Path
+					s.Libraries.NCCL[j].Source = snapshot.FileAt(s.Libraries.NCCL[j].Path, 0)
 				}
 			}
-			s.Sources["libraries.nccl"] = strings.ReplaceAll(s.Sources["libraries.nccl"], "2.18.3", "2.21.5")
+			s.Sources["libraries.nccl"] = snapshot.ParseProvenance(strings.ReplaceAll(s.Sources["libraries.nccl"].String(), "2.18.3", "2.21.5"))
 		case "gpu-a-005":
 			// Driver hot-fixed by hand on one node.
 			s.NVIDIA.DriverVersion, s.NVIDIA.ModuleVersion = "535.129.03", "535.129.03"
@@ -48,7 +48,7 @@ func main() {
 			// The logind drop-in never reached this node: Ubuntu's default applies.
 			s.Logind.RemoveIPC, s.Logind.RemoveIPCDefault = "yes", true
 			s.Logind.Files = []string{"/etc/systemd/logind.conf"}
-			s.Sources["logind.remove_ipc"] = "default: Ubuntu 22.04.4 LTS (upstream systemd default RemoveIPC=yes)"
+			s.Sources["logind.remove_ipc"] = snapshot.Defaulted("Ubuntu 22.04.4 LTS (upstream systemd default RemoveIPC=yes)")
 		case "gpu-a-008":
 			// Kernel upgraded, not yet rebooted into on the rest of the rack.
 			s.Kernel.Release = "5.15.0-107-generic"
@@ -61,8 +61,9 @@ func main() {
 }
 
 func collect(root, host string, at time.Time) *snapshot.Snapshot {
-	s, err := collectors.Collect(context.Background(), collectors.Dir(root), collectors.Options{
-		Hostname: host, Kind: "local", RootLabel: "/", Version: "example",
+	target := collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: "/"}, Files: collectors.Dir(root)}
+	s, err := collectors.Collect(context.Background(), target, collectors.Options{
+		Hostname: host, Version: "example",
 		Now: func() time.Time { return at },
 	})
 	if err != nil {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/fleets"
+)
+
+// TestCollectAndAuditSeeTheSameHost: collect --root R and audit --root R
+// build the same target, so they see the same facts with the same
+// provenance and origin, section by section (only the time differs). Before
+// the transport seam, audit built its own directory source without the
+// collect command's exec policy.
+func TestCollectAndAuditSeeTheSameHost(t *testing.T) {
+	r := runCLI(t, nil, "collect", "--root", gpuRoot)
+	if r.code != exitOK {
+		t.Fatalf("collect: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	collected := decodeSections(t, []byte(r.stdout))
+
+	// audit --root is audit.Run with Roots; its work directory keeps what it
+	// collected.
+	set, err := fleets.Load(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if _, err := audit.Run(context.Background(), audit.Options{Fleets: set, Roots: []string{gpuRoot}, WorkDir: work, Version: version}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(work, "*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("audit collected %v (%v), want one snapshot", files, err)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	audited := decodeSections(t, data)
+	if len(collected) < 15 {
+		t.Fatalf("collect wrote %d sections: %v", len(collected), collected)
+	}
+	if diff := cmp.Diff(collected, audited); diff != "" {
+		t.Errorf("collect --root and audit --root see different hosts (-collect +audit):\n%s", diff)
+	}
+
+	// And through the CLI: auditing collect's snapshot finds what auditing
+	// the root finds.
+	snapFile := filepath.Join(t.TempDir(), "snap.json")
+	if err := os.WriteFile(snapFile, []byte(r.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromSnap := runCLI(t, nil, "audit", "--snapshots", snapFile, "--format", "json", "--fail-on", "none")
+	fromRoot := runCLI(t, nil, "audit", "--root", gpuRoot, "--format", "json", "--fail-on", "none")
+	if fromSnap.code != exitOK || fromRoot.code != exitOK {
+		t.Fatalf("audit exits %d and %d, stderr:\n%s\n%s", fromSnap.code, fromRoot.code, fromSnap.stderr, fromRoot.stderr)
+	}
+	if diff := cmp.Diff(decodeSections(t, []byte(fromSnap.stdout)), decodeSections(t, []byte(fromRoot.stdout))); diff != "" {
+		t.Errorf("findings differ (-audit --snapshots +audit --root):\n%s", diff)
+	}
+}
+
+// decodeSections decodes a JSON document's top-level members, less the
+// time it was collected.
+func decodeSections(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, data)
+	}
+	delete(doc, "collected_at")
+	return doc
+}
