@@ -1,10 +1,13 @@
 package collectors
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/fleetaudit/fleetaudit/internal/shellparse"
 )
 
 const (
@@ -126,76 +129,8 @@ func pamEnvUnquote(v string) string {
 	return v
 }
 
-// profileWord is one word of a simple shell command line, quotes removed.
-type profileWord struct {
-	text string
-	// eq is the offset of the first '=' in text, -1 if none.
-	eq int
-	// assignment is true when that '=' makes the word an assignment: it is
-	// unquoted and nothing before it was quoted.
-	assignment bool
-}
-
-// errProfileComplex marks a line that uses shell features beyond literal words.
-var errProfileComplex = errors.New("shell line too complex")
-
-// splitProfileWords splits a line into words with literal quoting only: bare
-// characters, '...' and "..." without $, ` or \ inside. Anything else
-// (expansions, operators, escapes) returns errProfileComplex; an unterminated
-// quote returns another error.
-func splitProfileWords(line string) ([]profileWord, error) {
-	var words []profileWord
-	var cur strings.Builder
-	inWord, quoted := false, false
-	word := profileWord{eq: -1}
-	flush := func() {
-		if inWord {
-			word.text = cur.String()
-			words = append(words, word)
-		}
-		cur.Reset()
-		inWord, quoted = false, false
-		word = profileWord{eq: -1}
-	}
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		switch {
-		case ch == ' ' || ch == '\t' || ch == '\r':
-			flush()
-		case ch == '#' && !inWord:
-			flush()
-			return words, nil
-		case ch == '\'' || ch == '"':
-			end := strings.IndexByte(line[i+1:], ch)
-			if end < 0 {
-				return nil, fmt.Errorf("unterminated %c quote", ch)
-			}
-			text := line[i+1 : i+1+end]
-			if ch == '"' && strings.ContainsAny(text, "$`\\") {
-				return nil, errProfileComplex
-			}
-			if j := strings.IndexByte(text, '='); j >= 0 && word.eq < 0 {
-				word.eq = cur.Len() + j
-			}
-			cur.WriteString(text)
-			inWord, quoted = true, true
-			i += end + 1
-		case strings.IndexByte("$`\\;&|<>(){}", ch) >= 0:
-			return nil, errProfileComplex
-		case ch == '=' && word.eq < 0:
-			word.eq, word.assignment = cur.Len(), !quoted
-			cur.WriteByte(ch)
-			inWord = true
-		default:
-			cur.WriteByte(ch)
-			inWord = true
-		}
-	}
-	flush()
-	return words, nil
-}
-
-// profileEvent is what one profile.d line does to a shell variable.
+// profileEvent is what one profile.d assignment or export does to a shell
+// variable.
 type profileEvent struct {
 	Var ncclAssignment
 	// Export marks the variable for the environment; an event may assign,
@@ -204,58 +139,162 @@ type profileEvent struct {
 	Assign bool
 }
 
-// parseProfileScript reads the simple forms of a /etc/profile.d script that
-// set variables: "export NAME=value", "NAME=value" and "export NAME", with
-// literal quoting. Other lines (conditionals, expansions, commands) are
+// maxProfileErrors stops reading a script that is not shell at all.
+const maxProfileErrors = 10
+
+// parseProfileScript reads the forms of a /etc/profile.d script that set
+// variables: "export NAME=value", "NAME=value" and "export NAME", with
+// literal values (quotes, no expansion, no backslash, one line), run by the
+// login shell itself: at top level or in the branches of if, case, loops
+// and { } groups, not in functions, subshells or pipelines. Statements
+// with anything else (expansions, a command after the assignments) are
 // skipped, not errors: a login shell runs them, but they are not
-// configuration fleetaudit can read without running them. An unterminated
-// quote is reported: the shell would fail to source the file.
+// configuration fleetaudit can read without running them. Syntax errors
+// are reported: the shell stops sourcing the file there. Scripts are
+// parsed as bash, the shell that reads profile.d on most hosts (a superset
+// of /bin/sh for what is read here).
 func parseProfileScript(data []byte) ([]profileEvent, []error) {
 	var out []profileEvent
 	var errs []error
-	for i, line := range strings.Split(string(data), "\n") {
-		n := i + 1
-		words, err := splitProfileWords(line)
-		if err != nil && !errors.Is(err, errProfileComplex) {
-			errs = append(errs, fmt.Errorf("%w: line %d: %v", ErrParse, n, err))
+	script := shellparse.New(data, syntax.LangBash)
+	for {
+		cmd, err := script.Next()
+		if err != nil {
+			msg := err.Msg
+			switch msg {
+			case "unterminated double quote":
+				msg = `unterminated " quote`
+			case "unterminated single quote":
+				msg = "unterminated ' quote"
+			}
+			if len(errs) == maxProfileErrors {
+				msg = fmt.Sprintf("more than %d syntax errors; the rest of the file is not read", maxProfileErrors)
+			}
+			errs = append(errs, fmt.Errorf("%w: line %d: %s", ErrParse, err.Line, msg))
+			if len(errs) > maxProfileErrors || err.Stop {
+				return out, errs
+			}
 			continue
 		}
-		if err != nil || len(words) == 0 {
-			continue
+		if cmd == nil {
+			return out, errs
 		}
-		export := words[0].text == "export" && words[0].eq < 0
-		if export {
-			words = words[1:]
-		}
-		events, simple := profileLineEvents(words, export, n)
-		if simple {
-			out = append(out, events...)
-		}
+		out = profileStmts(cmd, cmd.Stmts, out)
 	}
-	return out, errs
 }
 
-// profileLineEvents turns the words after an optional "export" into events;
-// simple is false for anything else, such as "NAME=value command".
-func profileLineEvents(words []profileWord, export bool, line int) (events []profileEvent, simple bool) {
-	for _, w := range words {
-		// export sees its arguments after quote removal, so a quoted '='
-		// still assigns there; a bare word must be a real assignment.
-		assign := w.eq >= 0 && (export || w.assignment)
-		name, value := w.text, ""
-		if assign {
-			name, value = w.text[:w.eq], w.text[w.eq+1:]
+// profileStmts appends the events of the statements the shell runs itself.
+func profileStmts(cmd *shellparse.Command, stmts []*syntax.Stmt, out []profileEvent) []profileEvent {
+	for _, st := range stmts {
+		if st.Background || st.Negated || len(st.Redirs) > 0 {
+			continue
 		}
-		if !isPosixVarName(name) || (!assign && !export) {
-			return nil, false
+		switch c := st.Cmd.(type) {
+		case *syntax.CallExpr:
+			if len(c.Args) == 0 {
+				out = append(out, profileAssigns(cmd, c.Assigns)...)
+			} else if len(c.Assigns) == 0 && c.Args[0].Lit() == "export" {
+				var assigns []*syntax.Assign
+				for _, w := range c.Args[1:] {
+					assigns = append(assigns, &syntax.Assign{Naked: true, Value: w})
+				}
+				out = append(out, profileExports(cmd, assigns)...)
+			}
+		case *syntax.DeclClause:
+			if c.Variant != nil && c.Variant.Value == "export" {
+				out = append(out, profileExports(cmd, c.Args)...)
+			}
+		case *syntax.IfClause:
+			for clause := c; clause != nil; clause = clause.Else {
+				out = profileStmts(cmd, clause.Then, out)
+			}
+		case *syntax.Block:
+			out = profileStmts(cmd, c.Stmts, out)
+		case *syntax.CaseClause:
+			for _, item := range c.Items {
+				out = profileStmts(cmd, item.Stmts, out)
+			}
+		case *syntax.WhileClause:
+			out = profileStmts(cmd, c.Do, out)
+		case *syntax.ForClause:
+			out = profileStmts(cmd, c.Do, out)
+		}
+	}
+	return out
+}
+
+// profileLiteral is a word's text when it is literal: quotes removed, no
+// expansion, no backslash, on one line.
+func profileLiteral(cmd *shellparse.Command, w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", true
+	}
+	if strings.ContainsRune(cmd.Raw(w.Pos(), w.End()), '\\') {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range cmd.Pieces(w) {
+		if p.Kind != shellparse.Text {
+			return "", false
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), !strings.Contains(b.String(), "\n")
+}
+
+// profileAssigns reads NAME=value [NAME=value...]; nil unless every value
+// is literal.
+func profileAssigns(cmd *shellparse.Command, assigns []*syntax.Assign) []profileEvent {
+	var events []profileEvent
+	for _, a := range assigns {
+		if a.Name == nil || a.Append || a.Index != nil || a.Array != nil {
+			return nil
+		}
+		value, ok := profileLiteral(cmd, a.Value)
+		if !ok || !isPosixVarName(a.Name.Value) {
+			return nil
 		}
 		events = append(events, profileEvent{
-			Var:    ncclAssignment{Name: name, Value: value, Line: line},
-			Export: export,
+			Var:    ncclAssignment{Name: a.Name.Value, Value: value, Line: cmd.Line(a.Pos())},
+			Assign: true,
+		})
+	}
+	return events
+}
+
+// profileExports reads the arguments of export; nil unless every one is a
+// literal NAME or NAME=value. export sees its arguments after quote
+// removal, so a quoted '=' assigns too.
+func profileExports(cmd *shellparse.Command, args []*syntax.Assign) []profileEvent {
+	var events []profileEvent
+	for _, a := range args {
+		if a.Append || a.Index != nil || a.Array != nil {
+			return nil
+		}
+		name, value, assign := "", "", false
+		if a.Name != nil {
+			name = a.Name.Value
+		}
+		text, ok := profileLiteral(cmd, a.Value)
+		if !ok {
+			return nil
+		}
+		switch {
+		case !a.Naked:
+			value, assign = text, true
+		case a.Name == nil:
+			name, value, assign = strings.Cut(text, "=")
+		}
+		if !isPosixVarName(name) {
+			return nil
+		}
+		events = append(events, profileEvent{
+			Var:    ncclAssignment{Name: name, Value: value, Line: cmd.Line(a.Pos())},
+			Export: true,
 			Assign: assign,
 		})
 	}
-	return events, len(events) > 0
+	return events
 }
 
 // ncclSetting is a variable's value and where it was set.

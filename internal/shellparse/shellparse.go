@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -60,6 +61,10 @@ func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg
 // Script reads one file command by command.
 type Script struct {
 	src   string
+	// parsed is src with bytes that are not UTF-8 replaced, one for one:
+	// the library refuses them, a shell takes them as word characters
+	// (a Latin-1 comment is no error). Text is taken from src.
+	parsed string
 	lang  syntax.LangVariant
 	lines []int // offset where each line starts
 	off   int   // where the next parse starts
@@ -72,7 +77,7 @@ type Script struct {
 
 // New prepares src for reading as the given shell language.
 func New(src []byte, lang syntax.LangVariant) *Script {
-	s := &Script{src: string(src), lang: lang, lines: []int{0}}
+	s := &Script{src: string(src), parsed: validUTF8(src), lang: lang, lines: []int{0}}
 	for i := 0; i < len(s.src); i++ {
 		if s.src[i] == '\n' {
 			s.lines = append(s.lines, i+1)
@@ -85,6 +90,23 @@ func New(src []byte, lang syntax.LangVariant) *Script {
 		s.deep = &Error{Line: line, Msg: "nested too deeply; the rest of the file is not read", Stop: true}
 	}
 	return s
+}
+
+// validUTF8 replaces each byte that is not part of a UTF-8 character with
+// ',', which is a word character and nothing else in every position.
+func validUTF8(src []byte) string {
+	if utf8.Valid(src) {
+		return string(src)
+	}
+	b := []byte(string(src))
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			b[i] = ','
+		}
+		i += size
+	}
+	return string(b)
 }
 
 // lineOf is the line (from 1) holding offset off.
@@ -133,7 +155,7 @@ func (s *Script) parse() {
 		return
 	}
 	base := s.off
-	text := s.src[base:s.end]
+	text := s.parsed[base:s.end]
 	var group []*syntax.Stmt
 	groupStart := base // where the command being grouped starts
 	flush := func(at int) {
@@ -144,14 +166,23 @@ func (s *Script) parse() {
 		groupStart = at
 	}
 	p := syntax.NewParser(syntax.Variant(s.lang))
-	err := p.Stmts(strings.NewReader(text), func(st *syntax.Stmt) bool {
+	var err error
+	// The iterator is run to its end: it may yield more than one error, and
+	// stopping it early makes it panic.
+	for st, e := range p.StmtsSeq(strings.NewReader(text)) {
+		if err != nil {
+			continue
+		}
+		if e != nil {
+			err = e
+			continue
+		}
 		group = append(group, st)
 		end := base + int(st.End().Offset())
 		if rest, ok := restOfLine(s.src[end:s.end]); ok {
 			flush(end + rest)
 		}
-		return true
-	})
+	}
 	if err == nil {
 		flush(s.end)
 		s.off = s.end
@@ -218,7 +249,7 @@ func (s *Script) syntaxError(err error, base, start int) (*Error, int) {
 	cut := off
 	switch {
 	case strings.Contains(msg, "without closing quote"):
-		switch s.src[off] {
+		switch s.src[min(off, len(s.src)-1)] {
 		case '"':
 			msg = "unterminated double quote"
 		case '\'':
@@ -254,7 +285,7 @@ type openCompound struct {
 // words.
 func (s *Script) unclosed(start int) *openCompound {
 	p := syntax.NewParser(syntax.Variant(s.lang), syntax.RecoverErrors(MaxDepth))
-	f, err := p.Parse(strings.NewReader(s.src[start:s.end]), "")
+	f, err := p.Parse(strings.NewReader(s.parsed[start:s.end]), "")
 	if err != nil || f == nil {
 		return nil
 	}
@@ -307,7 +338,7 @@ func (s *Script) unclosed(start int) *openCompound {
 // names lists the variables assigned in src[start:cut], the readable part
 // of a broken command: the text is cut at each error until it parses.
 func (s *Script) names(start, cut int) []string {
-	text := s.src[start:min(cut, s.end)]
+	text := s.parsed[start:min(cut, s.end)]
 	for range 8 {
 		p := syntax.NewParser(syntax.Variant(s.lang), syntax.RecoverErrors(MaxDepth))
 		f, err := p.Parse(strings.NewReader(text), "")
