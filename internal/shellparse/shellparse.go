@@ -60,19 +60,19 @@ func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg
 
 // Script reads one file command by command.
 type Script struct {
-	src   string
+	src string
 	// parsed is src with bytes that are not UTF-8 replaced, one for one:
 	// the library refuses them, a shell takes them as word characters
 	// (a Latin-1 comment is no error). Text is taken from src.
 	parsed string
-	lang  syntax.LangVariant
-	lines []int // offset where each line starts
-	off   int   // where the next parse starts
-	end   int   // what is read: the file, or up to a line nested too deeply
-	deep  *Error
-	queue []*Command
-	err   *Error // ends the queue
-	done  bool
+	lang   syntax.LangVariant
+	lines  []int // offset where each line starts
+	off    int   // where the next parse starts
+	end    int   // what is read: the file, or up to a line nested too deeply
+	deep   *Error
+	queue  []*Command
+	err    *Error // ends the queue
+	done   bool
 }
 
 // New prepares src for reading as the given shell language.
