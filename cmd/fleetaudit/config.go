@@ -139,6 +139,8 @@ func readConfig(file string, l configLayout, section string) (map[string]any, er
 		k, v := top.Content[i], top.Content[i+1]
 		known, isSection := l.sections[k.Value]
 		switch {
+		case isSection && v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+			// "audit:" with every line below commented out.
 		case isSection && v.Kind != yaml.MappingNode:
 			fail(k, "%s: want a mapping of the %s command's settings (known: %s)", k.Value, k.Value, strings.Join(known, ", "))
 		case isSection:

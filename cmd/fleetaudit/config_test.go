@@ -69,6 +69,7 @@ func TestConfigFileKeys(t *testing.T) {
 		{"a mapping where a value goes", "collect:\n  hostname: {a: 1}\n", "", []string{`CONFIG:2: hostname: want a value or a list, got a mapping`}},
 		{"not a mapping", "- hostname\n", "", []string{"want a mapping at the top level"}},
 		{"empty file", "", "gpu-a-001", nil},
+		{"an empty section", "collect:\n# hostname: x\n", "gpu-a-001", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,6 +172,24 @@ func TestConfigIsPerCommand(t *testing.T) {
 			t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
 		}
 	})
+}
+
+// The policies section and variables hold the flags of its subcommands.
+func TestConfigPoliciesSection(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("policies:\n  format: json\n  verbose: true\naudit:\n  format: markdown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "--config", cfg, "policies", "list"); r.code != exitOK || !strings.HasPrefix(r.stdout, "[") {
+		t.Errorf("policies list with format: json in its section: exit %d\n%.200s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, map[string]string{"FLEETAUDIT_POLICIES_FORMAT": "json"}, "policies", "list"); r.code != exitOK || !strings.HasPrefix(r.stdout, "[") {
+		t.Errorf("FLEETAUDIT_POLICIES_FORMAT=json: exit %d\n%.200s%s", r.code, r.stdout, r.stderr)
+	}
+	// test's -v was read from the flag alone, so the file could not set it.
+	if r := runCLI(t, nil, "--config", cfg, "policies", "test"); r.code != exitOK || !strings.Contains(r.stdout, ": PASS (") // one line per test, as opa test -v {
+		t.Errorf("policies test with verbose: true in its section: exit %d\n%.300s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 func TestConfigFileFIFO(t *testing.T) {
