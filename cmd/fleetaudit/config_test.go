@@ -186,8 +186,9 @@ func TestConfigPoliciesSection(t *testing.T) {
 	if r := runCLI(t, map[string]string{"FLEETAUDIT_POLICIES_FORMAT": "json"}, "policies", "list"); r.code != exitOK || !strings.HasPrefix(r.stdout, "[") {
 		t.Errorf("FLEETAUDIT_POLICIES_FORMAT=json: exit %d\n%.200s%s", r.code, r.stdout, r.stderr)
 	}
-	// test's -v was read from the flag alone, so the file could not set it.
-	if r := runCLI(t, nil, "--config", cfg, "policies", "test"); r.code != exitOK || !strings.Contains(r.stdout, ": PASS (") // one line per test, as opa test -v {
+	// test's -v was read from the flag alone, so the file could not set it;
+	// verbose output has a line per test.
+	if r := runCLI(t, nil, "--config", cfg, "policies", "test"); r.code != exitOK || !strings.Contains(r.stdout, ": PASS (") {
 		t.Errorf("policies test with verbose: true in its section: exit %d\n%.300s%s", r.code, r.stdout, r.stderr)
 	}
 }
