@@ -1,9 +1,28 @@
-// Package collectors turns a host's files into a snapshot. Every read goes
-// through a Source rooted at the host's "/", so the same code reads a live
+// Package collectors turns one host into a snapshot. Collect reads a
+// Target, and every read goes through it, so the same code reads a live
 // host, a fixture tree in a test, a remote host or a rendered config repo.
 //
-// Collectors report raw facts and where they came from. They never judge a
-// value: that is policy's job.
+// A Target is the seam between transports and collectors. A transport
+// builds one per host and the collectors never learn which transport it
+// was:
+//
+//   - Files: a Source rooted at the host's "/". Dir is a local directory
+//     (links resolved inside it as after chroot, by the one resolver every
+//     source shares); FS adapts any fs.FS. A source whose files come from
+//     elsewhere than their host path (a config-repo layer) also implements
+//     Describer, and provenance and error entries name files through it.
+//   - Exec: runs a command on that host, nil for none.
+//   - Pods: the host's pods (ManifestFiles, ManifestsIn), nil for none.
+//   - Origin: kind, address and root label, as the snapshot records them.
+//
+// Local is the local directory's target; configrepo builds the overlay's.
+// A remote transport (SSH, the Kubernetes API) lives in a package of its
+// own and fills the same fields: a Source over its connection, a Runner
+// that runs there, a PodSource over its API.
+//
+// Collectors report raw facts and where they came from (snapshot.Provenance,
+// written only by this package's from/at/defaulted/byCommand helpers). They
+// never judge a value: that is policy's job.
 package collectors
 
 import (

@@ -413,7 +413,7 @@ func (s *libraryScan) ldSoConfDirs() []string {
 				for _, m := range matches {
 					included := "/" + m
 					if active[included] {
-						c.fail("libraries", file, fmt.Errorf("%w: line %d: %s includes itself", ErrParse, e.Line, included))
+						c.fail("libraries", file, fmt.Errorf("%w: line %d: %s includes itself", ErrParse, e.Line, c.at(included, 0).Path()))
 						continue
 					}
 					visit(included)

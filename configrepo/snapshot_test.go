@@ -14,7 +14,8 @@ import (
 // TestRenderedFleetNamesRepoFiles: facts, limits entries, error paths and
 // error reasons of a rendered fleet name the repo file (its layer) that
 // set them, through the overlay's Describe, never the rendered path. Before,
-// a rewrite of source strings after collection missed limits entries.
+// a rewrite of source strings after collection missed limits entries and
+// the file an ld.so.conf "includes itself" message names.
 func TestRenderedFleetNamesRepoFiles(t *testing.T) {
 	co := checkoutOf(map[string]string{
 		"layers/base/etc/sysctl.d/10-a.conf":     "vm.swappiness = 10\n",
@@ -22,6 +23,7 @@ func TestRenderedFleetNamesRepoFiles(t *testing.T) {
 		"layers/gpu/etc/security/limits.conf":    "* soft memlock unlimited\n* bogus\n",
 		"layers/base/etc/systemd/logind.conf":    strings.Repeat("#", collectors.DefaultMaxFileSize+1),
 		"layers/base/etc/default/grub":           "GRUB_CMDLINE_LINUX=\"quiet\"\n",
+		"layers/gpu/etc/ld.so.conf":              "include /etc/ld.so.conf\n",
 		"layers/gpu/etc/default/grub.d/60-x.cfg": "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX hugepages=4\"\n",
 	})
 	m := &Manifest{Fleets: map[string]*Fleet{"gpu": {Layers: []string{"base", "gpu"}}}}
@@ -55,11 +57,12 @@ func TestRenderedFleetNamesRepoFiles(t *testing.T) {
 	}
 	var errs []snapshot.CollectionError
 	for _, e := range snap.Errors {
-		if e.Collector == "limits" || e.Collector == "logind" {
+		if e.Collector == "limits" || e.Collector == "logind" || e.Collector == "libraries" {
 			errs = append(errs, e)
 		}
 	}
 	want := []snapshot.CollectionError{
+		{Collector: "libraries", Path: "layers/gpu/etc/ld.so.conf", Reason: "parse error: line 1: layers/gpu/etc/ld.so.conf includes itself"},
 		{Collector: "limits", Path: "layers/gpu/etc/security/limits.conf", Reason: `parse error: line 2: want "<domain> <type> <item> <value>", got 2 field(s)`},
 		{Collector: "logind", Path: "layers/base/etc/systemd/logind.conf", Reason: "layers/base/etc/systemd/logind.conf: file exceeds the size cap (1048576 bytes)"},
 	}

@@ -63,6 +63,9 @@ type Snapshot struct {
 type Origin struct {
 	// Kind is "local", "ssh" or "config-repo".
 	Kind string `json:"kind"`
+	// Address is a remote host's address ("" for a local root or a
+	// config repo).
+	Address string `json:"address,omitempty"`
 	// Root is the directory the collectors read as "/".
 	Root string `json:"root"`
 	// Collector is the fleetaudit version that wrote the snapshot.
