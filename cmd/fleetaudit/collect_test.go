@@ -35,8 +35,8 @@ func TestCollectFixtureRunsNoCommand(t *testing.T) {
 			t.Fatalf("%v ran nvidia-smi", args)
 		}
 	}
-	r := runCLI(t, map[string]string{"FLEETAUDIT_NO_EXEC": "true"}, "collect", "--root", gpuRoot)
+	r := runCLI(t, map[string]string{"FLEETAUDIT_COLLECT_NO_EXEC": "true"}, "collect", "--root", gpuRoot)
 	if r.code != exitOK {
-		t.Errorf("FLEETAUDIT_NO_EXEC=true: exit %d, stderr:\n%s", r.code, r.stderr)
+		t.Errorf("FLEETAUDIT_COLLECT_NO_EXEC=true: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
