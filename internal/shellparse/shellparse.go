@@ -293,8 +293,8 @@ func (s *Script) unclosed(start int) *openCompound {
 	at := func(p syntax.Pos, word, want string) {
 		found = &openCompound{word, want, s.lineOf(start + int(p.Offset()))}
 	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
+	eachCommand(f.Stmts, func(c syntax.Command) {
+		switch n := c.(type) {
 		case *syntax.IfClause:
 			if n.ThenPos.IsRecovered() {
 				at(n.Position, "if", "then")
@@ -330,7 +330,6 @@ func (s *Script) unclosed(start int) *openCompound {
 				at(n.Lparen, "(", ")")
 			}
 		}
-		return true
 	})
 	return found
 }
@@ -343,7 +342,7 @@ func (s *Script) names(start, cut int) []string {
 		p := syntax.NewParser(syntax.Variant(s.lang), syntax.RecoverErrors(MaxDepth))
 		f, err := p.Parse(strings.NewReader(text), "")
 		if err == nil {
-			return AssignedNames(f)
+			return AssignedNames(f.Stmts)
 		}
 		var pos syntax.Pos
 		switch e := err.(type) {
@@ -366,19 +365,23 @@ func (s *Script) names(start, cut int) []string {
 	return nil
 }
 
-// AssignedNames lists every variable a node may assign: assignments, words
-// shaped NAME=value in any position (export and readonly take them), for
-// loop variables. It over-approximates on purpose: it is for making
-// variables unknown.
-func AssignedNames(n syntax.Node) []string {
+// AssignedNames lists every variable the statements may assign in this
+// shell: assignments, words shaped NAME=value in any position (export and
+// readonly take them), for loop variables. It over-approximates on
+// purpose: it is for making variables unknown.
+func AssignedNames(stmts []*syntax.Stmt) []string {
 	var names []string
-	syntax.Walk(n, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Assign:
-			if n.Name != nil {
-				names = append(names, n.Name.Value)
+	assigns := func(as []*syntax.Assign) {
+		for _, a := range as {
+			if a.Name != nil {
+				names = append(names, a.Name.Value)
 			}
+		}
+	}
+	eachCommand(stmts, func(c syntax.Command) {
+		switch n := c.(type) {
 		case *syntax.CallExpr:
+			assigns(n.Assigns)
 			for _, w := range n.Args {
 				if len(w.Parts) == 0 {
 					continue
@@ -389,14 +392,62 @@ func AssignedNames(n syntax.Node) []string {
 					}
 				}
 			}
-		case *syntax.WordIter:
-			if n.Name != nil {
-				names = append(names, n.Name.Value)
+		case *syntax.DeclClause:
+			assigns(n.Args)
+		case *syntax.ForClause:
+			if it, ok := n.Loop.(*syntax.WordIter); ok && it.Name != nil {
+				names = append(names, it.Name.Value)
 			}
 		}
-		return true
 	})
 	return names
+}
+
+// eachCommand calls fn for every command in stmts and in the compound
+// commands among them, in order, without descending into words. It keeps
+// its own stack: "a && b && ..." nests as deep as it is long.
+func eachCommand(stmts []*syntax.Stmt, fn func(syntax.Command)) {
+	var stack []*syntax.Stmt
+	push := func(l []*syntax.Stmt) {
+		for i := len(l) - 1; i >= 0; i-- {
+			stack = append(stack, l[i])
+		}
+	}
+	push(stmts)
+	for len(stack) > 0 {
+		st := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if st == nil || st.Cmd == nil {
+			continue
+		}
+		fn(st.Cmd)
+		switch n := st.Cmd.(type) {
+		case *syntax.BinaryCmd:
+			push([]*syntax.Stmt{n.X, n.Y})
+		case *syntax.IfClause:
+			var l []*syntax.Stmt
+			for c := n; c != nil; c = c.Else {
+				l = append(append(l, c.Cond...), c.Then...)
+			}
+			push(l)
+		case *syntax.WhileClause:
+			push(append(append([]*syntax.Stmt(nil), n.Cond...), n.Do...))
+		case *syntax.ForClause:
+			push(n.Do)
+		case *syntax.CaseClause:
+			var l []*syntax.Stmt
+			for _, item := range n.Items {
+				l = append(l, item.Stmts...)
+			}
+			push(l)
+		case *syntax.Block:
+			push(n.Stmts)
+		case *syntax.Subshell:
+			push(n.Stmts)
+		case *syntax.FuncDecl:
+			push([]*syntax.Stmt{n.Body})
+		}
+	}
 }
 
 // ValidName reports whether s is a shell variable name.
