@@ -86,7 +86,7 @@ func (c *collection) realPath(p string) string {
 	if err != nil {
 		return path.Clean("/" + p)
 	}
-	return "/" + resolved
+	return path.Clean("/" + resolved)
 }
 
 // firstExisting returns the first of candidates present in the root (a

@@ -36,20 +36,39 @@ type Describer interface {
 
 // Dir returns a Source over a directory tree treated as a host's "/": symbolic
 // links resolve inside the tree, absolute targets included, the way they would
-// after chroot. Nothing outside root is ever opened through a link, and
-// nothing but a regular file or directory is opened at all: a FIFO or
-// device under root is an error wrapping safeio.ErrNotRegular, never
-// waited on or read (/dev/null, which reads as empty, aside).
+// after chroot (it is Chroot over the bare tree). Nothing outside root is ever
+// opened through a link, and nothing but a regular file or directory is
+// opened at all: a FIFO or device under root is an error wrapping
+// safeio.ErrNotRegular, never waited on or read (/dev/null, which reads as
+// empty, aside).
 //
 // A Dir remembers which path components are links for its lifetime (sysfs
 // reads walk the same deep prefixes thousands of times), so use a new one for
 // each collection of a live host.
 func Dir(root string) Source {
-	return dirSource{root: filepath.Clean(root), links: &linkCache{entries: map[string]linkEntry{}}}
+	return Chroot(localTree{root: filepath.Clean(root)})
 }
 
-type dirSource struct {
-	root  string
+// FS adapts an fs.FS (fstest.MapFS in tests, a config repo's files) to a
+// Source, through Chroot: links are followed only when fsys reports them
+// (fs.ReadLinkFS), and then as after chroot.
+func FS(fsys fs.FS) Source { return Chroot(fsSource{fsys}) }
+
+// Chroot returns a Source in which every name of tree resolves as after
+// chroot to tree's root: the symbolic links in each component are followed
+// by the one resolver every source shares (an absolute target restarts at
+// the root, ".." never climbs above it), and tree is asked to open, list or
+// stat only names with no link left in them. tree's Lstat and ReadLink must
+// not follow a final link. A transport whose file access does not confine
+// links (a remote tree under a directory other than "/") wraps it in Chroot.
+//
+// The Source remembers which components are links for its lifetime.
+func Chroot(tree Source) Source {
+	return chroot{tree: tree, links: &linkCache{entries: map[string]linkEntry{}}}
+}
+
+type chroot struct {
+	tree  Source
 	links *linkCache
 }
 
@@ -58,28 +77,28 @@ type linkCache struct {
 	entries map[string]linkEntry
 }
 
-// linkEntry is what one lstat and readlink of a resolved path found.
+// linkEntry is what one lstat and readlink of a resolved name found.
 type linkEntry struct {
 	isLink bool
 	target string
 	err    error
 }
 
-func (d dirSource) lookupLink(local string) linkEntry {
-	d.links.mu.Lock()
-	e, ok := d.links.entries[local]
-	d.links.mu.Unlock()
+func (c chroot) lookupLink(name string) linkEntry {
+	c.links.mu.Lock()
+	e, ok := c.links.entries[name]
+	c.links.mu.Unlock()
 	if ok {
 		return e
 	}
-	info, err := os.Lstat(local)
+	info, err := c.tree.Lstat(name)
 	if err == nil && info.Mode()&fs.ModeSymlink != 0 {
 		e.isLink = true
-		e.target, e.err = os.Readlink(local)
+		e.target, e.err = c.tree.ReadLink(name)
 	}
-	d.links.mu.Lock()
-	d.links.entries[local] = e
-	d.links.mu.Unlock()
+	c.links.mu.Lock()
+	c.links.entries[name] = e
+	c.links.mu.Unlock()
 	return e
 }
 
@@ -98,7 +117,7 @@ type readLinkFunc func(name string) (target string, isLink bool, err error)
 // absolute target restarts at the root and ".." never climbs above it, so
 // nothing outside the root is ever reached. ".." after a link climbs from
 // the link's target, so name is not cleaned lexically first. The result is
-// relative to the root ("" for the root itself).
+// relative to the root ("." for the root itself).
 func resolveLinks(name string, followLast bool, readLink readLinkFunc) (string, error) {
 	pending := strings.Split(name, "/")
 	var resolved []string
@@ -136,27 +155,71 @@ func resolveLinks(name string, followLast bool, readLink readLinkFunc) (string, 
 		}
 		pending = append(strings.Split(target, "/"), pending...)
 	}
+	if len(resolved) == 0 {
+		return ".", nil
+	}
 	return strings.Join(resolved, "/"), nil
 }
 
-// resolve maps a source name to a path on the local file system, following
-// symbolic links in every component (the last one too when followLast).
-func (d dirSource) resolve(name string, followLast bool) (string, error) {
+// resolve maps a source name to a name in the tree with no link left in it
+// (but the last component, unless followLast).
+func (c chroot) resolve(name string, followLast bool) (string, error) {
 	if !fs.ValidPath(name) {
 		return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	resolved, err := resolveLinks(name, followLast, func(p string) (string, bool, error) {
-		link := d.lookupLink(filepath.Join(d.root, filepath.FromSlash(p)))
+	return resolveLinks(name, followLast, func(p string) (string, bool, error) {
+		link := c.lookupLink(p)
 		if link.isLink && link.err != nil {
 			return "", false, &fs.PathError{Op: "readlink", Path: name, Err: link.err}
 		}
 		// A missing component is reported by the final open.
 		return link.target, link.isLink, nil
 	})
+}
+
+func (c chroot) Open(name string) (fs.File, error) {
+	resolved, err := c.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.tree.Open(resolved)
+	return f, rename(err, "", name)
+}
+
+func (c chroot) ReadDir(name string) ([]fs.DirEntry, error) {
+	resolved, err := c.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := c.tree.ReadDir(resolved)
+	return entries, rename(err, "", name)
+}
+
+func (c chroot) Stat(name string) (fs.FileInfo, error) {
+	resolved, err := c.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.tree.Stat(resolved)
+	return info, rename(err, "", name)
+}
+
+func (c chroot) Lstat(name string) (fs.FileInfo, error) {
+	resolved, err := c.resolve(name, false)
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.tree.Lstat(resolved)
+	return info, rename(err, "", name)
+}
+
+func (c chroot) ReadLink(name string) (string, error) {
+	resolved, err := c.resolve(name, false)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(d.root, filepath.FromSlash(resolved)), nil
+	target, err := c.tree.ReadLink(resolved)
+	return target, rename(err, "", name)
 }
 
 // RealPath resolves every symbolic link in name inside src, as realpath(3)
@@ -174,14 +237,19 @@ func RealPath(src Source, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "/" + resolved, nil
+	return path.Clean("/" + resolved), nil
 }
 
-func (d dirSource) Open(name string) (fs.File, error) {
-	local, err := d.resolve(name, true)
-	if err != nil {
-		return nil, err
-	}
+// localTree is a directory of this machine with no link resolution of its
+// own: Chroot does that.
+type localTree struct{ root string }
+
+func (d localTree) local(name string) string {
+	return filepath.Join(d.root, filepath.FromSlash(name))
+}
+
+func (d localTree) Open(name string) (fs.File, error) {
+	local := d.local(name)
 	// Never os.Open: a FIFO under the root would block it forever.
 	f, err := safeio.OpenFileOrDir(local)
 	if errors.Is(err, safeio.ErrNotRegular) && isDevNull(local) {
@@ -205,55 +273,39 @@ func isDevNull(local string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-func (d dirSource) ReadDir(name string) ([]fs.DirEntry, error) {
-	local, err := d.resolve(name, true)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := safeio.ReadDir(local)
+func (d localTree) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := safeio.ReadDir(d.local(name))
 	return entries, rename(err, "readdir", name)
 }
 
-func (d dirSource) Stat(name string) (fs.FileInfo, error) {
-	local, err := d.resolve(name, true)
-	if err != nil {
-		return nil, err
-	}
-	info, err := os.Stat(local)
+func (d localTree) Stat(name string) (fs.FileInfo, error) {
+	info, err := os.Stat(d.local(name))
 	return info, rename(err, "stat", name)
 }
 
-func (d dirSource) Lstat(name string) (fs.FileInfo, error) {
-	local, err := d.resolve(name, false)
-	if err != nil {
-		return nil, err
-	}
-	info, err := os.Lstat(local)
+func (d localTree) Lstat(name string) (fs.FileInfo, error) {
+	info, err := os.Lstat(d.local(name))
 	return info, rename(err, "lstat", name)
 }
 
-func (d dirSource) ReadLink(name string) (string, error) {
-	local, err := d.resolve(name, false)
-	if err != nil {
-		return "", err
-	}
-	target, err := os.Readlink(local)
+func (d localTree) ReadLink(name string) (string, error) {
+	target, err := os.Readlink(d.local(name))
 	return target, rename(err, "readlink", name)
 }
 
-// rename reports errors with the source name, never the local path, so
-// messages read the same for a fixture tree and a live host.
+// rename reports errors with the source name, never the local or resolved
+// path, so messages read the same for a fixture tree and a live host. An
+// empty op keeps the error's own.
 func rename(err error, op, name string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return &fs.PathError{Op: op, Path: "/" + name, Err: pe.Err}
+		if op == "" {
+			op = pe.Op
+		}
+		return &fs.PathError{Op: op, Path: "/" + strings.TrimPrefix(name, "/"), Err: pe.Err}
 	}
 	return err
 }
-
-// FS adapts an fs.FS (fstest.MapFS in tests) to a Source. Links are followed
-// only when fsys supports them.
-func FS(fsys fs.FS) Source { return fsSource{fsys} }
 
 type fsSource struct{ fsys fs.FS }
 

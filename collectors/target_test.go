@@ -3,11 +3,13 @@ package collectors
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -110,5 +112,37 @@ func TestCollectLocalTarget(t *testing.T) {
 	got.Source = want.Source
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(snapshot.Snapshot{})); diff != "" {
 		t.Errorf("Local target (-fixture +local):\n%s", diff)
+	}
+}
+
+// TestChrootResolvesLinksInAnyTree: an fs.FS source resolves links with the
+// same chroot resolver as Dir (absolute targets from its root, ".." never
+// above it), where fstest.MapFS alone refuses absolute targets.
+func TestChrootResolvesLinksInAnyTree(t *testing.T) {
+	link := func(target string) *fstest.MapFile {
+		return &fstest.MapFile{Mode: fs.ModeSymlink | 0o777, Data: []byte(target)}
+	}
+	tree := fstest.MapFS{
+		"usr/lib/os-release": {Data: []byte("ID=rocky\n")},
+		"etc/os-release":     link("/usr/lib/os-release"),
+		"etc/escape":         link("../../../../usr/lib/os-release"),
+		"lib":                link("usr/lib"),
+		"etc/loop":           link("loop"),
+	}
+	src := FS(tree)
+	for _, name := range []string{"/etc/os-release", "/etc/escape", "/lib/os-release"} {
+		data, err := readCapped(src, name, DefaultMaxFileSize)
+		if err != nil || string(data) != "ID=rocky\n" {
+			t.Errorf("%s = %q, %v", name, data, err)
+		}
+		if real, err := RealPath(src, name); err != nil || real != "/usr/lib/os-release" {
+			t.Errorf("RealPath(%s) = %q, %v", name, real, err)
+		}
+	}
+	if _, err := readCapped(src, "/etc/loop", DefaultMaxFileSize); !errors.Is(err, errTooManyLinks) {
+		t.Errorf("a link to itself: %v, want %v", err, errTooManyLinks)
+	}
+	if info, err := src.Lstat("lib"); err != nil || info.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("Lstat(lib) = %v, %v; want the link", info, err)
 	}
 }
