@@ -30,8 +30,9 @@ that set the value.
 
 Hosts come from --inventory (hosts with a root directory are collected), --snapshots (files
 written by 'fleetaudit collect', or directories of them) and --root (one host per
-directory). A host that cannot be read is reported as a collection-error finding and the
-rest of the fleet is still audited.
+directory, read as 'fleetaudit collect --root' reads it: on this machine's own / that
+includes nvidia-smi for GPU persistence mode). A host that cannot be read is reported as a
+collection-error finding and the rest of the fleet is still audited.
 
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on a usage error
 or when nothing could be audited.`,
