@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -93,4 +94,40 @@ func FuzzProvenanceText(f *testing.F) {
 			t.Errorf("%q read back as %+v, which writes %q", s, p, got)
 		}
 	})
+}
+
+// TestSnapshotsRoundTripByteForByte: every golden and example snapshot
+// decodes (sources and limits entries as Provenance) and encodes to the
+// bytes it was read from.
+func TestSnapshotsRoundTripByteForByte(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"../collectors/testdata/golden/*.json", "../examples/fleet/snapshots/*.json"} {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matches...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found %d snapshots: %v", len(files), files)
+	}
+	for _, name := range files {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			data, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := DecodeBytes(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := Encode(&buf, s); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(data), buf.String()); diff != "" {
+				t.Errorf("re-encoded (-read +written):\n%s", diff)
+			}
+		})
+	}
 }
