@@ -58,7 +58,7 @@ type GPU struct {
 	// PersistenceMode is "enabled" or "disabled" as NVML reports it
 	// (nvidia-smi --query-gpu=persistence_mode). Neither /proc nor /sys show
 	// it, so it is only collected when commands may run on the host
-	// (collectors.Options.Exec); absent means unknown, never off. Its source
+	// (collectors.Target.Exec); absent means unknown, never off. Its source
 	// is "command: <command line>".
 	PersistenceMode string `json:"persistence_mode,omitempty"`
 }
