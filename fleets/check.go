@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // Known is what the policy library defines, for Set.Check. A nil list is not
@@ -57,6 +58,10 @@ func (s *Set) Check(k Known) error {
 				known, what := k.RuleIDs, "rule id"
 				if isTag {
 					known, what = tags, "rule tag"
+				}
+				if field.name == "rules.exclude" && pattern == policies.CollectionErrorRule {
+					bad(lineAt(field.lines, i), "%s: %s cannot be excluded: a host or file that could not be read is always reported", field.name, item)
+					continue
 				}
 				if known == nil || anyMatch(pattern, known) {
 					continue

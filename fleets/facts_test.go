@@ -165,6 +165,8 @@ func TestCheck(t *testing.T) {
 				`p.yaml:4: invalid fleet profile: rules.include: "hugetlb-cma-on-gpus" matches no rule id (did you mean "hugetlb-cma-on-gpu"?)`,
 				`p.yaml:5: invalid fleet profile: rules.exclude: "nccl-versoin-*" matches no rule id`,
 			}},
+		{"collection-error cannot be excluded", "rules:\n  include: [tag:all]\n  exclude:\n  - unknown-fleet\n  - collection-error\n", library,
+			[]string{`p.yaml:5: invalid fleet profile: rules.exclude: collection-error cannot be excluded: a host or file that could not be read is always reported`}},
 		{"unknown tag", "rules: {include: ['tag:gpu-trainig']}\n", library,
 			[]string{`p.yaml:1: invalid fleet profile: rules.include: "tag:gpu-trainig" matches no rule tag (did you mean "tag:gpu-training"?)`}},
 		{"a profile name is a tag", "rules: {include: ['tag:p']}\n", library, nil},

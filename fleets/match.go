@@ -171,6 +171,9 @@ func (m Match) labelsMatch(labels map[string]string) bool {
 // fleets the rule declares in its METADATA custom.profiles ("tag:all",
 // "tag:gpu-*"). It is the engine's selection (policies.FleetConfig.Select).
 func (p *Profile) Selects(r policies.Rule) bool {
+	if r.ID == policies.CollectionErrorRule {
+		return true // the engine runs it in every fleet, whatever is selected
+	}
 	return anySelects(p.Rules.Include, r) && !anySelects(p.Rules.Exclude, r)
 }
 

@@ -208,7 +208,9 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 	}
 	var enabled []*Rule
 	for _, r := range e.rules {
-		if sel(*r) {
+		// A blind spot is never a silence: no profile can turn off the
+		// report of a host or source that could not be read.
+		if sel(*r) || r.ID == CollectionErrorRule {
 			enabled = append(enabled, r)
 		}
 	}
@@ -244,6 +246,10 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 	}
 	return fq, nil
 }
+
+// CollectionErrorRule reports what could not be collected; it runs in every
+// fleet whatever the profile selects.
+const CollectionErrorRule = "collection-error"
 
 // forEveryFleet selects the rules meant for every fleet.
 func forEveryFleet(r Rule) bool { return slices.Contains(r.Profiles, ProfileAll) }

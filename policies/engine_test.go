@@ -73,8 +73,8 @@ func TestProfilesSelectRules(t *testing.T) {
 		"gpu-training": {"collection-error", "hugetlb-cma-on-gpu", "removeipc-enabled"},
 		"gpu-east":     {"collection-error", "hugetlb-cma-on-gpu", "removeipc-enabled"},
 		"web-serving":  {"collection-error"},
-		"only-ipc":     {"removeipc-enabled"},
-		"every-fleet":  {"collection-error"}, // no Select: as "", whose host is in no fleet
+		"only-ipc":     {"collection-error", "removeipc-enabled"}, // collection-error runs whatever is selected
+		"every-fleet":  {"collection-error"},                      // no Select: as "", whose host is in no fleet
 		"":             {"collection-error", "unknown-fleet"},
 	} {
 		got, err := e.EvalHost(context.Background(), doc, fleet)
