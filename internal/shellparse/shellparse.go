@@ -371,10 +371,16 @@ func (s *Script) names(start, cut int) []string {
 // purpose: it is for making variables unknown.
 func AssignedNames(stmts []*syntax.Stmt) []string {
 	var names []string
+	add := func(name string) {
+		// The library takes "for 0 in" and recovered nodes; the shell does not.
+		if ValidName(name) {
+			names = append(names, name)
+		}
+	}
 	assigns := func(as []*syntax.Assign) {
 		for _, a := range as {
 			if a.Name != nil {
-				names = append(names, a.Name.Value)
+				add(a.Name.Value)
 			}
 		}
 	}
@@ -387,8 +393,8 @@ func AssignedNames(stmts []*syntax.Stmt) []string {
 					continue
 				}
 				if lit, ok := w.Parts[0].(*syntax.Lit); ok {
-					if name, _, found := strings.Cut(lit.Value, "="); found && ValidName(name) {
-						names = append(names, name)
+					if name, _, found := strings.Cut(lit.Value, "="); found {
+						add(name)
 					}
 				}
 			}
@@ -396,7 +402,7 @@ func AssignedNames(stmts []*syntax.Stmt) []string {
 			assigns(n.Args)
 		case *syntax.ForClause:
 			if it, ok := n.Loop.(*syntax.WordIter); ok && it.Name != nil {
-				names = append(names, it.Name.Value)
+				add(it.Name.Value)
 			}
 		}
 	})

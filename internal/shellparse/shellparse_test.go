@@ -109,6 +109,12 @@ func TestScript(t *testing.T) {
 			},
 		},
 		{
+			name: "a loop variable that is no name is not reported",
+			src:  "for 0 in a; do :; done; fi\n",
+			lang: syntax.LangBash,
+			want: []string{`error 1: "fi" unexpected [] stop=false`},
+		},
+		{
 			name: "arrays are bash",
 			src:  "Y=(a b)\n",
 			lang: syntax.LangBash,
