@@ -117,7 +117,7 @@ func Collect(ctx context.Context, target Target, opts Options) (*snapshot.Snapsh
 		// Every read would fail the same way (a root of mode 000 read
 		// unprivileged): one error saying the host was not read, instead of
 		// a snapshot of per-file failures and no host name.
-		c.fail(snapshot.CollectorSource, rootName(target.Origin.Root), fmt.Errorf("cannot read the root: %w", rootCause(err)))
+		c.failAs(snapshot.CollectorSource, rootName(target.Origin.Root), fmt.Errorf("cannot read the root: %w", rootCause(err)))
 		snap.Normalize()
 		return snap, nil
 	}

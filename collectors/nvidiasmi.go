@@ -103,13 +103,13 @@ func collectPersistenceMode(c *collection) {
 			return
 		}
 		if len(nv.GPUs) > 0 {
-			c.fail("nvidia", nvidiaSmiCommand, err)
+			c.failAs("nvidia", nvidiaSmiCommand, err)
 		}
 		return
 	}
 	modes, errs := parseNvidiaSmiPersistence(out)
 	for _, err := range errs {
-		c.fail("nvidia", nvidiaSmiCommand, err)
+		c.failAs("nvidia", nvidiaSmiCommand, err)
 	}
 	if len(modes) == 0 {
 		return
