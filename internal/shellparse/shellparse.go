@@ -233,7 +233,11 @@ func (s *Script) syntaxError(err error, base, start int) (*Error, int) {
 		pos, msg, incomplete = e.Pos, e.Text, e.Incomplete
 	case syntax.LangError:
 		pos = e.Pos
-		msg = fmt.Sprintf("%s: a %s feature; /bin/sh does not accept it", e.Feature, e.Langs[0])
+		lang := "bash"
+		if len(e.Langs) > 0 {
+			lang = e.Langs[0].String()
+		}
+		msg = fmt.Sprintf("%s: a %s feature; /bin/sh does not accept it", e.Feature, lang)
 		if e.Feature == "arrays" {
 			msg = `"(" unexpected`
 		}
