@@ -26,18 +26,7 @@ type ncclAssignment struct {
 }
 
 // isPosixVarName says whether s is a portable environment variable name.
-func isPosixVarName(s string) bool {
-	if s == "" || (s[0] >= '0' && s[0] <= '9') {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !(b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9') {
-			return false
-		}
-	}
-	return true
-}
+func isPosixVarName(s string) bool { return shellparse.ValidName(s) }
 
 // isNCCLEnvName says whether a variable configures NCCL or its libfabric
 // (EFA) transport.
