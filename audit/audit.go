@@ -6,19 +6,15 @@ package audit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/fleets"
@@ -47,16 +43,16 @@ type Options struct {
 	NoExec bool
 	// PolicyDirs are user policy directories (--policies).
 	PolicyDirs []string
-	// WorkDir holds snapshots collected during the run; a temporary
-	// directory when empty.
-	WorkDir string
 	// Version is recorded in collected snapshots.
 	Version string
 	// RuleTimeout bounds the evaluation of one host's rules (and one
 	// fleet's fleet-wide rules): policies.DefaultHostTimeout when 0, no
 	// limit when negative.
 	RuleTimeout time.Duration
-	Log         *slog.Logger
+	// Loaded, if set, sees each host's snapshot document as the rules will
+	// (see policies.RunOptions.Loaded).
+	Loaded func(in policies.HostInput, doc map[string]any)
+	Log    *slog.Logger
 }
 
 // Result is one audit's outcome.
@@ -117,15 +113,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	collectDir := opts.WorkDir
-	if collectDir == "" {
-		dir, err := os.MkdirTemp("", "fleetaudit-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		collectDir = dir
-	}
 	targets := collectTargets(opts)
 	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) {
 		return nil, ErrNoInput
@@ -134,26 +121,30 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	collected, err := collectAll(ctx, targets, collectDir, opts.Version, log)
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, collected...)
-
 	fleetOf := newFleetResolver(opts.Fleets, opts.Inventory)
-	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout}
-	rep, err := engine.Run(ctx, files, runOpts)
+	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
+	// Snapshot files, then the hosts collected during the run: each is read
+	// or collected inside the engine's workers and goes straight in.
+	inputs := func(yield func(policies.HostInput) bool) {
+		for in := range policies.SnapshotFiles(files) {
+			if !yield(in) {
+				return
+			}
+		}
+		for in := range collected(targets, inputsOf(opts), log) {
+			if !yield(in) {
+				return
+			}
+		}
+	}
+	rep, err := engine.Run(ctx, inputs, runOpts)
 	if err != nil {
 		return nil, err
 	}
 	if missing := missingHosts(opts.Inventory, rep.Hosts); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
-		extra, err := collectAll(ctx, missing, collectDir, opts.Version, log)
-		if err != nil {
-			return nil, err
-		}
-		more, err := engine.Run(ctx, extra, runOpts)
+		more, err := engine.Run(ctx, collected(missing, inputsOf(opts), log), runOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -254,75 +245,66 @@ func collectTargets(opts Options) []target {
 	return ts
 }
 
-// collectAll writes one snapshot file per target. A target that cannot be
-// collected still gets a snapshot: one whose errors say why, so the host
-// is reported (collection-error) instead of silently missing. So does one
-// whose snapshot cannot be written: one host's problem stays that host's.
-func collectAll(ctx context.Context, targets []target, dir, version string, log *slog.Logger) ([]string, error) {
-	files := make([]string, len(targets))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for i, t := range targets {
-		g.Go(func() error {
-			snap := collectOne(gctx, t, version)
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			name := filepath.Join(dir, snapshotFileName(i, snap.Host))
-			if err := writeSnapshot(name, snap); err != nil {
-				log.Warn("snapshot not written", "host", snap.Host, "err", err)
-				// The short name holds no part of the host's.
-				name = filepath.Join(dir, fmt.Sprintf("%05d.json", i))
-				fail := failedSnapshot(t, snap.Host, version, sourceCollector, dir, "writing its snapshot: "+err.Error())
-				if err := writeSnapshot(name, fail); err != nil {
-					return fmt.Errorf("work directory %s: %w", dir, err)
+// collectOptions are what collecting a target needs from the run.
+type collectOptions struct {
+	version string
+	// inventory names where a missing host was expected.
+	inventory string
+}
+
+func inputsOf(opts Options) collectOptions {
+	c := collectOptions{version: opts.Version, inventory: "inventory"}
+	if opts.Inventory != nil && opts.Inventory.Path != "" {
+		c.inventory = opts.Inventory.Path
+	}
+	return c
+}
+
+// collected are the targets as engine inputs: each is collected when the
+// engine loads it, inside its worker, and its snapshot becomes the host's
+// document there. A target that cannot be collected still gets a document:
+// one whose errors say why, so the host is reported (collection-error)
+// instead of silently missing; one whose snapshot cannot be made a
+// document is an unread host. One host's problem stays that host's.
+func collected(targets []target, co collectOptions, log *slog.Logger) iter.Seq[policies.HostInput] {
+	return func(yield func(policies.HostInput) bool) {
+		for _, t := range targets {
+			in := policies.HostInput{Origin: t.origin(co), Name: t.name()}
+			in.Load = func(ctx context.Context) (map[string]any, error) {
+				snap := collectOne(ctx, t, co.version)
+				if err := ctx.Err(); err != nil {
+					return nil, err
 				}
+				log.Debug("collected", "host", snap.Host, "root", t.root, "errors", len(snap.Errors))
+				return snapshot.Document(snap)
 			}
-			log.Debug("collected", "host", snap.Host, "root", t.root, "errors", len(snap.Errors))
-			files[i] = name
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return files, nil
-}
-
-func writeSnapshot(name string, snap *snapshot.Snapshot) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := snapshot.Encode(f, snap); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// maxNameInFile bounds the part of a host name in a work file's name: host
-// names come from the hosts (/etc/hostname) and may be anything.
-const maxNameInFile = 48
-
-// snapshotFileName names target i's snapshot file: its index (unique and
-// ordered), a bounded, sanitised part of the host name for whoever reads the
-// work directory, and a short hash of the whole name.
-func snapshotFileName(i int, host string) string {
-	sum := sha256.Sum256([]byte(host))
-	var b strings.Builder
-	for _, r := range host {
-		if b.Len() >= maxNameInFile {
-			break
-		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
+			if !yield(in) {
+				return
+			}
 		}
 	}
-	return fmt.Sprintf("%05d-%s-%s.json", i, b.String(), hex.EncodeToString(sum[:4]))
+}
+
+// origin names where a target's host comes from: its root or address, or
+// the inventory that lists a host nobody supplied.
+func (t target) origin(co collectOptions) string {
+	switch {
+	case t.missing:
+		return co.inventory
+	case t.root != "":
+		return t.root
+	case t.address != "":
+		return t.address
+	}
+	return "(no root or address)"
+}
+
+// name is the target's host name before it is collected.
+func (t target) name() string {
+	if t.host != "" {
+		return t.host
+	}
+	return filepath.Base(t.root)
 }
 
 // missingHosts are inventory hosts with neither root nor address that no

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 func loadFleets(t *testing.T) *fleets.Set {
@@ -98,9 +103,8 @@ func TestLongHostNameDoesNotAbortTheAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := Run(context.Background(), Options{
-		Fleets:  loadFleets(t),
-		Roots:   []string{root, "../testdata/hosts/web-node"},
-		WorkDir: t.TempDir(),
+		Fleets: loadFleets(t),
+		Roots:  []string{root, "../testdata/hosts/web-node"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,21 +121,37 @@ func TestLongHostNameDoesNotAbortTheAudit(t *testing.T) {
 	}
 }
 
-func TestSnapshotFileName(t *testing.T) {
-	a := strings.Repeat("a", 300)
-	names := map[string]string{}
-	for i, host := range []string{a, a + "b", "../../etc/passwd", "gpu-a-001", "", "\x1b]0;x\x07"} {
-		name := snapshotFileName(i, host)
-		if len(name) > 80 || strings.ContainsAny(name, "/\\\x00\x1b\x07") || strings.HasPrefix(name, ".") {
-			t.Errorf("snapshotFileName(%d, %q) = %q", i, host, name)
-		}
-		if prev, dup := names[name]; dup {
-			t.Errorf("%q and %q share the file name %q", prev, host, name)
-		}
-		names[name] = host
+// Collected hosts go straight into the engine: nothing is written while
+// they are audited (the run once kept a work directory of snapshot files
+// under TMPDIR), and each reaches the rules with its own origin.
+func TestCollectedHostsWriteNothing(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var mu sync.Mutex
+	var origins, written []string
+	res, err := Run(context.Background(), Options{
+		Fleets: loadFleets(t),
+		Roots:  []string{"../testdata/hosts/gpu-node", "../testdata/hosts/web-node"},
+		NoExec: true,
+		Loaded: func(in policies.HostInput, doc map[string]any) {
+			entries, _ := os.ReadDir(tmp)
+			mu.Lock()
+			defer mu.Unlock()
+			origins = append(origins, in.Origin+" "+doc["host"].(string))
+			for _, e := range entries {
+				written = append(written, e.Name())
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The same index with names alike in their first characters still differs.
-	if snapshotFileName(0, a) == snapshotFileName(0, a+"b") {
-		t.Error("names differing after the bound share a file name")
+	slices.Sort(origins)
+	want := []string{"../testdata/hosts/gpu-node gpu-a-001", "../testdata/hosts/web-node web-01"}
+	if diff := cmp.Diff(want, origins); diff != "" || len(written) > 0 {
+		t.Errorf("hosts (-want +got):\n%s\nwritten under TMPDIR during the run: %v", diff, written)
+	}
+	if res.Summary.Audited != 2 {
+		t.Errorf("summary %+v", res.Summary)
 	}
 }

@@ -91,7 +91,7 @@ func benchmarkRun(b *testing.B, n int) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := e.Run(ctx, files, RunOptions{FleetOf: fleetByLabel})
+		rep, err := e.Run(ctx, SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel})
 		if err != nil || len(rep.Failures) > 0 || len(rep.Findings) == 0 {
 			b.Fatal(err, rep.Failures)
 		}

@@ -29,7 +29,7 @@ func runFiles(t *testing.T, e *Engine, files []string, opts RunOptions) *Report 
 	}
 	done := make(chan result, 1)
 	go func() {
-		rep, err := e.Run(context.Background(), files, opts)
+		rep, err := e.Run(context.Background(), SnapshotFiles(files), opts)
 		done <- result{rep, err}
 	}()
 	select {

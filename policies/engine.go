@@ -34,6 +34,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // ErrUnknownFleet is wrapped by every error about a fleet nobody defined:
@@ -310,7 +312,7 @@ func jsonObject(m map[string]any) (map[string]any, error) {
 		return nil, err
 	}
 	var out map[string]any
-	if err := unmarshalJSON(b, &out); err != nil {
+	if err := snapshot.DecodeJSON(b, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,9 +1,7 @@
 package policies
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,12 +16,12 @@ import (
 )
 
 // EvalHost evaluates the host rules enabled for fleet against one snapshot
-// in its generic JSON form (numbers as json.Number or float64). Findings
+// document (see snapshot.Document; numbers as json.Number). Findings
 // come sorted by rule id, then in the rule's own (deterministic) order. A
 // rule whose facts were not collected on the host does not fire (see
 // coverage).
 func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string) ([]Finding, error) {
-	ev, err := e.evalHost(ctx, doc, fleet, 0)
+	ev, err := e.evalHost(ctx, doc, coverageOf(doc), fleet, 0)
 	return ev.findings, err
 }
 
@@ -38,8 +36,8 @@ type hostEval struct {
 // evalHost is EvalHost with an evaluation budget (0: none). When the
 // budget runs out, each rule is evaluated alone with the same budget, so
 // the findings of the rules that finish are kept and the ones that do not
-// are named.
-func (e *Engine) evalHost(ctx context.Context, doc map[string]any, fleet string, budget time.Duration) (hostEval, error) {
+// are named. cov is the document's coverage.
+func (e *Engine) evalHost(ctx context.Context, doc map[string]any, cov *coverage, fleet string, budget time.Duration) (hostEval, error) {
 	if err := ctx.Err(); err != nil {
 		return hostEval{}, err
 	}
@@ -50,11 +48,11 @@ func (e *Engine) evalHost(ctx context.Context, doc map[string]any, fleet string,
 	if fq.host == nil {
 		return hostEval{}, nil
 	}
-	input, err := ast.InterfaceToValue(ruleInput(doc))
+	// Converted once: a budget that runs out re-evaluates each rule on it.
+	input, err := ruleInput(doc)
 	if err != nil {
 		return hostEval{}, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
-	cov := coverageOf(doc)
 	host, _ := doc["host"].(string)
 	of := func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }
 	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
@@ -143,19 +141,23 @@ func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string
 		return nil, nil, nil
 	}
 	byName := make(map[string]map[string]any, len(hosts))
-	list := make([]any, len(hosts))
+	list := make([]*ast.Term, len(hosts))
 	for i, h := range hosts {
 		name, _ := h["host"].(string)
 		if _, dup := byName[name]; dup {
 			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
 		}
 		byName[name] = h
-		list[i] = ruleInput(h) // provenance stays in h, for evidence
+		v, err := ruleInput(h) // provenance stays in h, for evidence
+		if err != nil {
+			return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", name, err)
+		}
+		list[i] = ast.NewTerm(v)
 	}
-	input, err := ast.InterfaceToValue(map[string]any{"fleet": fleet, "hosts": list})
-	if err != nil {
-		return nil, nil, fmt.Errorf("fleet projection as Rego input: %w", err)
-	}
+	input := ast.NewObject(
+		ast.Item(ast.StringTerm("fleet"), ast.StringTerm(fleet)),
+		ast.Item(ast.StringTerm("hosts"), ast.ArrayTerm(list...)),
+	)
 	of := func(r *Rule, f map[string]any) (string, map[string]any, error) {
 		name, ok := f["host"].(string)
 		if !ok {
@@ -329,32 +331,22 @@ func evidence(doc map[string]any, fact string) Evidence {
 // become its source.
 const maxSourcesBelow = 3
 
-// unmarshalJSON decodes JSON keeping numbers exact (json.Number), as OPA does.
-func unmarshalJSON(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON document")
-	}
-	return nil
-}
-
-// ruleInput is the snapshot as host rules see it: every section but sources.
-// Provenance is not a fact to judge; the engine attaches it to evidence from
-// the full document. Leaving it out halves the Rego conversion of a GPU
-// node's snapshot.
-func ruleInput(doc map[string]any) map[string]any {
-	if _, ok := doc["sources"]; !ok {
-		return doc
-	}
-	in := make(map[string]any, len(doc))
+// ruleInput is the document as rules see it, as a Rego value: every
+// section but sources. Provenance is not a fact to judge; the engine
+// attaches it to evidence from the full document. Leaving it out halves the
+// conversion of a GPU node's snapshot. Each section is converted straight
+// into the input object, with no copy of the document.
+func ruleInput(doc map[string]any) (ast.Value, error) {
+	items := make([][2]*ast.Term, 0, len(doc))
 	for k, v := range doc {
-		if k != "sources" {
-			in[k] = v
+		if k == "sources" {
+			continue
 		}
+		x, err := ast.InterfaceToValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		items = append(items, ast.Item(ast.StringTerm(k), ast.NewTerm(x)))
 	}
-	return in
+	return ast.NewObject(items...), nil
 }

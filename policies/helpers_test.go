@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/storage"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 func storageRead(t *testing.T, ctx context.Context, store storage.Store) storage.Transaction {
@@ -47,7 +49,7 @@ func (h host) doc(t testing.TB) map[string]any {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := unmarshalJSON(b, &m); err != nil {
+	if err := snapshot.DecodeJSON(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m

@@ -1,13 +1,11 @@
 package policies
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
+	"iter"
 	"maps"
 	"path/filepath"
 	"runtime"
@@ -18,24 +16,64 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
-// MaxSnapshotBytes bounds the size of one snapshot file Run reads.
-const MaxSnapshotBytes = 64 << 20
+// HostInput is one host for Run: where it came from and how to get its
+// snapshot document. Load runs inside Run's bounded workers, so a fleet's
+// documents are never all in memory at once.
+type HostInput struct {
+	// Origin is where the host came from: a snapshot file, a root, an
+	// address. It is HostRun.File, and names the host in messages and in
+	// the collection-error finding of a host that could not be read.
+	Origin string
+	// Name is the host's name when its document gives none, and the name of
+	// a host whose document could not be loaded.
+	Name string
+	// Load returns the host's snapshot document (see snapshot.Document);
+	// Run calls it once and may add to it. An error means nothing of the
+	// host was read: the host gets its collection-error finding and nothing
+	// else.
+	Load func(ctx context.Context) (map[string]any, error)
+}
+
+// SnapshotFile is the input of a snapshot file (see snapshot.ReadDocument);
+// its host, when the document names none, is the file name less extension.
+func SnapshotFile(file string) HostInput {
+	return HostInput{
+		Origin: file,
+		Name:   strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)),
+		Load:   func(context.Context) (map[string]any, error) { return snapshot.ReadDocument(file) },
+	}
+}
+
+// SnapshotFiles are the inputs of snapshot files, in order.
+func SnapshotFiles(files []string) iter.Seq[HostInput] {
+	return func(yield func(HostInput) bool) {
+		for _, f := range files {
+			if !yield(SnapshotFile(f)) {
+				return
+			}
+		}
+	}
+}
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// FleetOf names the fleet of a host from its name and its snapshot in
-	// generic JSON form (labels, and facts such as GPUs present) ("" for
-	// none). Nil puts every host in fleet "". For a snapshot that cannot be
-	// read, the host is the file name without extension and doc is nil.
+	// FleetOf names the fleet of a host from its name and its snapshot
+	// document (labels, and facts such as GPUs present) ("" for none). Nil
+	// puts every host in fleet "". For a host whose document could not be
+	// loaded, the host is HostInput.Name and doc is nil.
 	FleetOf func(host string, doc map[string]any) string
 	// Workers bounds how many hosts are evaluated at once; 0 means GOMAXPROCS.
 	Workers int
-	// Progress, if set, is called from worker goroutines after each host.
-	Progress func(done, total int)
+	// Progress, if set, is called from worker goroutines after each host
+	// with the number of hosts done.
+	Progress func(done int)
+	// Loaded, if set, is called from worker goroutines with each host's
+	// document as the rules will see it, before they do (tests compare it
+	// with what was collected). It must not change doc.
+	Loaded func(in HostInput, doc map[string]any)
 	// HostTimeout bounds the evaluation of one host's rules, and of one
 	// fleet's fleet-wide rules: a user rule can loop for hours. A rule that
 	// does not finish within it is a collection-error finding for the host
@@ -49,7 +87,7 @@ const DefaultHostTimeout = 10 * time.Second
 
 // Report is the result of Run.
 type Report struct {
-	// Hosts has one entry per snapshot file, in the order given.
+	// Hosts has one entry per input, in the order given.
 	Hosts []HostRun `json:"hosts"`
 	// Findings are host findings in file order, then fleet-wide findings by
 	// fleet name and host.
@@ -59,14 +97,15 @@ type Report struct {
 	Failures []Failure `json:"failures,omitempty"`
 }
 
-// HostRun says which host and fleet a snapshot file was audited as, and
-// what of it could not be audited.
+// HostRun says which host and fleet an input was audited as, and what of
+// it could not be audited.
 type HostRun struct {
+	// File is the input's origin (HostInput.Origin).
 	File  string `json:"file"`
 	Host  string `json:"host"`
 	Fleet string `json:"fleet"`
-	// Unread says why nothing of the host was read (an unreadable snapshot
-	// file, a snapshot.CollectorSource error); "" when it was read. An
+	// Unread says why nothing of the host was read (a document that could
+	// not be loaded, a snapshot.CollectorSource error); "" when it was read. An
 	// unread host gets collection-error findings and nothing else.
 	Unread string `json:"unread,omitempty"`
 	// Skipped are the rules that did not run on the host because facts
@@ -110,13 +149,13 @@ type hostResult struct {
 	err      error
 }
 
-// Run audits the snapshot files: each is read, decoded and evaluated inside a
+// Run audits the hosts: each document is loaded and evaluated inside a
 // bounded worker, then dropped, keeping only its findings and a compact
 // projection for the fleet-wide pass, so memory grows with the number of
-// workers, not with the size of the fleet. A file that cannot be read or
-// decoded is a collection-error finding for its host. Run returns an error
-// only when ctx ends.
-func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Report, error) {
+// workers, not with the size of the fleet. A host whose document cannot be
+// loaded is a collection-error finding for it. Run returns an error only
+// when ctx ends.
+func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
 	fleetOf := opts.FleetOf
 	if fleetOf == nil {
 		fleetOf = func(string, map[string]any) string { return "" }
@@ -129,18 +168,21 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 	if budget == 0 {
 		budget = DefaultHostTimeout
 	}
-	results := make([]hostResult, len(files))
+	// Each worker writes its own result; the slice of them grows here only.
+	var results []*hostResult
 	var done atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for i, file := range files {
+	for in := range hosts {
 		if gctx.Err() != nil {
 			break
 		}
+		r := new(hostResult)
+		results = append(results, r)
 		g.Go(func() error {
-			results[i] = e.runHost(gctx, file, fleetOf, budget)
+			*r = e.runHost(gctx, in, fleetOf, budget, opts.Loaded)
 			if opts.Progress != nil {
-				opts.Progress(int(done.Add(1)), len(files))
+				opts.Progress(int(done.Add(1)))
 			}
 			return nil
 		})
@@ -150,7 +192,7 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 		return nil, err
 	}
 
-	rep := &Report{Hosts: make([]HostRun, len(files))}
+	rep := &Report{Hosts: make([]HostRun, len(results))}
 	members := map[string][]map[string]any{}
 	firstFile := map[[2]string]string{}
 	for i, r := range results {
@@ -201,33 +243,42 @@ func (e *Engine) Run(ctx context.Context, files []string, opts RunOptions) (*Rep
 	return rep, nil
 }
 
-func (e *Engine) runHost(ctx context.Context, file string, fleetOf func(string, map[string]any) string, budget time.Duration) hostResult {
+func (e *Engine) runHost(ctx context.Context, in HostInput, fleetOf func(string, map[string]any) string, budget time.Duration, loaded func(HostInput, map[string]any)) hostResult {
 	var run HostRun
-	doc, err := readSnapshot(file)
+	doc, err := in.Load(ctx)
+	if err == nil && doc == nil {
+		err = errors.New("no snapshot document")
+	}
 	if err != nil {
-		host := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-		run = HostRun{File: file, Host: host, Fleet: fleetOf(host, nil)}
-		doc = unreadDoc(host, file, err)
+		if ctx.Err() != nil {
+			return hostResult{run: HostRun{File: in.Origin, Host: in.Name}, err: ctx.Err()}
+		}
+		run = HostRun{File: in.Origin, Host: in.Name, Fleet: fleetOf(in.Name, nil)}
+		doc = unreadDoc(in.Name, in.Origin, err)
 	} else {
 		host, _ := doc["host"].(string)
 		if host == "" {
-			host = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+			host = in.Name
 			doc["host"] = host
 		}
-		run = HostRun{File: file, Host: host, Fleet: fleetOf(host, doc)}
+		run = HostRun{File: in.Origin, Host: host, Fleet: fleetOf(host, doc)}
+	}
+	if loaded != nil {
+		loaded(in, doc)
 	}
 	fq, ok := e.fleets[run.Fleet]
 	if !ok {
 		return hostResult{run: run, err: fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)}
 	}
 	res := hostResult{run: run}
-	ev, err := e.evalHost(ctx, doc, run.Fleet, budget)
+	cov := coverageOf(doc)
+	ev, err := e.evalHost(ctx, doc, cov, run.Fleet, budget)
 	res.findings, res.err = ev.findings, err
 	res.run.Skipped, res.run.TimedOut = ev.skipped, ev.timedOut
 	for _, id := range ev.timedOut {
 		res.findings = append(res.findings, e.overBudget(res.run, e.byID[id], budget))
 	}
-	res.run.Unread = coverageOf(doc).unread
+	res.run.Unread = cov.unread
 	if fq.fleet != nil && res.run.Unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
@@ -257,75 +308,17 @@ func (e *Engine) overBudget(run HostRun, slow *Rule, budget time.Duration) Findi
 	}
 }
 
-// unreadDoc stands for a snapshot file that could not be read or decoded:
-// a host not read at all (a snapshot.CollectorSource error naming the
-// file), so the collection-error rule reports it and no other rule runs.
-func unreadDoc(host, file string, err error) map[string]any {
+// unreadDoc stands for a host whose document could not be loaded (a
+// snapshot file that could not be read or decoded): a host not read at all
+// (a snapshot.CollectorSource error naming its origin), so the
+// collection-error rule reports it and no other rule runs.
+func unreadDoc(host, origin string, err error) map[string]any {
 	return map[string]any{
 		"schema":  snapshot.Schema,
 		"host":    host,
-		"errors":  []any{map[string]any{"collector": snapshot.CollectorSource, "path": file, "reason": err.Error()}},
-		"sources": map[string]any{"errors": file},
+		"errors":  []any{map[string]any{"collector": snapshot.CollectorSource, "path": origin, "reason": err.Error()}},
+		"sources": map[string]any{"errors": origin},
 	}
-}
-
-// readSnapshot reads one snapshot file into its generic JSON form. Only a
-// regular file is read, and at most MaxSnapshotBytes of it (a FIFO or a
-// link to /dev/zero is an error, not a hang). Members of the wrong type are
-// removed and become entries of the snapshot's errors (see
-// snapshot.Validate), so the host is reported, never dropped.
-func readSnapshot(file string) (map[string]any, error) {
-	b, err := readCapped(file)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the finding names the file already
-		}
-		return nil, err
-	}
-	var v any
-	if err := unmarshalJSON(b, &v); err != nil {
-		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
-	}
-	doc, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("not a JSON snapshot: the document is %s, not an object", jsonKind(v))
-	}
-	schema, _ := doc["schema"].(string)
-	if err := snapshot.CheckSchema(schema); err != nil {
-		return nil, err
-	}
-	if bad := snapshot.Validate(doc); len(bad) > 0 {
-		errs, _ := doc["errors"].([]any)
-		for _, e := range bad {
-			errs = append(errs, map[string]any{"collector": e.Collector, "path": e.Path, "reason": e.Reason})
-		}
-		doc["errors"] = errs
-	}
-	return doc, nil
-}
-
-// readCapped reads a regular file of at most MaxSnapshotBytes. The buffer
-// is sized from fstat once the file is known to be regular (a snapshot's
-// size is true, unlike /proc's), so a fleet's worth of reads does not
-// regrow it from nothing; the cap holds whatever the size says.
-func readCapped(file string) ([]byte, error) {
-	f, err := safeio.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if st, err := f.Stat(); err == nil && st.Size() <= MaxSnapshotBytes {
-		buf.Grow(int(st.Size()) + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSnapshotBytes+1)); err != nil {
-		return nil, err
-	}
-	if buf.Len() > MaxSnapshotBytes {
-		return nil, fmt.Errorf("%w: over the %d byte limit", safeio.ErrTooLarge, MaxSnapshotBytes)
-	}
-	return buf.Bytes(), nil
 }
 
 // LabelsOf returns a snapshot document's labels (string values only).
@@ -348,21 +341,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// jsonKind names a decoded JSON value's type for messages.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number, float64:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -43,9 +46,9 @@ func TestRun(t *testing.T) {
 
 	e := newEngine(t, Options{Fleets: gpuFleets()})
 	var progress atomic.Int64
-	rep, err := e.Run(context.Background(), files, RunOptions{
+	rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{
 		FleetOf:  fleetByLabel,
-		Progress: func(done, total int) { progress.Add(1) },
+		Progress: func(done int) { progress.Add(1) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +136,7 @@ func TestRunDeterministic(t *testing.T) {
 	e := newEngine(t, Options{Fleets: gpuFleets()})
 	var reports []string
 	for _, workers := range []int{1, 3, 16} {
-		rep, err := e.Run(context.Background(), files, RunOptions{FleetOf: fleetByLabel, Workers: workers})
+		rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel, Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,32 +153,101 @@ func TestRunCancelled(t *testing.T) {
 	e := newEngine(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.Run(ctx, files, RunOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := e.Run(ctx, SnapshotFiles(files), RunOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v", err)
 	}
 }
 
-func TestReadSnapshotRefusesOversizeAndNonObjects(t *testing.T) {
-	dir := t.TempDir()
-	big := filepath.Join(dir, "big.json")
-	f, err := os.Create(big)
+// Hosts need not be files: Run takes any input whose Load gives a document,
+// names an input that cannot be loaded by its origin, and shows each host's
+// document, as the rules see it, to Loaded.
+func TestRunInputs(t *testing.T) {
+	gpu := map[string]string{"fleet": "gpu-training"}
+	cma := host{name: "gpu-1", labels: gpu, hugetlbCMA: "6G"}.doc(t)
+	nameless := host{name: "", labels: gpu}.doc(t)
+	inputs := []HostInput{
+		{Origin: "/srv/roots/gpu-1", Name: "gpu-1", Load: func(context.Context) (map[string]any, error) { return cma, nil }},
+		{Origin: "10.0.0.7", Name: "gpu-2", Load: func(context.Context) (map[string]any, error) {
+			return nil, errors.New("connection refused")
+		}},
+		{Origin: "/srv/roots/gpu-3", Name: "gpu-3", Load: func(context.Context) (map[string]any, error) { return nameless, nil }},
+	}
+	e := newEngine(t, Options{Fleets: gpuFleets()})
+	var mu sync.Mutex
+	seen := map[string]map[string]any{}
+	rep, err := e.Run(context.Background(), slices.Values(inputs), RunOptions{
+		FleetOf: func(host string, doc map[string]any) string {
+			if doc == nil {
+				return "gpu-training"
+			}
+			return fleetByLabel(host, doc)
+		},
+		Loaded: func(in HostInput, doc map[string]any) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[in.Origin] = doc
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(MaxSnapshotBytes + 1); err != nil {
+	var got []string
+	for _, h := range rep.Hosts {
+		got = append(got, h.File+" "+h.Host+" unread="+h.Unread)
+	}
+	want := []string{
+		"/srv/roots/gpu-1 gpu-1 unread=",
+		"10.0.0.7 gpu-2 unread=10.0.0.7: connection refused",
+		"/srv/roots/gpu-3 gpu-3 unread=", // the input's name, the document had none
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hosts (-want +got):\n%s", diff)
+	}
+	got = nil
+	for _, f := range rep.Findings {
+		if f.Rule == "hugetlb-cma-on-gpu" || f.Rule == "collection-error" {
+			got = append(got, f.Host+" "+f.Rule+" "+f.Evidence[0].Source)
+		}
+	}
+	want = []string{"gpu-1 hugetlb-cma-on-gpu /proc/cmdline", "gpu-2 collection-error 10.0.0.7"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	if seen["/srv/roots/gpu-1"]["host"] != "gpu-1" || seen["/srv/roots/gpu-3"]["host"] != "gpu-3" {
+		t.Errorf("Loaded saw hosts %v and %v", seen["/srv/roots/gpu-1"]["host"], seen["/srv/roots/gpu-3"]["host"])
+	}
+	if errs, _ := seen["10.0.0.7"]["errors"].([]any); len(errs) != 1 {
+		t.Errorf("Loaded saw the unread host as %v", seen["10.0.0.7"])
+	}
+}
+
+// Documents are loaded as workers free up, not all ahead: when the
+// iterator is asked for host k, at least k-workers hosts are done, so at
+// most workers documents are alive at once whatever the fleet's size.
+func TestRunLoadsLazily(t *testing.T) {
+	const workers, n = 2, 12
+	doc := host{name: "h"}.doc(t)
+	e := newEngine(t, Options{})
+	var done atomic.Int64
+	var early []string
+	hosts := func(yield func(HostInput) bool) {
+		for k := range n {
+			if d := done.Load(); d < int64(k-workers) {
+				early = append(early, fmt.Sprintf("host %d asked for with %d done", k, d))
+			}
+			in := HostInput{Origin: fmt.Sprint(k), Name: fmt.Sprint("h", k), Load: func(context.Context) (map[string]any, error) {
+				return maps.Clone(doc), nil
+			}}
+			if !yield(in) {
+				return
+			}
+		}
+	}
+	rep, err := e.Run(context.Background(), hosts, RunOptions{Workers: workers, Progress: func(int) { done.Add(1) }})
+	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
-	for file, want := range map[string]string{
-		big:                                      "over the",
-		writeFile(t, dir, "null.json", "null"):   "the document is null, not an object",
-		writeFile(t, dir, "two.json", "{} {}"):   "unexpected data after",
-		writeFile(t, dir, "list.json", "[1]"):    "the document is a list, not an object",
-		writeFile(t, dir, "noschema.json", `{}`): "no \"schema\" field",
-		filepath.Join(dir, "missing.json"):       "no such file",
-	} {
-		if _, err := readSnapshot(file); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: err = %v, want %q", filepath.Base(file), err, want)
-		}
+	if len(rep.Hosts) != n || len(early) > 0 {
+		t.Errorf("%d hosts; loaded ahead of the workers: %v", len(rep.Hosts), early)
 	}
 }

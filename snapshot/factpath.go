@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 )
@@ -43,13 +42,6 @@ func Lookup(doc any, path string) (any, bool) {
 	return nil, false
 }
 
-// Generic returns the snapshot as the map form that Rego and Lookup see.
-func Generic(s *Snapshot) (map[string]any, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	err = json.Unmarshal(b, &m)
-	return m, err
-}
+// Generic returns the snapshot as the map form that Rego and Lookup see:
+// its Document.
+func Generic(s *Snapshot) (map[string]any, error) { return Document(s) }

@@ -31,8 +31,8 @@ that set the value.
 Hosts come from --inventory (hosts with a root directory are collected), --snapshots (files
 written by 'fleetaudit collect', or directories of them) and --root (one host per
 directory, read as 'fleetaudit collect --root' reads it: on this machine's own / that
-includes nvidia-smi for GPU persistence mode). A host that cannot be read is reported as a
-collection-error finding and the rest of the fleet is still audited.
+includes nvidia-smi for GPU persistence mode, unless --no-exec). A host that cannot be
+read is reported as a collection-error finding and the rest of the fleet is still audited.
 
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on a usage error
 or when nothing could be audited.`,
@@ -51,6 +51,7 @@ or when nothing could be audited.`,
 	f.String("inventory", "", "inventory file: native YAML, Ansible YAML or Ansible INI")
 	f.StringSlice("snapshots", nil, "snapshot file or directory of *.json snapshots (repeatable)")
 	f.StringSlice("root", nil, "directory to collect as one host's / (repeatable)")
+	f.Bool("no-exec", false, "run no command (nvidia-smi) when a --root is this machine's own /; only files are read, as collect --no-exec")
 	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
 	return cmd
@@ -108,6 +109,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		Inventory:  inv,
 		Snapshots:  v.GetStringSlice("snapshots"),
 		Roots:      v.GetStringSlice("root"),
+		NoExec:     v.GetBool("no-exec"),
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
 		Log:        a.log,

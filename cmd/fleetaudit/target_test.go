@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // TestCollectAndAuditSeeTheSameHost: collect --root R and audit --root R
@@ -25,21 +27,26 @@ func TestCollectAndAuditSeeTheSameHost(t *testing.T) {
 	}
 	collected := decodeSections(t, []byte(r.stdout))
 
-	// audit --root is audit.Run with Roots; its work directory keeps what it
-	// collected.
+	// audit --root is audit.Run with Roots: the document the engine
+	// received for the host, as the rules see it.
 	set, err := fleets.Load(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := t.TempDir()
-	if _, err := audit.Run(context.Background(), audit.Options{Fleets: set, Roots: []string{gpuRoot}, WorkDir: work, Version: version}); err != nil {
+	var docs []map[string]any
+	var mu sync.Mutex
+	loaded := func(_ policies.HostInput, doc map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		docs = append(docs, doc)
+	}
+	if _, err := audit.Run(context.Background(), audit.Options{Fleets: set, Roots: []string{gpuRoot}, Version: version, Loaded: loaded}); err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(work, "*.json"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("audit collected %v (%v), want one snapshot", files, err)
+	if len(docs) != 1 {
+		t.Fatalf("the engine received %d documents, want one", len(docs))
 	}
-	data, err := os.ReadFile(files[0])
+	data, err := json.Marshal(docs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,4 +84,22 @@ func decodeSections(t *testing.T, data []byte) map[string]any {
 	}
 	delete(doc, "collected_at")
 	return doc
+}
+
+// audit has collect's --no-exec (audit.Options.NoExec), as a flag, in its
+// config section and in the environment.
+func TestAuditNoExec(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("audit:\n  no-exec: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]result{
+		"flag":   runCLI(t, nil, "audit", "--no-exec", "--root", gpuRoot, "--format", "json", "--fail-on", "none"),
+		"config": runCLI(t, nil, "--config", cfg, "audit", "--root", gpuRoot, "--format", "json", "--fail-on", "none"),
+		"env":    runCLI(t, map[string]string{"FLEETAUDIT_AUDIT_NO_EXEC": "true"}, "audit", "--root", gpuRoot, "--format", "json", "--fail-on", "none"),
+	} {
+		if r.code != exitOK {
+			t.Errorf("%s: exit %d, stderr:\n%s", name, r.code, r.stderr)
+		}
+	}
 }
