@@ -1,11 +1,10 @@
 package configrepo
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
@@ -35,20 +34,19 @@ func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, versio
 		p, why, _ := strings.Cut(refused, ": ")
 		snap.Errors = append(snap.Errors, snapshot.CollectionError{Collector: "configrepo", Path: p, Reason: "refused: " + why})
 	}
-	var buf bytes.Buffer
-	if err := snapshot.Encode(&buf, snap); err != nil {
-		return nil, err
-	}
-	doc, err := decodeDoc(buf.Bytes())
+	doc, err := snapshot.Document(snap)
 	if err != nil {
 		return nil, err
 	}
-	if r.Baseline != nil {
-		if err := mergeBaseline(doc, r.Baseline, m.Fleets[r.Fleet].Baseline); err != nil {
-			return nil, err
-		}
+	if r.Baseline == nil {
+		return doc, nil
 	}
-	return doc, nil
+	repoPath := m.Fleets[r.Fleet].Baseline
+	base, err := snapshot.DecodeDocument(r.Baseline)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", repoPath, err)
+	}
+	return withBaseline(doc, base, repoPath), nil
 }
 
 // Target is the rendered fleet as a host to collect: its files, named by
@@ -76,55 +74,59 @@ func project(s *snapshot.Snapshot) {
 	}
 }
 
-// mergeBaseline fills what a repo cannot know from a snapshot of a typical
-// host of the fleet: the live sections, the loaded modules, the OS when the
-// repo has no os-release, logind's RemoveIPC when the repo leaves it to the
-// OS default, and running sysctls the repo does not configure.
-func mergeBaseline(doc map[string]any, data []byte, repoPath string) error {
-	base, err := decodeDoc(data)
-	if err != nil {
-		return fmt.Errorf("baseline %s: %w", repoPath, err)
+// withBaseline is the rendered fleet's document with what a repo cannot
+// know filled from a snapshot of a typical host of the fleet (base, the
+// document of the baseline file at repoPath): the live sections, the loaded
+// modules, the OS when the repo has no os-release, logind's RemoveIPC when
+// the repo leaves it to the OS default, running sysctls the repo does not
+// configure, and the baseline's labels under the fleet's. Each fact taken
+// keeps its provenance in the baseline host, naming the baseline file
+// (snapshot.Provenance.Baseline). Neither document is changed: the result
+// shares their values and holds new objects only where the two meet.
+func withBaseline(doc, base map[string]any, repoPath string) map[string]any {
+	out := maps.Clone(doc)
+	sources := map[string]any{}
+	if own, ok := doc["sources"].(map[string]any); ok {
+		sources = maps.Clone(own)
 	}
-	schema, _ := base["schema"].(string)
-	if err := snapshot.CheckSchema(schema); err != nil {
-		return fmt.Errorf("baseline %s: %w", repoPath, err)
-	}
-	sources, _ := doc["sources"].(map[string]any)
-	if sources == nil {
-		sources = map[string]any{}
-		doc["sources"] = sources
-	}
+	out["sources"] = sources
 	baseSources, _ := base["sources"].(map[string]any)
+	var taken []string
 	take := func(prefix string) {
+		taken = append(taken, prefix)
 		for k, v := range baseSources {
 			if k == prefix || strings.HasPrefix(k, prefix+".") {
-				sources[k] = fmt.Sprintf("%v (baseline %s)", v, repoPath)
+				p := snapshot.ParseProvenance(fmt.Sprint(v))
+				p.Baseline = repoPath
+				sources[k] = p
 			}
 		}
 	}
 	for _, sec := range liveSections {
 		if v, ok := base[sec]; ok {
-			doc[sec] = v
+			out[sec] = v
 			take(sec)
 		}
 	}
 	if loaded, ok := snapshot.Lookup(base, "modules.loaded"); ok {
-		set(doc, loaded, "modules", "loaded")
+		with(out, "modules", map[string]any{"loaded": loaded})
 		take("modules.loaded")
 	}
 	if id, _ := snapshot.Lookup(doc, "os.id"); id == "" || id == nil {
 		if v, ok := base["os"]; ok {
-			doc["os"] = v
+			out["os"] = v
 			take("os")
 		}
 	}
 	if def, _ := snapshot.Lookup(doc, "logind.remove_ipc_default"); def == true {
+		from := map[string]any{}
 		for _, k := range []string{"remove_ipc", "remove_ipc_default", "installed"} {
 			if v, ok := snapshot.Lookup(base, "logind."+k); ok {
-				set(doc, v, "logind", k)
+				from[k] = v
 				take("logind." + k)
 			}
 		}
+		with(out, "logind", from)
 	}
 	running, _ := snapshot.Lookup(doc, "sysctl.running")
 	configured, _ := snapshot.Lookup(doc, "sysctl.configured")
@@ -132,46 +134,51 @@ func mergeBaseline(doc map[string]any, data []byte, repoPath string) error {
 	if rm, ok := running.(map[string]any); ok {
 		cm, _ := configured.(map[string]any)
 		bm, _ := baseRunning.(map[string]any)
+		merged := maps.Clone(rm)
 		for k, v := range bm {
 			if _, set := cm[k]; !set {
-				rm[k] = v
+				merged[k] = v
 				take("sysctl.running." + k)
 			}
 		}
+		with(out, "sysctl", map[string]any{"running": merged})
+	}
+	// A member of the baseline removed for its type (snapshot.Validate) in
+	// what was taken is a fact this document does not have either.
+	baseErrs, _ := base["errors"].([]any)
+	for _, x := range baseErrs {
+		e, _ := x.(map[string]any)
+		path, _ := e["path"].(string)
+		if e["collector"] != snapshot.CollectorSnapshot || !slices.ContainsFunc(taken, func(p string) bool {
+			return path == p || strings.HasPrefix(path, p+".")
+		}) {
+			continue
+		}
+		errs, _ := out["errors"].([]any)
+		out["errors"] = append(slices.Clip(errs), map[string]any{"collector": snapshot.CollectorSnapshot, "path": path,
+			"reason": fmt.Sprint(e["reason"]) + " in baseline " + repoPath})
 	}
 	labels, _ := doc["labels"].(map[string]any)
 	baseLabels, _ := base["labels"].(map[string]any)
 	if len(baseLabels) > 0 {
 		merged := maps.Clone(baseLabels)
 		maps.Copy(merged, labels)
-		doc["labels"] = merged
+		out["labels"] = merged
 	}
-	return nil
+	return out
 }
 
-func set(doc map[string]any, v any, path ...string) {
-	m := doc
-	for _, p := range path[:len(path)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[p] = next
-		}
-		m = next
+// with sets members of out's object section (a new object: the one out
+// shares with its source is left as it is).
+func with(out map[string]any, section string, members map[string]any) {
+	if len(members) == 0 {
+		return
 	}
-	m[path[len(path)-1]] = v
-}
-
-// decodeDoc decodes JSON as the engine does, numbers kept exact.
-func decodeDoc(b []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
+	m, _ := out[section].(map[string]any)
+	m = maps.Clone(m)
+	if m == nil {
+		m = map[string]any{}
 	}
-	if doc == nil {
-		return nil, fmt.Errorf("not a JSON snapshot: the document is not an object")
-	}
-	return doc, nil
+	maps.Copy(m, members)
+	out[section] = m
 }

@@ -70,3 +70,91 @@ func TestRenderedFleetNamesRepoFiles(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// withBaseline answers what a repo cannot know from the baseline without
+// changing either document, names the baseline in typed provenance (its
+// text as the gate has always printed it), keeps the repo's own facts
+// where it has them, and carries a baseline member removed for its type
+// into the errors, so no rule reads that fact from either side.
+func TestWithBaseline(t *testing.T) {
+	decode := func(s string) map[string]any {
+		t.Helper()
+		doc, err := snapshot.DecodeDocument([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	const repo = `{"schema":"fleetaudit.snapshot/v1","host":"gpu","labels":{"fleet":"gpu"},
+		"kernel":{"release":"from-repo"},"os":{"id":""},
+		"logind":{"remove_ipc":"yes","remove_ipc_default":true},
+		"sysctl":{"running":{"vm.swappiness":"1"},"configured":{"vm.swappiness":"1"}},
+		"modules":{"configured":{"nvidia":true}},
+		"sources":{"sysctl.running.vm.swappiness":"layers/gpu/etc/sysctl.d/10-a.conf:1"},"errors":[]}`
+	const baseline = `{"schema":"fleetaudit.snapshot/v1","host":"gpu-a-001","labels":{"rack":"r1","fleet":"other"},
+		"kernel":{"release":"6.8.0","arch":7},"nvidia":{"present":true,"driver_version":"550.90.07"},
+		"os":{"id":"ubuntu"},"logind":{"remove_ipc":"no","remove_ipc_default":false,"installed":true},
+		"sysctl":{"running":{"vm.swappiness":"60","kernel.numa_balancing":"0"}},
+		"modules":{"loaded":["nvidia"]},
+		"sources":{"kernel.release":"/proc/sys/kernel/osrelease","nvidia.driver_version":"/proc/driver/nvidia/version:1",
+			"logind.remove_ipc":"default: systemd's default","sysctl.running.kernel.numa_balancing":"/proc/sys/kernel/numa_balancing",
+			"sysctl.running.vm.swappiness":"/proc/sys/vm/swappiness"},"errors":[]}`
+	doc, base := decode(repo), decode(baseline)
+	got := withBaseline(doc, base, "baselines/gpu.json")
+	if diff := cmp.Diff(decode(repo), doc); diff != "" {
+		t.Errorf("the repo's document changed (-before +after):\n%s", diff)
+	}
+	wantBase := decode(baseline)
+	if diff := cmp.Diff(wantBase, base); diff != "" {
+		t.Errorf("the baseline's document changed (-before +after):\n%s", diff)
+	}
+	for fact, want := range map[string]any{
+		"kernel.release":                       "6.8.0",
+		"nvidia.driver_version":                "550.90.07",
+		"os.id":                                "ubuntu",
+		"logind.remove_ipc":                    "no",
+		"logind.installed":                     true,
+		"sysctl.running.vm.swappiness":         "1", // the repo configures it
+		"sysctl.running.kernel.numa_balancing": "0",
+		"labels.fleet":                         "gpu", // the fleet's labels win
+		"labels.rack":                          "r1",
+	} {
+		if v, _ := snapshot.Lookup(got, fact); v != want {
+			t.Errorf("%s = %#v, want %#v", fact, v, want)
+		}
+	}
+	if v, _ := snapshot.Lookup(got, "modules.loaded"); !cmp.Equal(v, []any{"nvidia"}) {
+		t.Errorf("modules.loaded = %#v", v)
+	}
+	if v, _ := snapshot.Lookup(got, "modules.configured"); v == nil {
+		t.Error("modules.configured (the repo's) went away")
+	}
+	sources := got["sources"].(map[string]any)
+	wantSources := map[string]string{
+		"kernel.release":                       "/proc/sys/kernel/osrelease (baseline baselines/gpu.json)",
+		"nvidia.driver_version":                "/proc/driver/nvidia/version:1 (baseline baselines/gpu.json)",
+		"logind.remove_ipc":                    "default: systemd's default (baseline baselines/gpu.json)",
+		"sysctl.running.kernel.numa_balancing": "/proc/sys/kernel/numa_balancing (baseline baselines/gpu.json)",
+		"sysctl.running.vm.swappiness":         "layers/gpu/etc/sysctl.d/10-a.conf:1",
+	}
+	for fact, want := range wantSources {
+		var text string
+		switch s := sources[fact].(type) {
+		case snapshot.Provenance:
+			if s.Baseline != "baselines/gpu.json" {
+				t.Errorf("sources[%s] = %+v, want the baseline named", fact, s)
+			}
+			text = s.String()
+		case string:
+			text = s
+		}
+		if text != want {
+			t.Errorf("sources[%s] = %q, want %q", fact, text, want)
+		}
+	}
+	wantErrs := []any{map[string]any{"collector": snapshot.CollectorSnapshot, "path": "kernel.arch",
+		"reason": "want string, got number in baseline baselines/gpu.json"}}
+	if diff := cmp.Diff(wantErrs, got["errors"]); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}

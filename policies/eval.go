@@ -299,7 +299,7 @@ func evidence(doc map[string]any, fact string) Evidence {
 	ev.Value = internValue(v)
 	sources, _ := doc["sources"].(map[string]any)
 	for p := fact; p != ""; {
-		if s, ok := sources[p].(string); ok {
+		if s, ok := sourceText(sources[p]); ok {
 			ev.Source = unique.Make(s).Value()
 			return ev
 		}
@@ -311,7 +311,7 @@ func evidence(doc map[string]any, fact string) Evidence {
 	}
 	var below []string
 	for k, s := range sources {
-		if s, ok := s.(string); ok && pathPrefix(fact, k) && !slices.Contains(below, s) {
+		if s, ok := sourceText(s); ok && pathPrefix(fact, k) && !slices.Contains(below, s) {
 			below = append(below, s)
 			if len(below) > maxSourcesBelow {
 				// Facts read from many files (every RDMA port): a list
@@ -325,6 +325,19 @@ func evidence(doc map[string]any, fact string) Evidence {
 		ev.Source = unique.Make(strings.Join(below, ", ")).Value()
 	}
 	return ev
+}
+
+// sourceText is a document's source as text: a string as read from a
+// snapshot file, or a typed provenance a document was given (a config
+// repo's fact taken from its fleet's baseline).
+func sourceText(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case snapshot.Provenance:
+		return s.String(), true
+	}
+	return "", false
 }
 
 // maxSourcesBelow bounds how many sources of the facts below a cited path

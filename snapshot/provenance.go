@@ -26,6 +26,11 @@ type Provenance struct {
 	// More are further places of a fact read from several (the NCCL
 	// libraries found on one host).
 	More []Provenance
+	// Baseline is the repo path of the baseline snapshot a config repo's
+	// fleet took the fact from (a fact the repo cannot know); the rest is
+	// where that snapshot's host had it. Its text follows the rest:
+	// " (baseline baselines/gpu.json)".
+	Baseline string
 }
 
 const (
@@ -34,6 +39,9 @@ const (
 	// layerDir is where a config repo keeps its layers.
 	layerDir = "layers/"
 	listSep  = ", "
+	// baselineOpen and baselineClose enclose Baseline in the text.
+	baselineOpen  = " (baseline "
+	baselineClose = ")"
 )
 
 // FileAt is the provenance of line (0: the whole file) of a host file.
@@ -47,7 +55,7 @@ func FromCommand(cmdline string) Provenance { return Provenance{Command: cmdline
 
 // IsZero tells whether p says nothing.
 func (p Provenance) IsZero() bool {
-	return p.File == "" && p.Line == 0 && p.Layer == "" && p.Default == "" && p.Command == "" && len(p.More) == 0
+	return p.File == "" && p.Line == 0 && p.Layer == "" && p.Default == "" && p.Command == "" && len(p.More) == 0 && p.Baseline == ""
 }
 
 // Path is where p points without its line: the file, or its repo path for a
@@ -68,6 +76,9 @@ func (p Provenance) String() string {
 	for _, m := range p.More {
 		b.WriteString(listSep)
 		m.write(&b)
+	}
+	if p.Baseline != "" {
+		b.WriteString(baselineOpen + p.Baseline + baselineClose)
 	}
 	return b.String()
 }
@@ -100,6 +111,15 @@ func (p *Provenance) UnmarshalText(text []byte) error {
 
 // ParseProvenance reads the text form of a provenance.
 func ParseProvenance(s string) Provenance {
+	if rest, ok := strings.CutSuffix(s, baselineClose); ok {
+		if i := strings.LastIndex(rest, baselineOpen); i >= 0 && i+len(baselineOpen) < len(rest) {
+			p := ParseProvenance(rest[:i])
+			if p.Baseline == "" {
+				p.Baseline = rest[i+len(baselineOpen):]
+				return p
+			}
+		}
+	}
 	// A default's or command's text may hold ", " itself.
 	if strings.HasPrefix(s, defaultPrefix) || strings.HasPrefix(s, commandPrefix) {
 		return parseOne(s)

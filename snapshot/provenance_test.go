@@ -25,6 +25,9 @@ func TestProvenanceText(t *testing.T) {
 		{"config-repo layer", Provenance{Layer: "base", File: "/etc/default/grub.d/60-hugetlb.cfg", Line: 3}, "layers/base/etc/default/grub.d/60-hugetlb.cfg:3"},
 		{"repo file outside the layers", FileAt("k8s/training/job.yaml", 12), "k8s/training/job.yaml:12"},
 		{"several files", Provenance{File: "/usr/lib/libnccl.so.2.18.3", More: []Provenance{FileAt("/opt/x/METADATA", 3)}}, "/usr/lib/libnccl.so.2.18.3, /opt/x/METADATA:3"},
+		{"from a config repo's baseline", Provenance{File: "/proc/driver/nvidia/version", Line: 1, Baseline: "baselines/gpu.json"}, "/proc/driver/nvidia/version:1 (baseline baselines/gpu.json)"},
+		{"several files from a baseline", Provenance{File: "/usr/lib/a.so", More: []Provenance{FileAt("/opt/b.so", 0)}, Baseline: "b.json"}, "/usr/lib/a.so, /opt/b.so (baseline b.json)"},
+		{"a default from a baseline", Provenance{Default: "systemd's, default", Baseline: "b.json"}, "default: systemd's, default (baseline b.json)"},
 		{"nothing", Provenance{}, ""},
 	}
 	for _, tt := range tests {
