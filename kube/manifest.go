@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // Limits that keep a hostile or runaway file from exhausting memory.
@@ -27,7 +29,7 @@ const (
 // Object is one pod, or the pod a workload's template describes, and where it
 // came from.
 type Object struct {
-	// Pod is Kubernetes JSON (numbers as float64) with apiVersion, kind,
+	// Pod is Kubernetes JSON (numbers as json.Number) with apiVersion, kind,
 	// metadata (name, namespace, labels) and spec.
 	Pod map[string]any
 	// File and Line locate the Pod object, or the template (its key line).
@@ -156,8 +158,9 @@ func (p *parser) document(doc *yaml.Node) bool {
 	return p.object(obj, nil, "", "", 0)
 }
 
-// normalize gives a decoded YAML value the shape encoding/json gives the same
-// data (string keys, float64 numbers), as a snapshot read back would have.
+// normalize gives a decoded YAML value the shape a snapshot document has
+// (string keys, numbers as json.Number: snapshot.DecodeJSON), so a pod's
+// resources read the same from a manifest as from a snapshot file.
 func normalize(v any) (any, error) {
 	v, err := stringKeys(v)
 	if err != nil {
@@ -168,7 +171,7 @@ func normalize(v any) (any, error) {
 		return nil, err
 	}
 	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
+	if err := snapshot.DecodeJSON(data, &out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -239,7 +242,7 @@ func typeName(v any) string {
 		return "string"
 	case bool:
 		return "boolean"
-	case float64, int, int64, uint64:
+	case float64, int, int64, uint64, json.Number:
 		return "number"
 	}
 	return fmt.Sprintf("%T", v)

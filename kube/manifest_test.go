@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -213,8 +214,9 @@ func TestParseManifestsSamples(t *testing.T) {
 	}
 }
 
-// TestParseManifestsJSONShape checks values come out as encoding/json
-// decodes them, as in a snapshot read back from disk.
+// TestParseManifestsJSONShape checks values come out as a snapshot document
+// holds them (snapshot.DecodeJSON: numbers as json.Number), as in a
+// snapshot read back from disk.
 func TestParseManifestsJSONShape(t *testing.T) {
 	data, err := os.ReadFile("testdata/kubectl-pods.json")
 	if err != nil {
@@ -225,8 +227,8 @@ func TestParseManifestsJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := objs[0].Pod["spec"].(map[string]any)
-	if v, ok := spec["terminationGracePeriodSeconds"].(float64); !ok || v != 30 {
-		t.Errorf("terminationGracePeriodSeconds = %#v, want float64 30", spec["terminationGracePeriodSeconds"])
+	if v := spec["terminationGracePeriodSeconds"]; v != json.Number("30") {
+		t.Errorf("terminationGracePeriodSeconds = %#v, want json.Number 30", v)
 	}
 	if status := objs[0].Pod["status"].(map[string]any); status["phase"] != "Running" {
 		t.Errorf("status not kept: %v", status)
@@ -244,8 +246,8 @@ func TestParseManifestsJSONShape(t *testing.T) {
 		t.Errorf("non-string keys (-want +got):\n%s", diff)
 	}
 	port := objs[0].Pod["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["ports"].([]any)[0].(map[string]any)["containerPort"]
-	if port != float64(8080) {
-		t.Errorf("containerPort = %#v, want float64 8080", port)
+	if port != json.Number("8080") {
+		t.Errorf("containerPort = %#v, want json.Number 8080", port)
 	}
 }
 

@@ -60,7 +60,8 @@ func (s *Snapshot) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	var fields snapshotFields
-	if err := json.Unmarshal(data, &fields); err != nil {
+	// Through the one decoder: pods (Kubernetes JSON) keep exact numbers.
+	if err := DecodeJSON(data, &fields); err != nil {
 		return err
 	}
 	*s = Snapshot(fields)
