@@ -26,7 +26,7 @@ spec:
   - name: trainer
     image: img
     resources:
-      limits: {nvidia.com/gpu: 8, memory: 64Gi}
+      limits: {nvidia.com/gpu: 8, memory: 64Gi, example.com/counter: 9007199254740993}
     volumeMounts: [{name: dshm, mountPath: /dev/shm}]
   - name: helper
     image: img
@@ -38,9 +38,8 @@ spec:
 
 // A pod's resources read the same whether the engine gets the pod from a
 // manifest, collected straight in, or from a snapshot file: numbers are
-// json.Number on both paths (a manifest's went YAML -> JSON -> float64
-// while a snapshot file's were json.Number, so the same pod's evidence
-// differed).
+// json.Number on both paths, exact as the manifest wrote them (a
+// manifest's went YAML -> JSON -> float64, which rounds 2^53+1).
 func TestPodFromManifestAndFromSnapshotFileAlike(t *testing.T) {
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "train.yaml")
@@ -106,8 +105,9 @@ func TestPodFromManifestAndFromSnapshotFileAlike(t *testing.T) {
 			continue
 		}
 		limits, _ := snapshot.Lookup(f.Evidence[0].Value, "spec.containers.0.resources.limits")
-		if m, _ := limits.(map[string]any); m["nvidia.com/gpu"] != json.Number("8") || m["memory"] != "64Gi" {
-			t.Errorf("trainer limits in the evidence = %#v, want json.Number 8 and 64Gi", limits)
+		if m, _ := limits.(map[string]any); m["nvidia.com/gpu"] != json.Number("8") || m["memory"] != "64Gi" ||
+			m["example.com/counter"] != json.Number("9007199254740993") {
+			t.Errorf("trainer limits in the evidence = %#v, want json.Number 8, 64Gi and the exact counter", limits)
 		}
 	}
 }

@@ -77,20 +77,6 @@ func ReadDocument(file string) (map[string]any, error) {
 	return DecodeDocument(b)
 }
 
-// Document is a collected snapshot as a document, the form a file of it
-// would be read as (without Validate: a Snapshot has its types already).
-func Document(s *Snapshot) (map[string]any, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := DecodeJSON(b, &doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
-}
-
 // readCapped reads a regular file of at most MaxBytes. The buffer is sized
 // from fstat once the file is known to be regular (a snapshot's size is
 // true, unlike /proc's), so a fleet's worth of reads does not regrow it
