@@ -359,7 +359,7 @@ func ruleInput(doc map[string]any) (ast.Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
-		items = append(items, ast.Item(ast.StringTerm(k), ast.NewTerm(x)))
+		items = append(items, ast.Item(ast.InternedTerm(k), ast.NewTerm(x)))
 	}
 	return ast.NewObject(items...), nil
 }
