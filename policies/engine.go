@@ -83,6 +83,8 @@ type Engine struct {
 	factPaths []string
 	// params are the parameter names the rules read (see Params).
 	params []string
+	// sectionTerms are the Rego terms of snapshot section names (ruleInput).
+	sectionTerms map[string]*ast.Term
 }
 
 type fleetQueries struct {
@@ -152,7 +154,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("policy metadata: %w", err)
 	}
 
-	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}, params: paramsRead(compiler)}
+	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}, params: paramsRead(compiler), sectionTerms: sectionTermsOf()}
 	var facts []string
 	for _, r := range rules {
 		e.byID[r.ID] = r

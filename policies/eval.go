@@ -49,7 +49,7 @@ func (e *Engine) evalHost(ctx context.Context, doc map[string]any, cov *coverage
 		return hostEval{}, nil
 	}
 	// Converted once: a budget that runs out re-evaluates each rule on it.
-	input, err := ruleInput(doc)
+	input, err := e.ruleInput(doc)
 	if err != nil {
 		return hostEval{}, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
@@ -148,7 +148,7 @@ func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string
 			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
 		}
 		byName[name] = h
-		v, err := ruleInput(h) // provenance stays in h, for evidence
+		v, err := e.ruleInput(h) // provenance stays in h, for evidence
 		if err != nil {
 			return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", name, err)
 		}
@@ -349,7 +349,10 @@ const maxSourcesBelow = 3
 // attaches it to evidence from the full document. Leaving it out halves the
 // conversion of a GPU node's snapshot. Each section is converted straight
 // into the input object, with no copy of the document.
-func ruleInput(doc map[string]any) (ast.Value, error) {
+func (e *Engine) ruleInput(doc map[string]any) (ast.Value, error) {
+	// One allocation for every value term, as InterfaceToValue does; the
+	// section names' terms are made once, in New.
+	values := make([]ast.Term, len(doc))
 	items := make([][2]*ast.Term, 0, len(doc))
 	for k, v := range doc {
 		if k == "sources" {
@@ -359,7 +362,23 @@ func ruleInput(doc map[string]any) (ast.Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
-		items = append(items, ast.Item(ast.InternedTerm(k), ast.NewTerm(x)))
+		key, ok := e.sectionTerms[k]
+		if !ok {
+			key = ast.InternedTerm(k)
+		}
+		t := &values[len(items)]
+		t.Value = x
+		items = append(items, [2]*ast.Term{key, t})
 	}
 	return ast.NewObject(items...), nil
+}
+
+// sectionTermsOf are the terms of a snapshot's top-level member names,
+// shared read-only by every evaluation, as OPA shares its interned terms.
+func sectionTermsOf() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	for _, s := range snapshot.Sections() {
+		m[s] = ast.StringTerm(s)
+	}
+	return m
 }
