@@ -155,3 +155,18 @@ func TestCollectedHostsWriteNothing(t *testing.T) {
 		t.Errorf("summary %+v", res.Summary)
 	}
 }
+
+// Errors about a collected host name its root, not a file of the run: two
+// roots of one host name (once: two deleted work files).
+func TestCollectedHostErrorsNameTheRoot(t *testing.T) {
+	a, b := "../testdata/hosts/gpu-node", "./../testdata/hosts/gpu-node"
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Roots: []string{a, b}, NoExec: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []HostError{{Host: "gpu-a-001", Fleet: "gpu-training", Source: b,
+		Error: "host name also used by " + a + "; fleet-wide rules counted that file only"}}
+	if diff := cmp.Diff(want, res.Errors); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
