@@ -105,8 +105,8 @@ type HostRun struct {
 	Host  string `json:"host"`
 	Fleet string `json:"fleet"`
 	// Unread says why nothing of the host was read (a document that could
-	// not be loaded, a snapshot.CollectorSource error); "" when it was read. An
-	// unread host gets collection-error findings and nothing else.
+	// not be loaded, a snapshot.CollectorSource error); "" when it was
+	// read. An unread host gets collection-error findings and nothing else.
 	Unread string `json:"unread,omitempty"`
 	// Skipped are the rules that did not run on the host because facts
 	// they read were not collected.
