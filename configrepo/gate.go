@@ -43,6 +43,10 @@ type Options struct {
 	// WorkDir holds checkouts and rendered roots; a temporary directory
 	// (removed afterwards) when empty.
 	WorkDir string
+	// BaseCheckout and HeadCheckout, when set, are gated instead of
+	// checking out Base and Head: a change held in memory (a proposed
+	// fix) is gated without touching the user's repo.
+	BaseCheckout, HeadCheckout *Checkout
 	Version string
 	Log     *slog.Logger
 }
@@ -141,7 +145,7 @@ type fleetRun struct {
 
 // Run gates the change from opts.Base to opts.Head.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	if opts.Base == "" {
+	if opts.Base == "" && opts.BaseCheckout == nil {
 		return nil, errors.New("gate: no base ref")
 	}
 	log := opts.Log
@@ -162,14 +166,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	g := &gater{opts: opts, engine: engine, log: log}
-	head, err := g.side(ctx, opts.Head, filepath.Join(work, "head"))
+	head, err := g.side(ctx, opts.Head, opts.HeadCheckout, filepath.Join(work, "head"))
 	if err != nil {
 		return nil, err
 	}
 	if head.manifest == nil {
 		return nil, fmt.Errorf("%s at %s: no %s: not a fleetaudit config repo", opts.Repo, head.co.Label(), ManifestFile)
 	}
-	base, err := g.side(ctx, opts.Base, filepath.Join(work, "base"))
+	base, err := g.side(ctx, opts.Base, opts.BaseCheckout, filepath.Join(work, "base"))
 	var badManifest *manifestError
 	warning := ""
 	if errors.As(err, &badManifest) {
@@ -213,13 +217,15 @@ type gater struct {
 	log    *slog.Logger
 }
 
-// side checks out ref, renders and audits every fleet of its manifest.
-func (g *gater) side(ctx context.Context, ref, dir string) (*side, error) {
-	var co *Checkout
+// side checks out ref (unless co is given), renders and audits every fleet
+// of its manifest.
+func (g *gater) side(ctx context.Context, ref string, co *Checkout, dir string) (*side, error) {
 	var err error
-	if ref == WorkTree {
+	switch {
+	case co != nil:
+	case ref == WorkTree:
 		co, err = CheckoutWorkTree(ctx, g.opts.Repo)
-	} else {
+	default:
 		co, err = CheckoutRef(ctx, g.opts.Repo, ref)
 	}
 	if err != nil {
