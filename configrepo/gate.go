@@ -47,8 +47,8 @@ type Options struct {
 	// checking out Base and Head: a change held in memory (a proposed
 	// fix) is gated without touching the user's repo.
 	BaseCheckout, HeadCheckout *Checkout
-	Version string
-	Log     *slog.Logger
+	Version                    string
+	Log                        *slog.Logger
 }
 
 // Result is what a change does to each fleet.
