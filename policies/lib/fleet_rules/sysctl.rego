@@ -12,6 +12,9 @@ default sysctl_baseline := {}
 
 sysctl_baseline := data.fleetaudit.params.baseline.sysctl
 
+# Running values are text; a profile may write a baseline value as a number.
+baseline_text := {k: sysctl_text(v) | some k, v in sysctl_baseline}
+
 # [host, its compared sysctls] for every host (object.remove runs as one
 # builtin, not one Rego step per key).
 cleaned := [[h.host, object.remove(h.sysctl.running, ignored)] | some h in input.hosts]
@@ -35,9 +38,9 @@ distribution := {key: {v: n |
 }
 
 # Keys that can deviate: more than one value in the fleet, or a baseline.
-compared := {key | some key, dist in distribution; count(dist) > 1} | {key | some key, _ in sysctl_baseline; key in keys}
+compared := {key | some key, dist in distribution; count(dist) > 1} | {key | some key, _ in baseline_text; key in keys}
 
-expected := {key: skew.from_distribution(distribution[key], object.get(sysctl_baseline, key, null)) |
+expected := {key: skew.from_distribution(distribution[key], object.get(baseline_text, key, null)) |
 	some key in compared
 }
 
@@ -68,8 +71,18 @@ sysctl_skew contains f if {
 	v := m[key]
 	deviates(v, exp)
 	some host in hosts
-	f := skew.finding(host, v, exp, key, [sprintf("sysctl.running.%s", [key])])
+	f := object.union(skew.finding(host, v, exp, key, [sprintf("sysctl.running.%s", [key])]), skew_fix(key, exp))
 }
+
+# The fleet's value, declared or held by the majority, set in the fleet's
+# sysctl.d layer. Without consensus there is no value to set.
+skew_fix(key, exp) := {"fix": {"kind": "sysctl", "set": {key: exp.value}}} if exp.basis != "none"
+
+else := {}
+
+sysctl_text(x) := x if is_string(x)
+
+else := sprintf("%v", [x])
 
 deviates(_, exp) if exp.basis == "none"
 

@@ -63,3 +63,35 @@ test_alike_hosts_share_a_group if {
 	]}
 	count(sysctl.groups) == 2 with input as fleet
 }
+
+test_fix_sets_the_majority_value if {
+	fleet := {"fleet": "gpu", "hosts": [
+		host("a", {"vm.swappiness": "10", "net.core.somaxconn": "4096"}),
+		host("b", {"vm.swappiness": "10", "net.core.somaxconn": "4096"}),
+		host("c", {"vm.swappiness": "10", "net.core.somaxconn": "4096"}),
+		host("d", {"vm.swappiness": "60", "net.core.somaxconn": "4096"}),
+	]}
+	[f] := [f | some f in sysctl.sysctl_skew with input as fleet]
+	f.fix == {"kind": "sysctl", "set": {"vm.swappiness": "10"}}
+}
+
+# A baseline the profile wrote as a number compares with the running text,
+# and the fix sets it as text.
+test_fix_sets_the_declared_baseline if {
+	fleet := {"fleet": "gpu", "hosts": [host("a", {"vm.swappiness": "10"}), host("b", {"vm.swappiness": "1"})]}
+	every baseline in [1, "1"] {
+		findings := sysctl.sysctl_skew with input as fleet with data.fleetaudit.params as {"baseline": {"sysctl": {"vm.swappiness": baseline}}}
+		[f] := [f | some f in findings]
+		f.host == "a"
+		f.fix == {"kind": "sysctl", "set": {"vm.swappiness": "1"}}
+	}
+}
+
+test_no_consensus_has_no_fix if {
+	fleet := {"fleet": "gpu", "hosts": [host("a", {"vm.swappiness": "10"}), host("b", {"vm.swappiness": "30"}), host("c", {"vm.swappiness": "60"})]}
+	findings := sysctl.sysctl_skew with input as fleet
+	count(findings) == 3
+	every f in findings {
+		not f.fix
+	}
+}

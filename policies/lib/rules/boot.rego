@@ -305,5 +305,9 @@ boot_param_forbidden contains f if {
 	f := {
 		"msg": sprintf("%s=%s on the %s kernel command line is forbidden in this fleet", [p, concat("|", values), concat(" and ", where)]),
 		"evidence": [sprintf("boot.%s.params.%s", [w, p]) | some w in where],
+		# Removed rather than set to 0: zero switches off a size, but the
+		# param may be a flag (nosmt=0 still disables SMT) or a list
+		# (isolcpus=0 isolates CPU 0).
+		"fix": {"kind": "boot-param", "remove": [p]},
 	}
 }

@@ -224,3 +224,22 @@ test_nothing_forbidden_by_default if {
 	h := {"boot": {"running": {"params": {"hugetlb_cma": "6G"}}, "configured": {"params": {}}}}
 	count(boot.boot_param_forbidden) == 0 with input as h
 }
+
+test_mitigations_off_fix_removes_the_param if {
+	h := {"boot": {"running": {"params": {"mitigations": "off"}}, "configured": {"params": {"mitigations": "off"}}}}
+	[f] := [f | some f in boot.mitigations_off with input as h]
+	f.fix == {"kind": "boot-param", "remove": ["mitigations"]}
+}
+
+# A forbidden param is removed, whatever its form: "0" would switch off a
+# size but not a flag or a list.
+test_forbidden_param_fix_removes_only_that_param if {
+	h := {"boot": {"running": {"params": {"numa": "off", "isolcpus": "2-7", "quiet": ""}}, "configured": {"params": {"numa": "off", "isolcpus": "2-7"}}}}
+	params := {"forbidden_boot_params": ["numa", "isolcpus"], "forbidden_boot_param_values": {"quiet": [""]}}
+	findings := boot.boot_param_forbidden with input as h with data.fleetaudit.params as params
+	{[f.evidence[0], f.fix] | some f in findings} == {
+		["boot.configured.params.numa", {"kind": "boot-param", "remove": ["numa"]}],
+		["boot.configured.params.isolcpus", {"kind": "boot-param", "remove": ["isolcpus"]}],
+		["boot.running.params.quiet", {"kind": "boot-param", "remove": ["quiet"]}],
+	}
+}

@@ -43,6 +43,12 @@ below(v) if {
 
 limit_text("") := sprintf("unset (kernel default %d KiB)", [kernel_default_kb])
 
+# The minimum as a limits.conf value: a fix's values are strings, and the
+# profile may give the param as a number.
+memlock_value := memlock_min if is_string(memlock_min)
+
+else := format_int(memlock_min, 10)
+
 limit_text(v) := v if v != ""
 
 # METADATA
@@ -78,7 +84,7 @@ memlock_too_low contains f if {
 	f := {
 		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value), memlock_min]),
 		"evidence": [sprintf("limits.effective.%s.memlock.%s", [domain, kind])],
-		"fix": {"kind": "limits", "set": {"domain": domain, "item": "memlock", "value": memlock_min}},
+		"fix": {"kind": "limits", "set": {"domain": domain, "type": kind, "item": "memlock", "value": memlock_value}},
 	}
 }
 
@@ -116,10 +122,16 @@ nofile_too_low contains f if {
 	f := {
 		"msg": sprintf("hard nofile limit for * is %s, below %d", [v, nofile_min]),
 		"evidence": ["limits.effective.*.nofile.hard"],
+		"fix": {"kind": "limits", "set": {"domain": "*", "type": "hard", "item": "nofile", "value": format_int(nofile_min, 10)}},
 	}
 }
 
 default nccl_stack_safe := "2.30.4"
+
+# The soft stack a fix sets: the kernel's default soft limit (_STK_LIM,
+# 8 MiB), the size glibc then gives new threads and the one NCCL 2.30.4
+# falls back to itself. The hard limit is left as it is.
+stack_soft_kb := "8192"
 
 nccl_stack_safe := data.fleetaudit.params.nccl_min_stack_safe
 
@@ -156,5 +168,6 @@ stack_unlimited contains f if {
 	f := {
 		"msg": sprintf("stack limit for %s is unlimited and NCCL %s is older than %s", [domain, concat(", ", sort(old)), nccl_stack_safe]),
 		"evidence": [sprintf("limits.effective.%s.stack.soft", [domain]), "libraries.nccl"],
+		"fix": {"kind": "limits", "set": {"domain": domain, "type": "soft", "item": "stack", "value": stack_soft_kb}},
 	}
 }

@@ -58,3 +58,35 @@ test_stack_finite_or_new_nccl if {
 	h2 := object.union(host({"*": {"stack": {"soft": "unlimited", "hard": "unlimited"}}}, "6.8.0"), {"libraries": {"nccl": [{"version": "2.30.4"}]}})
 	count(limits.stack_unlimited) == 0 with input as h2
 }
+
+test_memlock_fix_per_domain_and_type if {
+	h := host({"*": {"memlock": {"soft": "65536", "hard": "unlimited"}}, "trainer": {"memlock": {"soft": "unlimited", "hard": "8192"}}}, "6.8.0")
+	findings := limits.memlock_too_low with input as h with data.fleetaudit.params as {"job_user": "trainer"}
+	{f.fix | some f in findings} == {
+		{"kind": "limits", "set": {"domain": "*", "type": "soft", "item": "memlock", "value": "unlimited"}},
+		{"kind": "limits", "set": {"domain": "trainer", "type": "hard", "item": "memlock", "value": "unlimited"}},
+	}
+}
+
+# A profile may write memlock_min_kb as a number; a fix's values are strings.
+test_memlock_fix_value_is_the_fleet_minimum_as_text if {
+	h := host({"*": {"memlock": {"soft": "65536", "hard": "unlimited"}}}, "6.8.0")
+	[f] := [f | some f in limits.memlock_too_low] with input as h with data.fleetaudit.params as {"memlock_min_kb": 67108864}
+	f.fix == {"kind": "limits", "set": {"domain": "*", "type": "soft", "item": "memlock", "value": "67108864"}}
+	[g] := [g | some g in limits.memlock_too_low] with input as h with data.fleetaudit.params as {"memlock_min_kb": "1048576"}
+	g.fix.set.value == "1048576"
+}
+
+test_nofile_fix_raises_the_hard_limit if {
+	h := host({"*": {"nofile": {"soft": "1024", "hard": "4096"}}}, "6.8.0")
+	[f] := [f | some f in limits.nofile_too_low with input as h]
+	f.fix == {"kind": "limits", "set": {"domain": "*", "type": "hard", "item": "nofile", "value": "65536"}}
+	[g] := [g | some g in limits.nofile_too_low] with input as h with data.fleetaudit.params as {"nofile_min": 1048576}
+	g.fix.set.value == "1048576"
+}
+
+test_stack_fix_sets_a_finite_soft_limit_for_that_domain if {
+	h := object.union(host({"*": {}, "@hpc": {"stack": {"soft": "unlimited", "hard": "unlimited"}}}, "6.8.0"), {"libraries": {"nccl": [{"version": "2.21.5"}]}})
+	[f] := [f | some f in limits.stack_unlimited with input as h]
+	f.fix == {"kind": "limits", "set": {"domain": "@hpc", "type": "soft", "item": "stack", "value": "8192"}}
+}

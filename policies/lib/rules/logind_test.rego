@@ -37,3 +37,9 @@ test_config_repo_still_checked_without_binary if {
 	h := {"source": {"kind": "config-repo"}, "os": {"id": "ubuntu", "version_id": "24.04"}, "logind": {"installed": false, "remove_ipc": "yes", "remove_ipc_default": true}}
 	count(logind.removeipc_enabled) == 1 with input as h
 }
+
+test_defaulted_yes_gets_the_same_fix if {
+	host := {"logind": {"remove_ipc": "yes", "remove_ipc_default": true}, "os": {"id": "ubuntu", "version_id": "22.04"}}
+	[f] := [f | some f in logind.removeipc_enabled with input as host]
+	f.fix == {"kind": "logind", "set": {"RemoveIPC": "no"}}
+}

@@ -21,3 +21,14 @@ test_iommu_passthrough_or_vm if {
 	count(memory.iommu_translating) == 0 with input as {"iommu": {"enabled": true, "passthrough": false, "hypervisor": true}}
 	count(memory.iommu_translating) == 0 with input as {"iommu": {"enabled": false, "passthrough": false, "hypervisor": false}}
 }
+
+test_thp_always_fix if {
+	[f] := [f | some f in memory.thp_always with input as {"memory": {"transparent_hugepages": "always"}}]
+	f.fix == {"kind": "boot-param", "set": {"transparent_hugepage": "madvise"}}
+}
+
+test_iommu_translating_fix if {
+	h := {"iommu": {"enabled": true, "passthrough": false, "hypervisor": false, "group_types": {"DMA": 4}}}
+	[f] := [f | some f in memory.iommu_translating with input as h]
+	f.fix == {"kind": "boot-param", "set": {"iommu": "pt"}}
+}

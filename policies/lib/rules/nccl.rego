@@ -49,12 +49,23 @@ debug_severity(name, value) := "high" if {
 nccl_debug_env contains f if {
 	some name, value in env
 	sev := debug_severity(name, value)
-	f := {
-		"msg": sprintf("%s=%s is set for every job on the host; NCCL documents it as a debugging setting", [name, value]),
-		"evidence": [fact(name)],
-		"severity": sev,
-	}
+	f := object.union(
+		{
+			"msg": sprintf("%s=%s is set for every job on the host; NCCL documents it as a debugging setting", [name, value]),
+			"evidence": [fact(name)],
+			"severity": sev,
+		},
+		debug_fix(name),
+	)
 }
+
+# NCCL_IB_DISABLE=0 is NCCL's default, so setting it where NCCL reads with
+# the highest precedence undoes the debug setting. The other knobs have no
+# neutral value (any NCCL_ALGO forces an algorithm): removing the line is
+# their fix, which an nccl-env fix cannot express.
+debug_fix("NCCL_IB_DISABLE") := {"fix": {"kind": "nccl-env", "set": {"NCCL_IB_DISABLE": "0"}}}
+
+debug_fix(name) := {} if name != "NCCL_IB_DISABLE"
 
 nccl_versions := {l.version | some l in input.libraries.nccl; not l.version in {"", "unknown"}}
 
@@ -133,8 +144,26 @@ efa_problem("rdma") := sprintf("FI_EFA_USE_DEVICE_RDMA=%s, so the NIC does not r
 efa_nccl_env contains f if {
 	efa_present
 	count(efa_problems) > 0
-	f := {
-		"msg": sprintf("EFA host: %s", [concat("; ", sort(efa_problems))]),
-		"evidence": ["rdma.devices", "nccl_config.effective"],
-	}
+	f := object.union(
+		{
+			"msg": sprintf("EFA host: %s", [concat("; ", sort(efa_problems))]),
+			"evidence": ["rdma.devices", "nccl_config.effective"],
+		},
+		efa_fix,
+	)
 }
+
+# NCCL_COLLNET_ENABLE=0 is NCCL's default. NCCL_SOCKET_IFNAME needs the
+# instance's primary interface, which no snapshot records: a host missing it
+# gets no fix, since a fix that leaves part of the finding is no fix.
+efa_fix := {} if {
+	not env.NCCL_SOCKET_IFNAME
+} else := {"fix": {"kind": "nccl-env", "set": object.union(collnet_set, rdma_set)}}
+
+collnet_set := {"NCCL_COLLNET_ENABLE": "0"} if efa_problem("collnet")
+
+else := {}
+
+rdma_set := {"FI_EFA_USE_DEVICE_RDMA": "1"} if efa_problem("rdma")
+
+else := {}

@@ -43,3 +43,35 @@ test_collnet_on_infiniband_is_fine if {
 	count(nccl.efa_nccl_env) == 0 with input as host({"NCCL_COLLNET_ENABLE": "1"}, ib)
 	count(nccl.nccl_debug_env) == 0 with input as host({"NCCL_COLLNET_ENABLE": "1"}, ib)
 }
+
+test_ib_disable_fix_sets_the_default if {
+	[f] := [f | some f in nccl.nccl_debug_env with input as host({"NCCL_IB_DISABLE": "1"}, ib)]
+	f.fix == {"kind": "nccl-env", "set": {"NCCL_IB_DISABLE": "0"}}
+
+	# The fixed value is not a finding.
+	count(nccl.nccl_debug_env) == 0 with input as host({"NCCL_IB_DISABLE": "0"}, ib)
+}
+
+# NCCL_ALGO has no neutral value: only removing it helps, which set cannot do.
+test_debug_knob_without_a_neutral_value_has_no_fix if {
+	[f] := [f | some f in nccl.nccl_debug_env with input as host({"NCCL_ALGO": "Ring"}, ib)]
+	not f.fix
+}
+
+test_efa_fix_sets_only_the_wrong_variables if {
+	h := host({"NCCL_SOCKET_IFNAME": "ens32", "NCCL_COLLNET_ENABLE": "1", "FI_EFA_USE_DEVICE_RDMA": "0"}, efa)
+	[f] := [f | some f in nccl.efa_nccl_env with input as h]
+	f.fix == {"kind": "nccl-env", "set": {"NCCL_COLLNET_ENABLE": "0", "FI_EFA_USE_DEVICE_RDMA": "1"}}
+	h2 := host({"NCCL_SOCKET_IFNAME": "ens32", "NCCL_COLLNET_ENABLE": "1", "FI_EFA_USE_DEVICE_RDMA": "1"}, efa)
+	[g] := [g | some g in nccl.efa_nccl_env with input as h2]
+	g.fix == {"kind": "nccl-env", "set": {"NCCL_COLLNET_ENABLE": "0"}}
+
+	# The fixed values are not a finding.
+	count(nccl.efa_nccl_env) == 0 with input as host({"NCCL_SOCKET_IFNAME": "ens32", "NCCL_COLLNET_ENABLE": "0", "FI_EFA_USE_DEVICE_RDMA": "1"}, efa)
+}
+
+# The interface NCCL_SOCKET_IFNAME needs is in no snapshot.
+test_efa_without_socket_ifname_has_no_fix if {
+	[f] := [f | some f in nccl.efa_nccl_env with input as host({"NCCL_COLLNET_ENABLE": "1"}, efa)]
+	not f.fix
+}

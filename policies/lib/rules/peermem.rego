@@ -47,8 +47,14 @@ peermem_dual_modules contains f if {
 	f := {
 		"msg": sprintf("nv_peer_mem (%s) and nvidia_peermem (%s) are both present; only nvidia_peermem may be used", [where("nv_peer_mem"), where("nvidia_peermem")]),
 		"evidence": array.concat(["modules.loaded"], array.concat(module_evidence("nv_peer_mem"), module_evidence("nvidia_peermem"))),
+		"fix": dual_fix,
 	}
 }
+
+# Keep nvidia_peermem loading at boot when only a running module had it.
+dual_fix := {"kind": "modules", "blacklist": ["nv_peer_mem"]} if configured("nvidia_peermem")
+
+else := {"kind": "modules", "load": ["nvidia_peermem"], "blacklist": ["nv_peer_mem"]}
 
 # Releases with the nvidia-peermem invalidation/teardown race fixed, per
 # branch (NVIDIA bug 4272659, as the hazard catalog records it).
@@ -143,8 +149,17 @@ gpudirect_path_missing contains f if {
 	not loaded("nvidia_peermem")
 	not loaded("nv_peer_mem")
 	count(dmabuf_impossible) > 0
-	f := {
-		"msg": sprintf("RDMA devices are present but neither nvidia_peermem is loaded nor DMA-BUF possible (%s)", [concat("; ", sort(dmabuf_impossible))]),
-		"evidence": ["rdma.devices", "modules.loaded", "nvidia.flavor", "kernel.release"],
-	}
+	f := object.union(
+		{
+			"msg": sprintf("RDMA devices are present but neither nvidia_peermem is loaded nor DMA-BUF possible (%s)", [concat("; ", sort(dmabuf_impossible))]),
+			"evidence": ["rdma.devices", "modules.loaded", "nvidia.flavor", "kernel.release"],
+		},
+		load_fix,
+	)
 }
+
+# Configured to load and still not loaded is a module that fails to load:
+# listing it again fixes nothing.
+load_fix := {} if configured("nvidia_peermem")
+
+else := {"fix": {"kind": "modules", "load": ["nvidia_peermem"]}}

@@ -72,3 +72,26 @@ test_gpudirect_no_rdma if {
 	h := object.union(object.remove(host(["nvidia"], {}, "550.90.07"), ["rdma"]), {"rdma": {"devices": {}}})
 	count(peermem.gpudirect_path_missing) == 0 with input as h
 }
+
+test_dual_modules_fix_blacklists_nv_peer_mem if {
+	h := host(["nv_peer_mem", "nvidia"], {"nvidia_peermem": true}, "550.90.07")
+	[f] := [f | some f in peermem.peermem_dual_modules with input as h]
+	f.fix == {"kind": "modules", "blacklist": ["nv_peer_mem"]}
+}
+
+# nvidia_peermem loaded but not configured: blacklisting nv_peer_mem alone
+# would leave no peer-memory module after the next boot.
+test_dual_modules_fix_keeps_nvidia_peermem_at_boot if {
+	h := host(["nv_peer_mem", "nvidia_peermem"], {"nv_peer_mem": true}, "550.90.07")
+	[f] := [f | some f in peermem.peermem_dual_modules with input as h]
+	f.fix == {"kind": "modules", "load": ["nvidia_peermem"], "blacklist": ["nv_peer_mem"]}
+}
+
+test_gpudirect_fix_loads_nvidia_peermem if {
+	[f] := [f | some f in peermem.gpudirect_path_missing with input as host(["nvidia"], {}, "550.90.07")]
+	f.fix == {"kind": "modules", "load": ["nvidia_peermem"]}
+
+	# Configured and still not loaded: listing it again fixes nothing.
+	[g] := [g | some g in peermem.gpudirect_path_missing with input as host(["nvidia"], {"nvidia_peermem": true}, "550.90.07")]
+	not g.fix
+}

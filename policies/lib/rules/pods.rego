@@ -70,11 +70,34 @@ pod_shm_unbounded contains f if {
 	v := volume(p, m.name)
 	v.emptyDir.medium == "Memory"
 	not v.emptyDir.sizeLimit
-	f := {
-		"msg": sprintf("pod %s mounts a memory emptyDir at /dev/shm (volume %s) without sizeLimit", [name(p), m.name]),
-		"evidence": [pod_path(i)],
-	}
+	f := object.union(
+		{
+			"msg": sprintf("pod %s mounts a memory emptyDir at /dev/shm (volume %s) without sizeLimit", [name(p), m.name]),
+			"evidence": [pod_path(i)],
+		},
+		shm_fix(p, m.name),
+	)
 }
+
+# The size limit a fix gives the volume: the memory limit of the containers
+# that mount it, when they have one and agree. The volume's pages count
+# against that limit anyway (the kubelet sizes a memory emptyDir by the
+# pod's memory); the sizeLimit makes the bound explicit and enforced by
+# eviction. Without a memory limit the size has to fit the job, which no
+# snapshot knows: no fix. The pod is found by the finding's evidence, whose
+# source names the manifest file and line.
+shm_fix(p, vol_name) := {"fix": {"kind": "pod", "volume_size_limit": {"volume": vol_name, "size": size}}} if {
+	mounting := [c | some c in containers(p); shm_mount(c).name == vol_name]
+	sizes := {quantity(c.resources.limits.memory) | some c in mounting}
+	count([c | some c in mounting; c.resources.limits.memory]) == count(mounting)
+	count(sizes) == 1
+	some size in sizes
+} else := {}
+
+# A resource quantity as a string; a manifest may write a number of bytes.
+quantity(q) := q if is_string(q)
+
+else := format_int(q, 10)
 
 # METADATA
 # title: Multi-GPU or NCCL pod with the default 64 MiB /dev/shm
@@ -156,6 +179,7 @@ pod_rdma_without_ipc_lock contains f if {
 	f := {
 		"msg": sprintf("container %s of pod %s uses RDMA without the IPC_LOCK capability", [c.name, name(p)]),
 		"evidence": [pod_path(i)],
+		"fix": {"kind": "pod", "container": c.name, "add_capabilities": ["IPC_LOCK"]},
 	}
 }
 
@@ -186,11 +210,21 @@ pod_memory_limit_missing contains f if {
 	some c in containers(p)
 	gpu_count(c) > 0
 	not c.resources.limits.memory
-	f := {
-		"msg": sprintf("GPU container %s of pod %s has no memory limit", [c.name, name(p)]),
-		"evidence": [pod_path(i)],
-	}
+	f := object.union(
+		{
+			"msg": sprintf("GPU container %s of pod %s has no memory limit", [c.name, name(p)]),
+			"evidence": [pod_path(i)],
+		},
+		memory_fix(c),
+	)
 }
+
+# A container that requests memory gets that as its limit: the scheduler
+# already reserved it on the node. Without a request the right limit is the
+# job's to say: no fix.
+memory_fix(c) := {"fix": {"kind": "pod", "container": c.name, "resources": {"limits": {"memory": quantity(c.resources.requests.memory)}}}} if {
+	c.resources.requests.memory
+} else := {}
 
 debug_knobs := {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_IB_DISABLE"}
 

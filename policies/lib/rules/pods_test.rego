@@ -67,3 +67,44 @@ test_pod_template_of_a_workload if {
 	job := {"kind": "Job", "metadata": {"name": "train"}, "spec": {"template": {"spec": {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}
 	count(pods.pod_memory_limit_missing) == 1 with input as {"pods": [job]}
 }
+
+test_shm_unbounded_fix_sizes_the_volume_by_the_memory_limit if {
+	p := pod("w0", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({"medium": "Memory"})]})
+	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
+	f.fix == {"kind": "pod", "volume_size_limit": {"volume": "dshm", "size": "512Gi"}}
+
+	# A manifest's number of bytes is a quantity too.
+	bytes := pod("w0", {"containers": [gpu_container(8, object.union(shm_mount, {"resources": {"limits": {"memory": 68719476736}}}))], "volumes": [shm_volume({"medium": "Memory"})]})
+	[g] := [g | some g in pods.pod_shm_unbounded with input as {"pods": [bytes]}]
+	g.fix.volume_size_limit == {"volume": "dshm", "size": "68719476736"}
+}
+
+# Two containers share the volume: one finding, and a fix only when their
+# memory limits agree on a size.
+test_shm_unbounded_fix_needs_one_size if {
+	other := object.union(gpu_container(8, shm_mount), {"name": "sidecar", "resources": {"limits": {"memory": "8Gi"}}})
+	p := pod("w0", {"containers": [gpu_container(8, shm_mount), other], "volumes": [shm_volume({"medium": "Memory"})]})
+	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
+	not f.fix
+	nolimit := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 8}}, "volumeMounts": shm_mount.volumeMounts}
+	q := pod("w1", {"containers": [nolimit], "volumes": [shm_volume({"medium": "Memory"})]})
+	[g] := [g | some g in pods.pod_shm_unbounded with input as {"pods": [q]}]
+	not g.fix
+}
+
+test_rdma_without_ipc_lock_fix_names_the_container if {
+	c := object.union(gpu_container(8, {"resources": {"limits": {"rdma/ib": 1}}}), {"name": "worker"})
+	[f] := [f | some f in pods.pod_rdma_without_ipc_lock with input as {"pods": [pod("w0", {"containers": [c]})]}]
+	f.fix == {"kind": "pod", "container": "worker", "add_capabilities": ["IPC_LOCK"]}
+}
+
+test_memory_limit_fix_is_the_request if {
+	c := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 8}, "requests": {"memory": "900Gi"}}}
+	[f] := [f | some f in pods.pod_memory_limit_missing with input as {"pods": [pod("w0", {"containers": [c]})]}]
+	f.fix == {"kind": "pod", "container": "trainer", "resources": {"limits": {"memory": "900Gi"}}}
+
+	# No request: the limit is the job's to choose.
+	d := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 8}}}
+	[g] := [g | some g in pods.pod_memory_limit_missing with input as {"pods": [pod("w0", {"containers": [d]})]}]
+	not g.fix
+}

@@ -119,12 +119,22 @@ tcp_tw_recycle contains f if {
 	v := input.sysctl.configured["net.ipv4.tcp_tw_recycle"]
 	v != "0"
 	stale := knob_removed
-	f := {
-		"msg": tw_message(v, stale),
-		"evidence": ["sysctl.configured.net.ipv4.tcp_tw_recycle", "kernel.release"],
-		"severity": tw_severity(stale),
-	}
+	f := object.union(
+		{
+			"msg": tw_message(v, stale),
+			"evidence": ["sysctl.configured.net.ipv4.tcp_tw_recycle", "kernel.release"],
+			"severity": tw_severity(stale),
+		},
+		tw_fix(stale),
+	)
 }
+
+# Where the knob exists, 0 in the fleet's drop-in overrides the line. Where
+# Linux removed it, the fix is deleting the stale line, which a drop-in
+# cannot do (and a new line would be ignored at boot too): no fix.
+tw_fix(false) := {"fix": {"kind": "sysctl", "set": {"net.ipv4.tcp_tw_recycle": "0"}}}
+
+tw_fix(true) := {}
 
 # Linux 4.12 removed the knob; an unknown kernel counts as a newer one.
 knob_removed := false if version.less(input.kernel.release, "4.12")

@@ -64,3 +64,33 @@ test_invalid_congestion_control if {
 	h2 := host({"net.ipv4.tcp_available_congestion_control": "reno cubic bbr"}, {"net.ipv4.tcp_congestion_control": "bbr"})
 	count(sysctl.sysctl_invalid) == 0 with input as h2
 }
+
+test_numa_balancing_fix if {
+	[f] := [f | some f in sysctl.numa_balancing_enabled with input as host({"kernel.numa_balancing": "1"}, {})]
+	f.fix == {"kind": "sysctl", "set": {"kernel.numa_balancing": "0"}}
+}
+
+# The fix sets the fleet's minimum, a string whatever the profile wrote.
+test_max_map_count_fix_is_the_fleet_minimum if {
+	h := host({"vm.max_map_count": "65530"}, {})
+	[f] := [f | some f in sysctl.max_map_count_low with input as h]
+	f.fix == {"kind": "sysctl", "set": {"vm.max_map_count": "262144"}}
+	[g] := [g | some g in sysctl.max_map_count_low] with input as h with data.fleetaudit.params as {"max_map_count_min": 1048576}
+	g.fix == {"kind": "sysctl", "set": {"vm.max_map_count": "1048576"}}
+}
+
+test_somaxconn_fix_is_the_fleet_minimum if {
+	h := host({"net.core.somaxconn": "1024"}, {"net.core.somaxconn": "1024"})
+	[f] := [f | some f in sysctl.somaxconn_low] with input as h with data.fleetaudit.params as {"somaxconn_min": 8192}
+	f.fix == {"kind": "sysctl", "set": {"net.core.somaxconn": "8192"}}
+}
+
+test_tcp_tw_recycle_fix_only_where_the_knob_exists if {
+	old := object.union(host({}, {"net.ipv4.tcp_tw_recycle": "1"}), {"kernel": {"release": "4.4.0-210-generic"}})
+	[f] := [f | some f in sysctl.tcp_tw_recycle with input as old]
+	f.fix == {"kind": "sysctl", "set": {"net.ipv4.tcp_tw_recycle": "0"}}
+
+	# Linux 4.12 removed it: only deleting the line helps, no drop-in does.
+	[g] := [g | some g in sysctl.tcp_tw_recycle with input as host({}, {"net.ipv4.tcp_tw_recycle": "1"})]
+	not g.fix
+}
