@@ -400,3 +400,63 @@ func TestPlanRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Findings seen on live hosts are grouped by (rule, repo fleet), one
+// proposal per group listing its hosts; findings without a fix or whose
+// fleet is not in the repo are skipped with the reason.
+func TestPlanFromAuditFindings(t *testing.T) {
+	r := cmaRepo(t, twoFleets)
+	cma := map[string]any{"kind": "boot-param", "set": map[string]any{"hugetlb_cma": "0"}}
+	audit := []policies.Finding{
+		{Rule: ruleCMA, Fleet: "gpu-training", Host: "gpu-a-002", Severity: "critical", Message: "hugetlb_cma=6G", Fix: cma},
+		{Rule: ruleCMA, Fleet: "gpu-training", Host: "gpu-a-001", Severity: "critical", Message: "hugetlb_cma=6G", Fix: cma},
+		{Rule: ruleCMA, Fleet: "gpu-training", Host: "gpu-a-001", Severity: "critical", Message: "again", Fix: cma},
+		{Rule: "peermem-teardown-race", Fleet: "gpu-training", Host: "gpu-a-001", Severity: "high"},
+		{Rule: ruleCMA, Fleet: "inference", Host: "inf-01", Severity: "critical", Fix: cma},
+		{Rule: "numa-balancing-enabled", Fleet: "gpu-training", Host: "gpu-a-003", Severity: "medium",
+			Fix: map[string]any{"kind": "sysctl", "set": map[string]any{"kernel.numa_balancing": "0"}}},
+	}
+	p := plan(t, r, Options{Audit: audit})
+	var got []string
+	for _, g := range p.Groups {
+		got = append(got, g.Rule+"/"+g.Fleet+" "+strings.Join(g.Hosts, ","))
+	}
+	if diff := cmp.Diff([]string{"hugetlb-cma-on-gpu/gpu-training gpu-a-001,gpu-a-002", "numa-balancing-enabled/gpu-training gpu-a-003"}, got); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	prop := proposal(t, p.Groups[0])
+	if diff := cmp.Diff([]string{"gpu-a-001", "gpu-a-002"}, prop.Hosts); diff != "" {
+		t.Errorf("hosts (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(prop.Body, "**Affected hosts** (2, from the audit): gpu-a-001, gpu-a-002") {
+		t.Errorf("body:\n%s", prop.Body)
+	}
+	// The repo at base does not show numa balancing for gpu-training: the
+	// hosts drifted from the repo, and no repo change is proven to help.
+	if g := p.Groups[1]; g.Proposal != nil || !strings.Contains(g.Refused, "the repo at HEAD does not show numa-balancing-enabled for fleet gpu-training") {
+		t.Errorf("numa group: refused %q", g.Refused)
+	}
+	want := []Skipped{
+		{Rule: ruleCMA, Fleet: "inference", Hosts: []string{"inf-01"}, Reason: "fleet inference is not in the repo's fleetaudit.yaml (fleets: gpu-training, web-serving)"},
+		{Rule: "peermem-teardown-race", Fleet: "gpu-training", Hosts: []string{"gpu-a-001"}, Reason: "no fix: the rule attaches no config change (its remediation is for people)"},
+	}
+	if diff := cmp.Diff(want, p.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseAudit(t *testing.T) {
+	data, err := os.ReadFile("../cmd/fleetaudit/testdata/audit-example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := ParseAudit(data)
+	if err != nil || len(fs) == 0 || fs[0].Fix == nil {
+		t.Fatalf("ParseAudit: %d findings, %v", len(fs), err)
+	}
+	for _, bad := range []string{`{"schema": "fleetaudit.gate/v1"}`, `[]`, `{`} {
+		if _, err := ParseAudit([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
