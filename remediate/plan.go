@@ -384,7 +384,7 @@ func judge(res *configrepo.Result, g *Group) []string {
 			}
 			for _, f := range slices.Concat(fr.Unchanged, fr.Introduced) {
 				if f.Rule == g.Rule {
-					stays = append(stays, fmt.Sprintf("%s (%s)", f.Message, sources(f)))
+					stays = append(stays, f.Message)
 				}
 			}
 			for _, r := range resolved {
@@ -393,8 +393,15 @@ func judge(res *configrepo.Result, g *Group) []string {
 			if len(resolved) == 0 && len(stays) == 0 {
 				lines = append(lines, fmt.Sprintf("FAIL %s was not found in fleet %s at base, so the fix resolves nothing", g.Rule, fr.Fleet))
 			}
-			for _, s := range stays {
-				lines = append(lines, fmt.Sprintf("FAIL %s stays in fleet %s: %s: the fix is placed where it does not win", g.Rule, fr.Fleet, s))
+			for _, f := range slices.Concat(fr.Unchanged, fr.Introduced) {
+				if f.Rule != g.Rule {
+					continue
+				}
+				why := "the fix is placed where it does not win"
+				if fromBaseline(f) {
+					why = "its facts come from the fleet's baseline snapshot, not from the repo's files, so no change to the repo resolves it"
+				}
+				lines = append(lines, fmt.Sprintf("FAIL %s stays in fleet %s: %s (%s): %s", g.Rule, fr.Fleet, f.Message, sources(f), why))
 			}
 		}
 		for _, f := range fr.Introduced {
@@ -418,6 +425,22 @@ func judge(res *configrepo.Result, g *Group) []string {
 		lines = append(lines, "introduced in any fleet: nothing")
 	}
 	return lines
+}
+
+// fromBaseline says whether every fact a finding cites with a source was
+// read from the fleet's baseline snapshot.
+func fromBaseline(f policies.Finding) bool {
+	n := 0
+	for _, e := range f.Evidence {
+		if e.Source == "" {
+			continue
+		}
+		if !strings.Contains(e.Source, "(baseline ") {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 func sources(f policies.Finding) string {

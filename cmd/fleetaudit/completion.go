@@ -24,6 +24,7 @@ func registerCompletions(root *cobra.Command) {
 		"fleetaudit audit":         reports.Formats(),
 		"fleetaudit gate":          reports.GateFormats(),
 		"fleetaudit policies list": listFormats,
+		"fleetaudit remediate":     remediateFormats,
 	}
 	fixed := func(values []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -43,7 +44,11 @@ func registerCompletions(root *cobra.Command) {
 			_ = cmd.RegisterFlagCompletionFunc("fail-on", fixed(failOnLevels))
 		}
 		if f.Lookup("fleet") != nil {
-			_ = cmd.RegisterFlagCompletionFunc("fleet", completeFleets)
+			if cmd.CommandPath() == "fleetaudit remediate" {
+				_ = cmd.RegisterFlagCompletionFunc("fleet", completeRepoFleets)
+			} else {
+				_ = cmd.RegisterFlagCompletionFunc("fleet", completeFleets)
+			}
 		}
 		for _, name := range []string{"rule", "rules"} {
 			if f.Lookup(name) != nil {

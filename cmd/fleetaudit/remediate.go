@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetaudit/fleetaudit/configrepo"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/remediate"
+	"github.com/fleetaudit/fleetaudit/remediate/githubpr"
+	"github.com/fleetaudit/fleetaudit/reports"
+)
+
+// remediateFormats are the formats of remediate.
+var remediateFormats = []string{"json", "table"}
+
+func newRemediateCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "remediate",
+		Short: "Propose the narrowest fix for each finding, proven by the gate, as a diff or a pull request",
+		Long: `remediate turns findings into config repo changes. For each (rule, fleet) group it takes the
+fix the rule attached, places it in the layers of that fleet that no unaffected fleet uses (a
+drop-in such as etc/default/grub.d/99-fleetaudit.cfg or etc/sysctl.d/99-fleetaudit.conf, edited in
+place when it exists; a new layer of the fleet's own in fleetaudit.yaml when every layer it
+stacks is shared), applies it to a copy of --base held in memory, and gates base against the
+copy: every finding of the group must be resolved and nothing introduced in any fleet.
+A fix that cannot be placed or is not proven is refused with the reason, never proposed.
+
+Findings come from the repo itself (its fleets rendered and audited at --base), or with
+--findings from an audit's JSON report (fleetaudit audit --format json): each finding goes to
+the repo fleet named by its fleet (or judged by that profile), and the group lists its hosts.
+
+--dry-run prints, per group, the findings, the placement, the gate's proof and a unified diff
+that git apply takes on --base; nothing is written. --github OWNER/REPO pushes one branch
+(fleetaudit/fix/<rule>/<fleet>) and opens or updates one pull request per proven group, with
+the token from GITHUB_TOKEN (never a flag; never printed). A rerun updates its own branch and
+PR; a branch holding a person's commit or a PR closed unmerged is left alone and said so.
+
+Exit status: 0 when every group was proven (or there was nothing to fix), 1 when a group was
+refused (the reason is printed: a person must fix it), 2 on a usage error, when the repo could
+not be read, or when a pull request could not be published.`,
+		Example: `  # What would fix the repo's own findings, and the proof, without writing anything
+  fleetaudit remediate --repo examples/config-repo --dry-run
+
+  # One rule in one fleet, as JSON
+  fleetaudit remediate --repo . --rule hugetlb-cma-on-gpu --fleet gpu-training --dry-run --format json
+
+  # From last night's audit: one fix per (rule, fleet), listing the hosts
+  fleetaudit audit --inventory hosts.ini --snapshots snaps/ --format json -o audit.json
+  fleetaudit remediate --repo . --findings audit.json --dry-run
+
+  # Open the pull requests (GITHUB_TOKEN needs contents:write and pull_requests:write)
+  GITHUB_TOKEN=... fleetaudit remediate --repo . --findings audit.json --github acme/fleet-config --max-open-prs 5`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runRemediate(cmd) },
+	}
+	f := cmd.Flags()
+	f.String("repo", ".", "config repo directory (a git work tree holding fleetaudit.yaml); it is never written")
+	f.String("base", "HEAD", "git ref the fixes apply to and are proven against")
+	f.String("rule", "", "only this rule id")
+	f.String("fleet", "", "only this fleet of fleetaudit.yaml")
+	f.String("findings", "", "an audit's JSON report: fix the findings seen on live hosts (default: the repo's own findings)")
+	f.Bool("dry-run", false, "print the proposals (findings, placement, proof, diff); write nothing")
+	f.String("format", "table", "output format: "+strings.Join(remediateFormats, ", "))
+	f.String("github", "", "OWNER/REPO: push a branch and open or update a pull request per proven fix (token from GITHUB_TOKEN)")
+	f.String("github-api", "", "API URL of GitHub Enterprise Server or a GitHub-compatible forge (default: api.github.com)")
+	f.Int("max-open-prs", 0, "open no new pull request while this many fleetaudit pull requests are open (0: no cap)")
+	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
+	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
+	return cmd
+}
+
+func (a *app) runRemediate(cmd *cobra.Command) error {
+	v := a.v
+	format := v.GetString("format")
+	if format != "table" && format != "json" {
+		return usageError{fmt.Errorf("--format %q: want one of %s", format, strings.Join(remediateFormats, ", "))}
+	}
+	dryRun, gh := v.GetBool("dry-run"), v.GetString("github")
+	var owner, repoName string
+	switch {
+	case dryRun && gh != "":
+		return usageError{errors.New("--dry-run and --github: choose one (--dry-run writes nothing, --github opens pull requests)")}
+	case !dryRun && gh == "":
+		return usageError{errors.New("say what to do: --dry-run prints the proposals, --github OWNER/REPO opens pull requests; nothing else writes")}
+	case gh != "":
+		var ok bool
+		owner, repoName, ok = strings.Cut(gh, "/")
+		if !ok || owner == "" || repoName == "" || strings.Contains(repoName, "/") {
+			return usageError{fmt.Errorf("--github %q: want OWNER/REPO", gh)}
+		}
+		if a.getenv("GITHUB_TOKEN") == "" {
+			return usageError{errors.New("--github needs a token in GITHUB_TOKEN (contents:write and pull_requests:write)")}
+		}
+	}
+	if n := v.GetInt("max-open-prs"); n < 0 {
+		return usageError{fmt.Errorf("--max-open-prs %d: want 0 (no cap) or more", n)}
+	}
+	repo := v.GetString("repo")
+	if info, err := os.Stat(repo); err != nil || !info.IsDir() {
+		return usageError{fmt.Errorf("--repo %s: not a directory", repo)}
+	}
+	set, err := fleets.Load(true, v.GetStringSlice("fleets")...)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := remediate.Options{
+		Repo:       repo,
+		Base:       v.GetString("base"),
+		Rule:       v.GetString("rule"),
+		Fleet:      v.GetString("fleet"),
+		Fleets:     set,
+		PolicyDirs: v.GetStringSlice("policies"),
+		Version:    version,
+		Log:        a.log,
+	}
+	if file := v.GetString("findings"); file != "" {
+		if opts.Audit, err = remediate.ReadAudit(file); err != nil {
+			return usageError{err}
+		}
+	}
+	plan, err := remediate.MakePlan(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	var published []githubpr.Result
+	var publishErr error
+	if gh != "" {
+		client, err := githubpr.NewClient(cmd.Context(), a.getenv("GITHUB_TOKEN"), v.GetString("github-api"), nil)
+		if err != nil {
+			return usageError{fmt.Errorf("--github-api: %w", err)}
+		}
+		published, publishErr = githubpr.New(client, owner, repoName, githubpr.Options{
+			MaxOpenPRs: v.GetInt("max-open-prs"),
+			Log:        a.log,
+		}).Publish(cmd.Context(), plan.Proposals())
+	}
+	if format == "json" {
+		err = writeRemediateJSON(a.out, plan, published, gh != "")
+	} else {
+		err = writeRemediateTable(a.out, plan, published, gh != "")
+	}
+	if err != nil {
+		return err
+	}
+	a.log.Info("remediate", "proposals", len(plan.Proposals()), "refused", plan.Refused(), "skipped", len(plan.Skipped))
+	if publishErr != nil {
+		return publishErr
+	}
+	failed := 0
+	for _, r := range published {
+		if r.Action == githubpr.ActionFailed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d %s could not be published (see above)", failed, plural(failed, "pull request", "pull requests"))
+	}
+	if plan.Refused() > 0 {
+		return exitCodeError{exitFindings}
+	}
+	return nil
+}
+
+// remediateDoc is the JSON output: the proposals (what --github publishes),
+// the refused groups with why, and the skipped findings.
+type remediateDoc struct {
+	Schema     string               `json:"schema"`
+	Base       string               `json:"base"`
+	BaseCommit string               `json:"base_commit"`
+	Proposals  []remediate.Proposal `json:"proposals"`
+	Refused    []refusedGroup       `json:"refused"`
+	Skipped    []remediate.Skipped  `json:"skipped"`
+	Warnings   []string             `json:"warnings,omitempty"`
+	Published  []githubpr.Result    `json:"published,omitempty"`
+}
+
+type refusedGroup struct {
+	Rule      string               `json:"rule"`
+	Fleet     string               `json:"fleet"`
+	Hosts     []string             `json:"hosts,omitempty"`
+	Fix       *remediate.Fix       `json:"fix,omitempty"`
+	Placement *remediate.Placement `json:"placement,omitempty"`
+	Proof     []string             `json:"proof,omitempty"`
+	Reason    string               `json:"reason"`
+}
+
+func writeRemediateJSON(w io.Writer, plan *remediate.Plan, published []githubpr.Result, github bool) error {
+	doc := remediateDoc{
+		Schema: plan.Schema, Base: plan.Base, BaseCommit: plan.BaseCommit,
+		Proposals: plan.Proposals(), Refused: []refusedGroup{}, Skipped: plan.Skipped, Warnings: plan.Warnings,
+	}
+	if doc.Proposals == nil {
+		doc.Proposals = []remediate.Proposal{}
+	}
+	if github {
+		doc.Published = published
+		if doc.Published == nil {
+			doc.Published = []githubpr.Result{}
+		}
+	}
+	for _, g := range plan.Groups {
+		if g.Proposal == nil {
+			doc.Refused = append(doc.Refused, refusedGroup{Rule: g.Rule, Fleet: g.Fleet, Hosts: g.Hosts, Fix: g.Fix, Placement: g.Placement, Proof: g.Proof, Reason: g.Refused})
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := w.Write(reports.EscapeJSON(buf.Bytes()))
+	return err
+}
+
+func writeRemediateTable(w io.Writer, plan *remediate.Plan, published []githubpr.Result, github bool) error {
+	esc := reports.Escape
+	var b strings.Builder
+	byBranch := map[string]githubpr.Result{}
+	for _, r := range published {
+		byBranch[r.Branch] = r
+	}
+	fmt.Fprintf(&b, "base %s (%s)\n", esc(plan.Base), esc(shortHash(plan.BaseCommit)))
+	for _, wn := range plan.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", esc(wn))
+	}
+	for _, g := range plan.Groups {
+		verdict := "proven"
+		if g.Proposal == nil {
+			verdict = "refused"
+		}
+		fmt.Fprintf(&b, "\n== %s in fleet %s: %s\n", esc(g.Rule), esc(g.Fleet), verdict)
+		writeFindings(&b, g.Findings)
+		if len(g.Hosts) > 0 {
+			fmt.Fprintf(&b, "hosts (%d): %s\n", len(g.Hosts), esc(strings.Join(g.Hosts, ", ")))
+		}
+		if g.Fix != nil {
+			fmt.Fprintf(&b, "fix: %s\n", esc(g.Fix.String()))
+		}
+		if g.Placement != nil {
+			fmt.Fprintf(&b, "placement: %s\n", esc(g.Placement.Why))
+			for _, p := range g.Placement.Paths() {
+				fmt.Fprintf(&b, "  writes %s\n", esc(p))
+			}
+		}
+		if len(g.Proof) > 0 {
+			fmt.Fprintf(&b, "gate proof (%s -> with the fix):\n", esc(plan.Base))
+			for _, l := range g.Proof {
+				fmt.Fprintf(&b, "  %s\n", esc(l))
+			}
+		}
+		if g.Proposal == nil {
+			fmt.Fprintf(&b, "refused: %s\n", esc(g.Refused))
+			continue
+		}
+		fmt.Fprintf(&b, "branch: %s\n", esc(g.Proposal.Branch))
+		if github {
+			if r, ok := byBranch[g.Proposal.Branch]; ok {
+				fmt.Fprintf(&b, "pull request: %s", esc(r.Action))
+				if r.URL != "" {
+					fmt.Fprintf(&b, " %s", esc(r.URL))
+				}
+				if r.Reason != "" {
+					fmt.Fprintf(&b, " (%s)", esc(r.Reason))
+				}
+				b.WriteString("\n")
+			} else {
+				b.WriteString("pull request: not attempted (the run stopped before it)\n")
+			}
+		} else {
+			fmt.Fprintf(&b, "diff:\n%s", reports.EscapeText(g.Proposal.Diff))
+		}
+	}
+	if len(plan.Skipped) > 0 {
+		b.WriteString("\nskipped:\n")
+		for _, s := range plan.Skipped {
+			hosts := ""
+			if len(s.Hosts) > 0 {
+				hosts = fmt.Sprintf(" (%d %s: %s)", len(s.Hosts), plural(len(s.Hosts), "host", "hosts"), strings.Join(s.Hosts, ", "))
+			}
+			fmt.Fprintf(&b, "  %s in fleet %s%s: %s\n", esc(s.Rule), esc(s.Fleet), esc(hosts), esc(s.Reason))
+		}
+	}
+	n := len(plan.Proposals())
+	fmt.Fprintf(&b, "\n%d %s proven, %d refused, %d skipped\n", n, plural(n, "fix", "fixes"), plan.Refused(), len(plan.Skipped))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeFindings(b *strings.Builder, fs []policies.Finding) {
+	esc := reports.Escape
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if seen[f.Message] {
+			continue // the same finding on another host
+		}
+		seen[f.Message] = true
+		fmt.Fprintf(b, "finding (%s): %s\n", esc(f.Severity), esc(f.Message))
+		for _, e := range f.Evidence {
+			if e.Source == "" {
+				continue
+			}
+			fmt.Fprintf(b, "  %s set at %s\n", esc(e.Fact), esc(e.Source))
+		}
+	}
+}
+
+func shortHash(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// completeRepoFleets offers the fleets of --repo's fleetaudit.yaml (as the
+// work tree has it): remediate's --fleet names a repo fleet, not a profile.
+func completeRepoFleets(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	repo, _ := cmd.Flags().GetString("repo")
+	data, err := safeio.ReadFile(filepath.Join(repo, configrepo.ManifestFile), 1<<20)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	m, err := configrepo.ParseManifest(data)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return withPrefix(m.FleetNames(), toComplete), cobra.ShellCompDirectiveNoFileComp
+}
