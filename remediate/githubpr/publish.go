@@ -136,9 +136,6 @@ func (p *Publisher) Publish(ctx context.Context, proposals []remediate.Proposal)
 	if _, err := call(ctx, p, "get repository", func() (*github.Repository, *github.Response, error) {
 		return p.gh.Repositories.Get(ctx, p.owner, p.repo)
 	}); err != nil {
-		if isStatus(err, 404) {
-			return results, fmt.Errorf("github: repository %s/%s not found, or the token has no access to it: %w", p.owner, p.repo, err)
-		}
 		return results, err
 	}
 	open := -1

@@ -284,6 +284,13 @@ func TestRerun(t *testing.T) {
 					}
 				}
 			}
+			for _, rq := range reqs {
+				if rq.Method == "PATCH" && strings.HasSuffix(rq.Path, "/pulls/1") {
+					if d := cmp.Diff(map[string]any{"title": prop.Title, "body": prBody(prop), "base": "main"}, rq.Body); d != "" {
+						t.Errorf("pull request edit body (-want +got):\n%s", d)
+					}
+				}
+			}
 			if !strings.Contains(f.prs[0].Body, "<!-- fleetaudit-fingerprint: "+tt.fp+" -->") {
 				t.Errorf("PR body lacks the fingerprint marker: %q", f.prs[0].Body)
 			}
@@ -334,13 +341,20 @@ func TestRetries(t *testing.T) {
 		name   string
 		inject []fakeInjection
 		want   string // action
-		waits  []time.Duration
+		// prs: pull requests opened when the run goes on (0 = 2)
+		prs   int
+		waits []time.Duration
 		// errWant: Publish stops with an error containing each
 		errWant []string
 	}{{
 		name:   "5xx then success",
 		inject: []fakeInjection{{Method: "POST", Path: repoPath + "/pulls", Status: 502, Body: `{"message":"Server Error"}`}},
 		want:   ActionCreated, waits: []time.Duration{time.Second},
+	}, {
+		name: "422: that proposal fails with GitHub's message, the run goes on",
+		inject: []fakeInjection{{Method: "POST", Path: repoPath + "/pulls", Status: 422,
+			Body: `{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"No commits between main and fleetaudit/fix/hugetlb-cma-on-gpu/gpu"}]}`}},
+		want: ActionFailed, prs: 1,
 	}, {
 		name:   "429 with Retry-After",
 		inject: []fakeInjection{{Method: "GET", Path: repoPath + "/pulls", Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: `{"message":"Too Many Requests"}`}},
@@ -389,8 +403,18 @@ func TestRetries(t *testing.T) {
 				if len(res) != 2 || res[0].Action != tt.want || res[1].Action != ActionCreated {
 					t.Fatalf("results = %+v, want %s and created", res, tt.want)
 				}
-				if len(f.prs) != 2 {
-					t.Errorf("%d pull requests, want 2", len(f.prs))
+				wantPRs := tt.prs
+				if wantPRs == 0 {
+					wantPRs = 2
+				}
+				if len(f.prs) != wantPRs {
+					t.Errorf("%d pull requests, want %d", len(f.prs), wantPRs)
+				}
+				if tt.want == ActionFailed {
+					want := "github: create pull request (POST " + repoPath + "/pulls): 422 Validation Failed; No commits between main and " + gpuBranch
+					if res[0].Reason != want {
+						t.Errorf("reason = %q, want %q", res[0].Reason, want)
+					}
 				}
 			} else {
 				if err == nil {
@@ -597,5 +621,47 @@ func TestUnreachableAPIErrorHasNoToken(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "get repository") || strings.Contains(err.Error(), testToken) {
 		t.Errorf("error = %v, want it to name the call and not the token", err)
+	}
+}
+
+func TestRepositoryNotFound(t *testing.T) {
+	f := newFakeGitHub(t, testToken)
+	f.fail(fakeInjection{Method: "GET", Path: repoPath, Status: 404, Body: `{"message":"Not Found"}`})
+	p, _ := newPublisher(t, f, Options{})
+
+	res, err := p.Publish(context.Background(), []remediate.Proposal{gpuProposal(f, gpuContent, "fp1")})
+
+	want := "github: get repository (GET " + repoPath + "): 404 repository acme/fleet-config not found, or the token has no access to it: Not Found"
+	if err == nil || err.Error() != want || len(res) != 0 {
+		t.Errorf("Publish = %+v, %v; want no results and %q", res, err, want)
+	}
+	if d := cmp.Diff([]string{"GET "}, calls(f.requests())); d != "" {
+		t.Errorf("calls (-want +got):\n%s", d)
+	}
+}
+
+func TestSameFixNewTextEditsOnlyThePullRequest(t *testing.T) {
+	f := newFakeGitHub(t, testToken)
+	p, _ := newPublisher(t, f, Options{})
+	publish(t, p, gpuProposal(f, gpuContent, "fp1"))
+	head := f.head(gpuBranch)
+	f.requests()
+	prop := gpuProposal(f, gpuContent, "fp1")
+	prop.Body = "**hugetlb-cma-on-gpu** on 4 hosts of fleet gpu.\n"
+
+	res := publish(t, p, prop)
+
+	if res[0].Action != ActionUpdated || res[0].Reason != "pull request text updated; branch unchanged" {
+		t.Errorf("result = %+v", res[0])
+	}
+	if f.head(gpuBranch) != head {
+		t.Error("the branch was pushed for a change of text alone")
+	}
+	want := []string{"GET ", "GET /git/ref/heads/main", listGPU, "GET /git/ref/heads/" + gpuBranch, "GET /git/commits/" + head, "PATCH /pulls/1"}
+	if d := cmp.Diff(want, calls(f.requests())); d != "" {
+		t.Errorf("calls (-want +got):\n%s", d)
+	}
+	if !strings.HasPrefix(f.prs[0].Body, prop.Body) {
+		t.Errorf("PR body = %q", f.prs[0].Body)
 	}
 }

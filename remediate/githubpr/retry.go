@@ -71,12 +71,12 @@ func (p *Publisher) classify(name string, resp *github.Response, err error, atte
 	var er *github.ErrorResponse
 	switch {
 	case errors.As(err, &rl):
-		ae.Status = rl.Response.StatusCode
+		ae.Status = statusOf(rl.Response)
 		wait := time.Until(rl.Rate.Reset.Time) + time.Second
 		ae.Msg = fmt.Sprintf("github: %s: rate limit of %d requests exhausted; it resets at %s", name, rl.Rate.Limit, rl.Rate.Reset.Time.UTC().Format(time.RFC3339))
 		return p.rateWait(ae, wait)
 	case errors.As(err, &abuse):
-		ae.Status = abuse.Response.StatusCode
+		ae.Status = statusOf(abuse.Response)
 		wait := backoff
 		if abuse.RetryAfter != nil {
 			wait = *abuse.RetryAfter
@@ -94,7 +94,10 @@ func (p *Publisher) classify(name string, resp *github.Response, err error, atte
 				msg += fmt.Sprintf("; %s %s.%s", e.Code, e.Resource, e.Field)
 			}
 		}
-		where := fmt.Sprintf("%s (%s %s)", name, hr.Request.Method, hr.Request.URL.Path)
+		where := name
+		if hr.Request != nil {
+			where = fmt.Sprintf("%s (%s %s)", name, hr.Request.Method, hr.Request.URL.Path)
+		}
 		switch st := hr.StatusCode; {
 		case st == http.StatusUnauthorized:
 			ae.Fatal = true
@@ -102,6 +105,9 @@ func (p *Publisher) classify(name string, resp *github.Response, err error, atte
 		case st == http.StatusForbidden:
 			ae.Fatal = true
 			ae.Msg = fmt.Sprintf("github: %s: 403 the token lacks permission on %s (needs contents:write and pull_requests:write): %s", where, repo, msg)
+		case st == http.StatusNotFound && name == "get repository":
+			ae.Fatal = true
+			ae.Msg = fmt.Sprintf("github: %s: 404 repository %s not found, or the token has no access to it: %s", where, repo, msg)
 		case st == http.StatusNotFound:
 			ae.Msg = fmt.Sprintf("github: %s: 404 not found in %s, or the token has no access to it: %s", where, repo, msg)
 		case st == http.StatusTooManyRequests:
@@ -165,4 +171,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+func statusOf(r *http.Response) int {
+	if r == nil {
+		return 0
+	}
+	return r.StatusCode
 }
