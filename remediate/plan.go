@@ -192,6 +192,9 @@ func MakePlan(ctx context.Context, opts Options) (*Plan, error) {
 			opts.Log.Info("refused", "rule", g.Rule, "fleet", g.Fleet, "reason", r.Reason)
 		}
 	}
+	plan.Skipped = slices.DeleteFunc(plan.Skipped, func(s Skipped) bool {
+		return opts.Rule != "" && s.Rule != opts.Rule || opts.Fleet != "" && s.Fleet != opts.Fleet
+	})
 	slices.SortFunc(plan.Skipped, func(a, b Skipped) int {
 		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Fleet, b.Fleet), cmp.Compare(a.Reason, b.Reason))
 	})
