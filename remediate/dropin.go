@@ -158,7 +158,7 @@ func editLogind(old []byte, set map[string]string) []byte {
 			}
 		}
 		out = append(out, l)
-		if section == "[Login]" {
+		if section == "[Login]" && t != "" {
 			loginEnd = len(out)
 		}
 	}

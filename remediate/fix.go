@@ -138,6 +138,9 @@ var (
 
 func (f Fix) check() error {
 	for k, v := range f.Set {
+		if f.Kind == KindLimits && k == "domain" {
+			continue // checked below: "*", "@group", "%group"
+		}
 		if !safeValue.MatchString(v) || v == "" && f.Kind != KindBootParam {
 			return fmt.Errorf("fix %s: %s=%q: a value must be non-empty and hold only letters, digits and _.,:/@%%+=-", f.Kind, k, v)
 		}
@@ -196,6 +199,16 @@ func (f Fix) merge(o Fix) (Fix, error) {
 	}
 	out := Fix{Kind: f.Kind, Set: maps.Clone(f.Set)}
 	if f.Kind == KindLimits {
+		// The soft and the hard limit of one item to one value are one
+		// line of type "-".
+		a, b := maps.Clone(f.Set), maps.Clone(o.Set)
+		ta, tb := cmpOr(a["type"], "-"), cmpOr(b["type"], "-")
+		delete(a, "type")
+		delete(b, "type")
+		if maps.Equal(a, b) && ta != tb {
+			a["type"] = "-"
+			return Fix{Kind: f.Kind, Set: a}, nil
+		}
 		if !maps.Equal(f.Set, o.Set) {
 			return f, fmt.Errorf("the findings ask for different limits (%s and %s)", describeSet(f.Set), describeSet(o.Set))
 		}

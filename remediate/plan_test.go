@@ -460,3 +460,55 @@ func TestParseAudit(t *testing.T) {
 		}
 	}
 }
+
+// Each kind's drop-in is read by the collectors with the precedence the
+// placement counts on: the gate proves it, and the diff applies.
+func TestPlanDropinKindsWin(t *testing.T) {
+	for _, tc := range []struct {
+		name, rule string
+		setup      func(r *gitRepo)
+		file, want string
+	}{{
+		name: "limits",
+		rule: "memlock-too-low",
+		setup: func(r *gitRepo) {
+			r.write("layers/gpu/etc/security/limits.d/90-rdma.conf", "*    soft    memlock    64\n*    hard    memlock    64\n")
+		},
+		file: "layers/gpu/etc/security/limits.d/99-fleetaudit.conf",
+		want: "*    -    memlock    unlimited\n",
+	}, {
+		name: "logind",
+		rule: "removeipc-enabled",
+		setup: func(r *gitRepo) {
+			r.write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=yes\n")
+		},
+		file: "layers/gpu/etc/systemd/logind.conf.d/99-fleetaudit.conf",
+		want: "[Login]\nRemoveIPC=no\n",
+	}, {
+		name: "nccl-env",
+		rule: "nccl-debug-env",
+		setup: func(r *gitRepo) {
+			r.write("layers/gpu/etc/nccl.conf", "NCCL_IB_DISABLE=1\n")
+		},
+		file: "layers/gpu/etc/profile.d/99-fleetaudit.sh",
+		want: "export NCCL_IB_DISABLE=0\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cmaRepo(t, twoFleets)
+			tc.setup(r)
+			r.commit(tc.name)
+			g := onlyGroup(t, plan(t, r, Options{Rule: tc.rule}))
+			prop := proposal(t, g)
+			if diff := cmp.Diff([]string{tc.file}, g.Placement.Paths()); diff != "" {
+				t.Fatalf("files (-want +got):\n%s", diff)
+			}
+			if got := string(prop.Files[0].Content); !strings.HasPrefix(got, "# Written by fleetaudit") || !strings.HasSuffix(got, tc.want) {
+				t.Errorf("%s:\n%s", tc.file, got)
+			}
+			res := applyAndGate(t, r, prop)
+			if got := rulesOf(fleetResult(t, res, "gpu-training").Resolved); !slices.Contains(got, tc.rule) {
+				t.Errorf("applied: gpu-training resolved %v", got)
+			}
+		})
+	}
+}
