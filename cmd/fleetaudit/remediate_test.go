@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -124,5 +128,38 @@ func TestRemediateCompletesRepoFleets(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if diff := cmp.Diff([]string{"gpu-training", "web-serving", ":4"}, got); diff != "" {
 		t.Errorf("completion (-want +got):\n%s", diff)
+	}
+}
+
+// --github hands the proven proposals to the publisher with the token from
+// GITHUB_TOKEN: a refused token stops the run with exit 2, and the token is
+// sent in the Authorization header but never printed.
+func TestRemediateGitHubTokenRefused(t *testing.T) {
+	dir, _ := cmaExampleRepo(t)
+	const token = "ghp_s3cr3t-token-value"
+	var calls, authed atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.Header.Get("Authorization") == "Bearer "+token || r.Header.Get("Authorization") == "token "+token {
+			authed.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}`)
+	}))
+	defer srv.Close()
+	r := runCLI(t, map[string]string{"GITHUB_TOKEN": token}, "remediate", "--repo", dir, "--rule", "hugetlb-cma-on-gpu",
+		"--github", "acme/fleet-config", "--github-api", srv.URL)
+	if r.code != exitError {
+		t.Errorf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if calls.Load() == 0 || authed.Load() != calls.Load() {
+		t.Errorf("%d calls, %d with the token", calls.Load(), authed.Load())
+	}
+	if strings.Contains(r.stdout+r.stderr, token) {
+		t.Error("the token was printed")
+	}
+	if !strings.Contains(r.stderr, "401") {
+		t.Errorf("stderr does not say the token was refused:\n%s", r.stderr)
 	}
 }
