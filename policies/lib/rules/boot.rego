@@ -47,6 +47,7 @@ foll_longterm_min_driver := data.fleetaudit.params.foll_longterm_min_driver
 #   - boot.configured.params.hugetlb_cma
 #   - boot.running.params.cma
 #   - boot.configured.params.cma
+#   - boot.configured.present
 #   - rdma.devices
 #   - nvidia.driver_version
 #   - kernel.arch
@@ -57,13 +58,26 @@ hugetlb_cma_on_gpu contains f if {
 	where := [w | some w in ["running", "configured"]; reserves(param, input.boot[w].params[param])]
 	count(where) > 0
 	value := input.boot[where[0]].params[param]
-	f := {
-		"msg": sprintf("%s=%s on the %s kernel command line: NCCL host buffers can land in CMA pageblocks and RDMA registration then fails with ENOMEM%s", [param, value, concat(" and ", where), reasons_text]),
-		"evidence": array.concat([sprintf("boot.%s.params.%s", [w, param]) | some w in where], pin_evidence),
-		"severity": cma_severity,
-		"fix": {"kind": "boot-param", "set": {param: "0"}},
-	}
+	f := object.union(
+		{
+			"msg": sprintf("%s=%s on the %s kernel command line: NCCL host buffers can land in CMA pageblocks and RDMA registration then fails with ENOMEM%s", [param, value, concat(" and ", where), reasons_text]),
+			"evidence": array.concat([sprintf("boot.%s.params.%s", [w, param]) | some w in where], pin_evidence),
+			"severity": cma_severity,
+		},
+		boot_fix(where, {"kind": "boot-param", "set": {param: "0"}}),
+	)
 }
+
+# boot_fix is a boot-param finding's fix, unless only the running command
+# line carries the problem and the configuration was read and is clean:
+# then a reboot is the remedy and a fix would change nothing.
+boot_fix(where, fix) := {"fix": fix} if {
+	config_change_needed(where)
+} else := {}
+
+config_change_needed(where) if "configured" in where
+
+config_change_needed(_) if not input.boot.configured.present == true
 
 # Sizes are read as the kernel reads them, and the kernel never rejects one:
 # it takes what it can parse and silently ignores the rest.
@@ -242,14 +256,17 @@ boot_config_pending contains f if {
 #   facts:
 #   - boot.running.params.mitigations
 #   - boot.configured.params.mitigations
+#   - boot.configured.present
 mitigations_off contains f if {
 	where := [w | some w in ["running", "configured"]; input.boot[w].params.mitigations == "off"]
 	count(where) > 0
-	f := {
-		"msg": sprintf("mitigations=off on the %s kernel command line: CPU side-channel mitigations are disabled", [concat(" and ", where)]),
-		"evidence": [sprintf("boot.%s.params.mitigations", [w]) | some w in where],
-		"fix": {"kind": "boot-param", "remove": ["mitigations"]},
-	}
+	f := object.union(
+		{
+			"msg": sprintf("mitigations=off on the %s kernel command line: CPU side-channel mitigations are disabled", [concat(" and ", where)]),
+			"evidence": [sprintf("boot.%s.params.mitigations", [w]) | some w in where],
+		},
+		boot_fix(where, {"kind": "boot-param", "remove": ["mitigations"]}),
+	)
 }
 
 default forbidden_params := []
@@ -298,16 +315,19 @@ forbidden_hits := {[w, p, v] |
 #   facts:
 #   - boot.running.params
 #   - boot.configured.params
+#   - boot.configured.present
 boot_param_forbidden contains f if {
 	some p in {p | some [_, p, _] in forbidden_hits}
 	where := sort([w | some [w, p2, _] in forbidden_hits; p2 == p])
 	values := sort({v | some [_, p2, v] in forbidden_hits; p2 == p})
-	f := {
-		"msg": sprintf("%s=%s on the %s kernel command line is forbidden in this fleet", [p, concat("|", values), concat(" and ", where)]),
-		"evidence": [sprintf("boot.%s.params.%s", [w, p]) | some w in where],
-		# Removed rather than set to 0: zero switches off a size, but the
-		# param may be a flag (nosmt=0 still disables SMT) or a list
-		# (isolcpus=0 isolates CPU 0).
-		"fix": {"kind": "boot-param", "remove": [p]},
-	}
+	# Removed rather than set to 0: zero switches off a size, but the param
+	# may be a flag (nosmt=0 still disables SMT) or a list (isolcpus=0
+	# isolates CPU 0).
+	f := object.union(
+		{
+			"msg": sprintf("%s=%s on the %s kernel command line is forbidden in this fleet", [p, concat("|", values), concat(" and ", where)]),
+			"evidence": [sprintf("boot.%s.params.%s", [w, p]) | some w in where],
+		},
+		boot_fix(where, {"kind": "boot-param", "remove": [p]}),
+	)
 }

@@ -243,3 +243,23 @@ test_forbidden_param_fix_removes_only_that_param if {
 		["boot.running.params.quiet", {"kind": "boot-param", "remove": ["quiet"]}],
 	}
 }
+
+# Only the running command line reserves CMA and the configuration read is
+# clean: a reboot is the remedy, a fix would change nothing.
+test_running_only_with_clean_configuration_has_no_fix if {
+	clean := patched(incident, {"boot": {
+		"running": {"params": {"hugetlb_cma": "6G", "mitigations": "off", "numa": "off"}},
+		"configured": {"present": true, "params": {"hugetlb_cma": "0"}},
+	}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as clean]
+	not f.fix
+	[g] := [g | some g in boot.mitigations_off with input as clean]
+	not g.fix
+	[h] := [h | some h in boot.boot_param_forbidden with input as clean with data.fleetaudit.params as {"forbidden_boot_params": ["numa"]}]
+	not h.fix
+
+	# The configuration was not read: the fix makes sure of it.
+	unread := patched(clean, {"boot": {"running": clean.boot.running, "configured": {"present": false, "params": {}}}})
+	[u] := [u | some u in boot.hugetlb_cma_on_gpu with input as unread]
+	u.fix == {"kind": "boot-param", "set": {"hugetlb_cma": "0"}}
+}
