@@ -22,6 +22,9 @@ var readmeSkipped = map[string]string{
 	`bin/fleetaudit audit --inventory hosts.ini --fleets ./site-fleets --policies ./site-policies`: "names a site's inventory, profiles and policies, not files of the repository",
 	`bin/fleetaudit gate --repo . --base origin/main`:                                              "needs a config repo with an origin/main ref (make gate-demo builds one; gate_test.go covers the gate)",
 	`bin/fleetaudit gate --repo . --base origin/main --head HEAD --format markdown -o comment.md`:  "needs a config repo with an origin/main ref (make gate-demo builds one; gate_test.go covers the gate)",
+	// remediate: the repo's own findings run; these need an audit first.
+	`bin/fleetaudit audit --inventory examples/fleet/inventory.yaml --snapshots examples/fleet/snapshots --format json -o audit.json`: "writes audit.json into the working directory (remediate_test.go covers --findings with the example audit)",
+	`bin/fleetaudit remediate --repo . --findings audit.json --dry-run --format json`:                                                 "needs a config repo with an audit of its hosts (remediate_test.go covers --findings)",
 }
 
 // codeBlockCommands returns the fleetaudit command lines inside the fenced
