@@ -86,8 +86,11 @@ func TestRemediateFindingsGroupsHosts(t *testing.T) {
 	}
 	for _, want := range []string{
 		"== hugetlb-cma-on-gpu in fleet gpu-training: proven\n",
-		"hosts (9): gpu-a-001, gpu-a-002, gpu-a-003, gpu-a-004, gpu-a-005, gpu-a-006, gpu-a-007, gpu-a-008, gpu-b-007\n",
-		"1 fix proven, 0 refused, 0 skipped\n",
+		"hosts (8): gpu-a-001, gpu-a-002, gpu-a-003, gpu-a-004, gpu-a-005, gpu-a-006, gpu-a-007, gpu-a-008\n",
+		// gpu-b-007 already configures hugetlb_cma=0 (a later drop-in) and
+		// runs 2G until it reboots: its finding carries no fix.
+		"hugetlb-cma-on-gpu in fleet gpu-training (1 host: gpu-b-007): no fix",
+		"1 fix proven, 0 refused, 1 skipped\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
