@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -96,6 +97,10 @@ func (p *Plan) Refused() int {
 	}
 	return n
 }
+
+// refPart is what a rule id or fleet name may hold to be one component of
+// a branch name (git check-ref-format, and nothing a shell or URL quotes).
+var refPart = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 
 // BranchName is the deterministic branch of a (rule, fleet) group.
 func BranchName(rule, fleet string) string { return "fleetaudit/fix/" + rule + "/" + fleet }
@@ -307,6 +312,9 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 	if !slices.ContainsFunc(atBase, func(f policies.Finding) bool { return f.Rule == g.Rule }) {
 		return refuse("the repo at %s does not show %s for fleet %s, so no change to it can be proven to fix the hosts: they differ from the repo (drift, a change not applied yet) or the rule needs facts only a live host has", opts.Base, g.Rule, g.Fleet)
 	}
+	if !refPart.MatchString(g.Rule) || !refPart.MatchString(g.Fleet) || strings.Contains(g.Rule+g.Fleet, "..") || strings.HasSuffix(g.Fleet, ".lock") {
+		return refuse("the branch %s would not be a valid git branch name: rename the fleet to letters, digits, '.', '_' and '-'", BranchName(g.Rule, g.Fleet))
+	}
 	p, err := Place(base, m, g.Fleet, affected, *g.Fix)
 	if err != nil {
 		return err
@@ -416,7 +424,7 @@ func judge(res *configrepo.Result, g *Group) []string {
 		if fr.Fleet != g.Fleet {
 			if fr.Status == "unchanged" {
 				lines = append(lines, fmt.Sprintf("fleet %s: unchanged (the fix reaches none of its files)", fr.Fleet))
-			} else {
+			} else if len(fr.Introduced) == 0 {
 				lines = append(lines, fmt.Sprintf("fleet %s: %s (%s), introduces nothing", fr.Fleet, fr.Status, strings.Join(fr.Changed, ", ")))
 			}
 		}
@@ -475,7 +483,7 @@ func body(g *Group, res *configrepo.Result, prop *Proposal) string {
 			}
 			src := ""
 			if e.Source != "" {
-				src = " — set at `" + e.Source + "`"
+				src = " — set at `" + strings.ReplaceAll(mdEscape(e.Source), "`", "'") + "`"
 			}
 			fmt.Fprintf(&b, "- `%s` = `%s`%s\n", e.Fact, strings.ReplaceAll(string(v), "`", "'"), src)
 		}
@@ -485,9 +493,9 @@ func body(g *Group, res *configrepo.Result, prop *Proposal) string {
 		fmt.Fprintf(&b, "**Affected hosts** (%d, from the audit): %s\n\n", len(g.Hosts), strings.Join(g.Hosts, ", "))
 	}
 	fmt.Fprintf(&b, "**Fix**: %s\n\n", g.Fix)
-	fmt.Fprintf(&b, "**Placement**: %s.\n\nFiles:\n", g.Placement.Why)
+	fmt.Fprintf(&b, "**Placement**: %s.\n\nFiles:\n", mdEscape(g.Placement.Why))
 	for _, fc := range prop.Files {
-		fmt.Fprintf(&b, "- `%s`\n", fc.Path)
+		fmt.Fprintf(&b, "- `%s`\n", mdEscape(fc.Path))
 	}
 	b.WriteString("\n**Blast radius**: ")
 	if len(res.Summary.FleetsAffected) == 0 {

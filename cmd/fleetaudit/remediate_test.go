@@ -80,21 +80,48 @@ func TestRemediateDiffApplies(t *testing.T) {
 
 func TestRemediateFindingsGroupsHosts(t *testing.T) {
 	dir, _ := cmaExampleRepo(t)
-	r := runCLI(t, nil, "remediate", "--repo", dir, "--dry-run", "--findings", "testdata/audit-example.json", "--rule", "hugetlb-cma-on-gpu")
+	cma := `"fix": {"kind": "boot-param", "set": {"hugetlb_cma": "0"}}`
+	audit := `{"schema": "fleetaudit.findings/v1", "findings": [
+  {"rule": "hugetlb-cma-on-gpu", "severity": "critical", "host": "gpu-a-002", "fleet": "gpu-training", "message": "hugetlb_cma=6G", ` + cma + `},
+  {"rule": "hugetlb-cma-on-gpu", "severity": "critical", "host": "gpu-a-001", "fleet": "gpu-training", "message": "hugetlb_cma=6G", ` + cma + `},
+  {"rule": "hugetlb-cma-on-gpu", "severity": "critical", "host": "gpu-b-007", "fleet": "gpu-training", "message": "hugetlb_cma=2G on the running kernel command line"},
+  {"rule": "hugetlb-cma-on-gpu", "severity": "critical", "host": "inf-01", "fleet": "inference", "message": "hugetlb_cma=6G", ` + cma + `},
+  {"rule": "tcp-tw-recycle", "severity": "high", "host": "web-01", "fleet": "web-serving", "message": "tw_recycle"}
+]}`
+	file := filepath.Join(t.TempDir(), "audit.json")
+	if err := os.WriteFile(file, []byte(audit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "remediate", "--repo", dir, "--dry-run", "--findings", file, "--fleet", "gpu-training")
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
 		"== hugetlb-cma-on-gpu in fleet gpu-training: proven\n",
-		"hosts (8): gpu-a-001, gpu-a-002, gpu-a-003, gpu-a-004, gpu-a-005, gpu-a-006, gpu-a-007, gpu-a-008\n",
-		// gpu-b-007 already configures hugetlb_cma=0 (a later drop-in) and
-		// runs 2G until it reboots: its finding carries no fix.
-		"hugetlb-cma-on-gpu in fleet gpu-training (1 host: gpu-b-007): no fix",
+		"hosts (2): gpu-a-001, gpu-a-002\n",
+		"skipped:\n  hugetlb-cma-on-gpu in fleet gpu-training (1 host: gpu-b-007): no fix: the rule attaches no config change (its remediation is for people)\n\n",
 		"1 fix proven, 0 refused, 1 skipped\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	r = runCLI(t, nil, "remediate", "--repo", dir, "--dry-run", "--findings", file, "--format", "json")
+	var doc struct{ Skipped []struct{ Rule, Fleet, Reason string } }
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	var skipped []string
+	for _, s := range doc.Skipped {
+		skipped = append(skipped, s.Rule+"/"+s.Fleet+": "+s.Reason)
+	}
+	want := []string{
+		"hugetlb-cma-on-gpu/gpu-training: no fix: the rule attaches no config change (its remediation is for people)",
+		"hugetlb-cma-on-gpu/inference: fleet inference is not in the repo's fleetaudit.yaml (fleets: gpu-training, web-serving)",
+		"tcp-tw-recycle/web-serving: no fix: the rule attaches no config change (its remediation is for people)",
+	}
+	if diff := cmp.Diff(want, skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 }
 
