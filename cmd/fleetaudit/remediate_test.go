@@ -107,7 +107,9 @@ func TestRemediateFindingsGroupsHosts(t *testing.T) {
 		}
 	}
 	r = runCLI(t, nil, "remediate", "--repo", dir, "--dry-run", "--findings", file, "--format", "json")
-	var doc struct{ Skipped []struct{ Rule, Fleet, Reason string } }
+	var doc struct {
+		Skipped []struct{ Rule, Fleet, Reason string }
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
