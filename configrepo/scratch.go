@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path"
 	"slices"
 	"testing/fstest"
 )
@@ -35,8 +36,10 @@ func (c *Checkout) WithFiles(label string, files map[string][]byte) (*Checkout, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", label, err)
 		}
-		if _, refused := out.Refused[clean]; refused {
-			return nil, fmt.Errorf("%s: %s: the repo holds something there that is not a regular file (%s)", label, clean, out.Refused[clean])
+		for p := clean; p != "."; p = path.Dir(p) {
+			if why, refused := out.Refused[p]; refused {
+				return nil, fmt.Errorf("%s: %s: the repo holds something at %s that is not a regular file (%s)", label, clean, p, why)
+			}
 		}
 		mode := fs.FileMode(0o644)
 		if old, ok := out.Files[clean]; ok {

@@ -52,7 +52,7 @@ func TestGateCheckoutsInMemory(t *testing.T) {
 
 func TestWithFilesRefusesBadPaths(t *testing.T) {
 	co := &Checkout{Files: nil, Refused: map[string]string{"layers/a/link": "symlink"}}
-	for _, name := range []string{"../x", "/etc/passwd", "layers/./a", "layers/a/.git/config", "layers/a/link"} {
+	for _, name := range []string{"../x", "/etc/passwd", "layers/./a", "layers/a/.git/config", "layers/a/link", "layers/a/link/etc/x.conf"} {
 		if _, err := co.WithFiles("fix", map[string][]byte{name: []byte("x")}); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else if !strings.Contains(err.Error(), "fix") {

@@ -360,7 +360,11 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 		Hosts:       g.Hosts,
 	}
 	for _, name := range p.Paths() {
-		prop.Files = append(prop.Files, FileChange{Path: name, Content: p.Files[name], Mode: "100644"})
+		mode := "100644"
+		if f, ok := base.Files[name]; ok && f.Mode&0o111 != 0 {
+			mode = "100755" // kept as the repo has it
+		}
+		prop.Files = append(prop.Files, FileChange{Path: name, Content: p.Files[name], Mode: mode})
 	}
 	prop.Body = body(g, res, prop)
 	g.Proposal = prop

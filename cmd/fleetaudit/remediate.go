@@ -300,10 +300,15 @@ func writeRemediateTable(w io.Writer, plan *remediate.Plan, published []githubpr
 
 func writeFindings(b *strings.Builder, fs []policies.Finding) {
 	esc := reports.Escape
+	const maxShown = 5 // distinct messages; thousands of hosts may differ in a detail
 	seen := map[string]bool{}
 	for _, f := range fs {
 		if seen[f.Message] {
 			continue // the same finding on another host
+		}
+		if len(seen) == maxShown {
+			fmt.Fprintf(b, "  (and more findings of the rule on other hosts)\n")
+			break
 		}
 		seen[f.Message] = true
 		fmt.Fprintf(b, "finding (%s): %s\n", esc(f.Severity), esc(f.Message))
