@@ -36,7 +36,14 @@ func TestJudge(t *testing.T) {
 		res: configrepo.Result{Fleets: []configrepo.FleetResult{
 			fleet("gpu-training", "changed", nil, nil, []policies.Finding{cma}),
 		}},
-		want: []string{"FAIL hugetlb-cma-on-gpu stays in fleet gpu-training: hugetlb_cma=6G (set at layers/base/etc/default/grub.d/60-cma.cfg:1): the fix is placed where it does not win", "introduced in any fleet: nothing"},
+		want: []string{"FAIL hugetlb-cma-on-gpu stays in fleet gpu-training: hugetlb_cma=6G (set at layers/base/etc/default/grub.d/60-cma.cfg:1): the fix is placed where it does not win, or the rule reads something the drop-in does not change", "introduced in any fleet: nothing"},
+	}, {
+		name: "stays, facts from the baseline",
+		res: configrepo.Result{Fleets: []configrepo.FleetResult{
+			fleet("gpu-training", "changed", nil, nil, []policies.Finding{{Rule: ruleCMA, Message: "m", Evidence: []policies.Evidence{
+				{Fact: "boot.configured.params.hugetlb_cma", Source: "/proc/cmdline (baseline baselines/gpu.json)"}, {Fact: "rdma.devices"}}}}),
+		}},
+		want: []string{"FAIL hugetlb-cma-on-gpu stays in fleet gpu-training: m (set at /proc/cmdline (baseline baselines/gpu.json)): its facts come from the fleet's baseline snapshot, not from the repo's files, so no change to the repo resolves it", "introduced in any fleet: nothing"},
 	}, {
 		name: "introduces elsewhere",
 		res: configrepo.Result{Fleets: []configrepo.FleetResult{

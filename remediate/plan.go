@@ -412,9 +412,12 @@ func judge(res *configrepo.Result, g *Group) []string {
 				if f.Rule != g.Rule {
 					continue
 				}
-				why := "the fix is placed where it does not win"
-				if fromBaseline(f) {
+				why := "the fix is placed where it does not win, or the rule reads something the drop-in does not change"
+				switch baseline := fromBaseline(f); {
+				case baseline == len(f.Evidence):
 					why = "its facts come from the fleet's baseline snapshot, not from the repo's files, so no change to the repo resolves it"
+				case baseline > 0:
+					why += "; part of its facts come from the fleet's baseline snapshot, which no change to the repo alters"
 				}
 				lines = append(lines, fmt.Sprintf("FAIL %s stays in fleet %s: %s (%s): %s", g.Rule, fr.Fleet, f.Message, sources(f), why))
 			}
@@ -442,20 +445,24 @@ func judge(res *configrepo.Result, g *Group) []string {
 	return lines
 }
 
-// fromBaseline says whether every fact a finding cites with a source was
-// read from the fleet's baseline snapshot.
-func fromBaseline(f policies.Finding) bool {
-	n := 0
+// fromBaseline counts the facts a finding cites that were read from the
+// fleet's baseline snapshot; a fact without a source counts as one when
+// every fact with a source is from the baseline.
+func fromBaseline(f policies.Finding) int {
+	n, sourced := 0, 0
 	for _, e := range f.Evidence {
 		if e.Source == "" {
 			continue
 		}
-		if !strings.Contains(e.Source, "(baseline ") {
-			return false
+		sourced++
+		if strings.Contains(e.Source, "(baseline ") {
+			n++
 		}
-		n++
 	}
-	return n > 0
+	if n > 0 && n == sourced {
+		return len(f.Evidence)
+	}
+	return n
 }
 
 func sources(f policies.Finding) string {
