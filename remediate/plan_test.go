@@ -235,6 +235,7 @@ func TestPlanSharedBaseOverrideGoesToGPULayer(t *testing.T) {
 func TestPlanNewLayerEditsManifest(t *testing.T) {
 	for _, tc := range []struct {
 		name, manifest, want string
+		diff                 []string
 	}{{
 		name: "block",
 		manifest: `# Fleets of the lab.
@@ -260,6 +261,7 @@ fleets:
     layers:
       - base
 `,
+		diff: []string{"+      - gpu-training\n"},
 	}, {
 		name: "flow",
 		manifest: `fleets:
@@ -270,6 +272,10 @@ fleets:
   gpu-training: {layers: [base, gpu-training], baseline: baselines/gpu.json}  # gpu
   web-serving: {layers: ["base"]}
 `,
+		diff: []string{
+			"-  gpu-training: {layers: [base], baseline: baselines/gpu.json}  # gpu\n",
+			"+  gpu-training: {layers: [base, gpu-training], baseline: baselines/gpu.json}  # gpu\n",
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cmaRepo(t, tc.manifest)
@@ -285,9 +291,17 @@ fleets:
 			if diff := cmp.Diff(tc.want, string(g.Placement.Files[configrepo.ManifestFile])); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", configrepo.ManifestFile, diff)
 			}
-			// The diff shows only the added line.
-			if !strings.Contains(prop.Diff, "diff --git a/fleetaudit.yaml b/fleetaudit.yaml\n") {
-				t.Errorf("diff:\n%s", prop.Diff)
+			// The manifest's diff is the one changed line.
+			_, section, _ := strings.Cut(prop.Diff, "diff --git a/fleetaudit.yaml b/fleetaudit.yaml\n")
+			section, _, _ = strings.Cut(section, "diff --git ")
+			var changed []string
+			for l := range strings.Lines(section) {
+				if (l[0] == '-' || l[0] == '+') && !strings.HasPrefix(l, "---") && !strings.HasPrefix(l, "+++") {
+					changed = append(changed, l)
+				}
+			}
+			if diff := cmp.Diff(tc.diff, changed); diff != "" {
+				t.Errorf("fleetaudit.yaml diff (-want +got):\n%s\n%s", diff, prop.Diff)
 			}
 			res := applyAndGate(t, r, prop)
 			if got := rulesOf(fleetResult(t, res, "gpu-training").Resolved); !slices.Contains(got, ruleCMA) {
