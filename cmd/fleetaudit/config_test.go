@@ -53,7 +53,7 @@ func TestConfigFileKeys(t *testing.T) {
 		{"a command's key at the top level", "hostname: top\n", "",
 			[]string{`CONFIG:1: "hostname" is not a top-level key: it belongs under collect: (a command's settings go in its section)`}},
 		{"a key of several commands at the top level", "log-level: info\nformat: markdown\n", "",
-			[]string{`CONFIG:2: "format" is not a top-level key: it belongs under audit:, gate: or policies: (a command's settings go in its section)`}},
+			[]string{`CONFIG:2: "format" is not a top-level key: it belongs under audit:, gate:, policies: or remediate: (a command's settings go in its section)`}},
 		{"unknown top-level key", "log-level: info\nhostnme: x\n", "",
 			[]string{`CONFIG:2: unknown key "hostnme" in the top level (did you mean "hostname" under collect:?); known: audit, collect, gate, log-level, policies`}},
 		{"unknown key in a section", "audit:\n  fail-on: high\n  fail_on: high\n", "",
@@ -168,7 +168,7 @@ func TestConfigIsPerCommand(t *testing.T) {
 	})
 	t.Run("format at the top level", func(t *testing.T) {
 		r := auditWith(t, "format: markdown\n", nil)
-		if want := `CONFIG:1: "format" is not a top-level key: it belongs under audit:, gate: or policies:`; r.code != exitError || !strings.Contains(r.stderr, want) {
+		if want := `CONFIG:1: "format" is not a top-level key: it belongs under audit:, gate:, policies: or remediate:`; r.code != exitError || !strings.Contains(r.stderr, want) {
 			t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
 		}
 	})
