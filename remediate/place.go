@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -113,10 +114,13 @@ func Place(co *configrepo.Checkout, m *configrepo.Manifest, fleet string, affect
 	write := func(rel string, edit func([]byte) ([]byte, error)) error {
 		name := "layers/" + p.Layer + "/" + rel
 		var old []byte
+		for p := name; p != "."; p = path.Dir(p) {
+			if why, refused := co.Refused[p]; refused {
+				return refuse("%s: the repo holds %s as something fleetaudit does not write into: %s", name, p, why)
+			}
+		}
 		if f, ok := co.Files[name]; ok {
 			old = f.Data
-		} else if why, refused := co.Refused[name]; refused {
-			return refuse("%s: %s", name, why)
 		}
 		data, err := edit(old)
 		if err != nil {
