@@ -87,4 +87,42 @@ func collectModules(c *collection) {
 		}
 		configure(file, mods)
 	}
+	collectModprobeD(c)
+}
+
+// collectModprobeD records what modprobe.d blocks; the maps stay nil (and
+// out of the snapshot) when nothing does. A module is blacklisted
+// by any line; the first install line for a name is the one kmod runs.
+func collectModprobeD(c *collection) {
+	m := &c.snap.Modules
+	for _, f := range c.listConfFiles("modules", modprobeDirs, ".conf") {
+		data, ok := c.read("modules", f.Real)
+		if !ok {
+			continue
+		}
+		dirs, errs := parseModprobeConf(data)
+		for _, err := range errs {
+			c.fail("modules", f.Real, err)
+		}
+		for _, d := range dirs {
+			switch d.Cmd {
+			case "blacklist":
+				if !m.Blacklisted[d.Module] {
+					if m.Blacklisted == nil {
+						m.Blacklisted = map[string]bool{}
+					}
+					m.Blacklisted[d.Module] = true
+					c.from("modules.blacklisted."+d.Module, f.Real, d.Line)
+				}
+			case "install":
+				if _, ok := m.Install[d.Module]; !ok {
+					if m.Install == nil {
+						m.Install = map[string]string{}
+					}
+					m.Install[d.Module] = d.Command
+					c.from("modules.install."+d.Module, f.Real, d.Line)
+				}
+			}
+		}
+	}
 }

@@ -79,8 +79,10 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					FabricManager: "535.104.05", NVSwitches: 4,
 				},
 				Modules: snapshot.Modules{
-					Loaded:     []string{"drm", "drm_kms_helper", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm", "rdma_ucm"},
-					Configured: map[string]bool{"nvidia_peermem": true},
+					Loaded:      []string{"drm", "drm_kms_helper", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm", "rdma_ucm"},
+					Configured:  map[string]bool{"nvidia_peermem": true},
+					Blacklisted: map[string]bool{},
+					Install:     map[string]string{},
 				},
 				Libraries: snapshot.Libraries{
 					NCCL: []snapshot.Library{
@@ -115,8 +117,10 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 				OS:     jammy,
 				NVIDIA: snapshot.NVIDIA{NVMLVersions: []string{}, GPUs: []snapshot.GPU{}},
 				Modules: snapshot.Modules{
-					Loaded:     []string{"crct10dif_pclmul", "ghash_clmulni_intel", "kvm", "kvm_intel", "nf_conntrack", "nf_defrag_ipv4", "nf_defrag_ipv6", "qemu_fw_cfg", "tls", "virtio_rng", "xt_conntrack"},
-					Configured: map[string]bool{},
+					Loaded:      []string{"crct10dif_pclmul", "ghash_clmulni_intel", "kvm", "kvm_intel", "nf_conntrack", "nf_defrag_ipv4", "nf_defrag_ipv6", "qemu_fw_cfg", "tls", "virtio_rng", "xt_conntrack"},
+					Configured:  map[string]bool{},
+					Blacklisted: map[string]bool{},
+					Install:     map[string]string{},
 				},
 				Libraries: snapshot.Libraries{NCCL: []snapshot.Library{}, CUDA: []snapshot.Library{}},
 				Sources:   with(ubuntuSources, map[string]string{"kernel.arch": "default: unknown: no /proc/sys/kernel/arch before Linux 6.1", "nvidia.nvswitches": "/sys/bus/pci/devices"}),
@@ -132,8 +136,10 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					NVMLVersions: []string{"550.90.07"}, GPUs: h100s("0000:1b:00.0", "0000:43:00.0"),
 				},
 				Modules: snapshot.Modules{
-					Loaded:     []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm"},
-					Configured: map[string]bool{"nvidia_peermem": true, "rdma_ucm": true},
+					Loaded:      []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm"},
+					Configured:  map[string]bool{"nvidia_peermem": true, "rdma_ucm": true},
+					Blacklisted: map[string]bool{},
+					Install:     map[string]string{},
 				},
 				Libraries: snapshot.Libraries{
 					NCCL: []snapshot.Library{{Version: "2.21.5", Path: "/opt/train/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/opt/train/venv/lib/python3.12/site-packages/nvidia_nccl_cu12-2.21.5.dist-info/METADATA:3")}},
@@ -172,8 +178,10 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					},
 				},
 				Modules: snapshot.Modules{
-					Loaded:     []string{"drm_kms_helper", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "xfs"},
-					Configured: map[string]bool{},
+					Loaded:      []string{"drm_kms_helper", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "xfs"},
+					Configured:  map[string]bool{},
+					Blacklisted: map[string]bool{},
+					Install:     map[string]string{},
 				},
 				Libraries: snapshot.Libraries{
 					NCCL: []snapshot.Library{{Version: "2.21.5", Path: "/usr/lib64/libnccl.so.2.21.5", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/lib64/libnccl.so.2.21.5")}},
@@ -204,7 +212,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					Present: true, ModuleVersion: "535.104.05", NVMLVersions: []string{},
 					GPUs: []snapshot.GPU{{BusID: "0000:18:00.0", Model: "NVIDIA H100 80GB HBM3"}},
 				},
-				Modules: snapshot.Modules{Loaded: []string{"mlx5_core", "nvidia_uvm"}, Configured: map[string]bool{}},
+				Modules: snapshot.Modules{Loaded: []string{"mlx5_core", "nvidia_uvm"}, Configured: map[string]bool{}, Blacklisted: map[string]bool{}, Install: map[string]string{}},
 				Libraries: snapshot.Libraries{
 					NCCL: []snapshot.Library{
 						{Version: "2.19.3", Path: "/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2", Kind: "wheel", How: "embedded-string", Source: snapshot.ParseProvenance("/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2")},

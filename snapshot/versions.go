@@ -63,7 +63,8 @@ type GPU struct {
 	PersistenceMode string `json:"persistence_mode,omitempty"`
 }
 
-// Modules are kernel modules loaded now and configured to load at boot.
+// Modules are kernel modules loaded now, configured to load at boot, and
+// blocked by modprobe.d.
 type Modules struct {
 	// Loaded are the names in /proc/modules, sorted.
 	Loaded []string `json:"loaded"`
@@ -72,6 +73,17 @@ type Modules struct {
 	// path, modules.configured.<name>, and its own file:line provenance.
 	// Names are normalised as kmod does ("nvidia-peermem" is nvidia_peermem).
 	Configured map[string]bool `json:"configured"`
+	// Blacklisted is the set of modules a modprobe.d "blacklist" line names
+	// (every value is true), each with its file:line provenance at
+	// modules.blacklisted.<name>. kmod then ignores the module's aliases,
+	// and systemd-modules-load skips it; "modprobe <name>" still loads it.
+	Blacklisted map[string]bool `json:"blacklisted,omitempty"`
+	// Install is the command of a modprobe.d "install" line by module name
+	// (or the line's fnmatch pattern), which kmod runs instead of loading
+	// the module: "/bin/false" or "/bin/true" keeps it from loading at all.
+	// The first line for a name wins, as in kmod; provenance at
+	// modules.install.<name>.
+	Install map[string]string `json:"install,omitempty"`
 }
 
 // Libraries are user-space libraries that jobs load.
