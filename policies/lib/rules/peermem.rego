@@ -7,17 +7,43 @@ loaded(m) if m in input.modules.loaded
 
 configured(m) if input.modules.configured[m]
 
+# Set to load at boot: listed in modules-load.d (or /etc/modules) and not
+# blocked by modprobe.d. systemd-modules-load probes with kmod's
+# KMOD_PROBE_APPLY_BLACKLIST, so a "blacklist" line stops it; an install
+# command that is true or false runs instead of loading the module.
+boot_loads(m) if {
+	configured(m)
+	not blocked(m)
+}
+
+blocked(m) if input.modules.blacklisted[m]
+
+blocked(m) if noop_command(input.modules.install[m])
+
+# kmod runs the first install line whose pattern matches, in file order,
+# which the snapshot does not keep: a line for the exact name is taken to
+# come first, and otherwise any matching pattern that loads nothing blocks.
+blocked(m) if {
+	not input.modules.install[m]
+	some pattern, cmd in input.modules.install
+	glob.match(pattern, [], m)
+	noop_command(cmd)
+}
+
+# kmod hands the command to the shell: these load nothing.
+noop_command(cmd) if regex.match(`^((/usr)?/s?bin/)?(true|false)$`, trim_space(cmd))
+
 present(m) if loaded(m)
 
-present(m) if configured(m)
+present(m) if boot_loads(m)
 
 where(m) := concat(" and ", [w | some w in ["loaded", "configured to load"]; state(w, m)])
 
 state("loaded", m) if loaded(m)
 
-state("configured to load", m) if configured(m)
+state("configured to load", m) if boot_loads(m)
 
-module_evidence(m) := [p | some p in [sprintf("modules.configured.%s", [m])]; configured(m)]
+module_evidence(m) := [p | some p in [sprintf("modules.configured.%s", [m])]; boot_loads(m)]
 
 # METADATA
 # title: Both GPUDirect peer-memory modules
@@ -31,16 +57,34 @@ module_evidence(m) := [p | some p in [sprintf("modules.configured.%s", [m])]; co
 #   description: GPUDirect RDMA and nvidia-peermem
 # - ref: https://github.com/Mellanox/nv_peer_memory
 #   description: nv_peer_mem, superseded by nvidia-peermem
+# - ref: https://github.com/systemd/systemd/blob/main/src/modules-load/modules-load.c
+#   description: >-
+#     systemd-modules-load loads each listed module through
+#     module_load_and_warn, which probes with KMOD_PROBE_APPLY_BLACKLIST: a
+#     blacklisted module listed in modules-load.d is skipped
+# - ref: https://github.com/kmod-project/kmod/blob/master/libkmod/libkmod-module.c
+#   description: >-
+#     kmod_module_probe_insert_module returns early for a blacklisted module
+#     under that flag, and otherwise runs an install command instead of loading
+# - ref: https://man7.org/linux/man-pages/man5/modprobe.d.5.html
+#   description: >-
+#     blacklist ignores a module's aliases only; "modprobe name" (without -b)
+#     still loads it, which install X /bin/false prevents
 # custom:
 #   id: peermem-dual-modules
 #   severity: high
 #   profiles: [gpu-training]
 #   remediation: >-
-#     Remove nv_peer_mem (package and modules-load.d entry) and keep only
-#     nvidia_peermem, in the GPU fleet's own layer.
+#     In the GPU fleet's own layer, block nv_peer_mem in modprobe.d
+#     ("blacklist nv_peer_mem" and "install nv_peer_mem /bin/false", so no
+#     modprobe by name loads it either), keep nvidia_peermem in
+#     modules-load.d, remove the nv_peer_mem package, and unload it (rmmod)
+#     or reboot where it is loaded now.
 #   facts:
 #   - modules.loaded
 #   - modules.configured
+#   - modules.blacklisted
+#   - modules.install
 peermem_dual_modules contains f if {
 	present("nv_peer_mem")
 	present("nvidia_peermem")

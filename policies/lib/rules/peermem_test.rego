@@ -95,3 +95,62 @@ test_gpudirect_fix_loads_nvidia_peermem if {
 	[g] := [g | some g in peermem.gpudirect_path_missing with input as host(["nvidia"], {"nvidia_peermem": true}, "550.90.07")]
 	not g.fix
 }
+
+# modules-load.d lists both; nv_peer_mem is not loaded now.
+both_configured := host(["nvidia", "nvidia_peermem"], {"nv_peer_mem": true, "nvidia_peermem": true}, "550.90.07")
+
+with_modprobe(h, modprobe) := object.union(h, {"modules": modprobe})
+
+test_dual_modules_both_configured if {
+	[f] := [f | some f in peermem.peermem_dual_modules with input as both_configured]
+	f.msg == "nv_peer_mem (configured to load) and nvidia_peermem (loaded and configured to load) are both present; only nvidia_peermem may be used"
+	f.evidence == ["modules.loaded", "modules.configured.nv_peer_mem", "modules.configured.nvidia_peermem"]
+}
+
+# systemd-modules-load applies kmod's blacklist to the modules it loads.
+test_dual_modules_blacklist_stops_boot_load if {
+	h := with_modprobe(both_configured, {"blacklisted": {"nv_peer_mem": true}})
+	count(peermem.peermem_dual_modules) == 0 with input as h
+}
+
+test_dual_modules_install_noop_stops_boot_load if {
+	every cmd in ["/bin/false", "/bin/true", "/usr/bin/false", "true", " /bin/false "] {
+		count(peermem.peermem_dual_modules) == 0 with input as with_modprobe(both_configured, {"install": {"nv_peer_mem": cmd}})
+	}
+}
+
+test_dual_modules_install_pattern_stops_boot_load if {
+	h := with_modprobe(both_configured, {"install": {"nv_peer*": "/bin/false"}})
+	count(peermem.peermem_dual_modules) == 0 with input as h
+}
+
+test_dual_modules_exact_install_before_pattern if {
+	h := with_modprobe(both_configured, {"install": {"nv_peer_mem": "/sbin/modprobe --ignore-install nv_peer_mem", "nv_*": "/bin/false"}})
+	count(peermem.peermem_dual_modules) == 1 with input as h
+}
+
+# An install command that loads the module, or a block of another module,
+# leaves it set to load.
+test_dual_modules_loading_install_or_other_blacklist if {
+	every modprobe in [
+		{"install": {"nv_peer_mem": "/sbin/modprobe --ignore-install nv_peer_mem $CMDLINE_OPTS"}},
+		{"install": {"nv_peer_mem": "/bin/false; /sbin/modprobe --ignore-install nv_peer_mem"}},
+		{"blacklisted": {"nouveau": true}, "install": {"nouveau": "/bin/false"}},
+	] {
+		count(peermem.peermem_dual_modules) == 1 with input as with_modprobe(both_configured, modprobe)
+	}
+}
+
+# Blocking boot does not unload a running module.
+test_dual_modules_blacklisted_but_loaded if {
+	h := with_modprobe(host(["nv_peer_mem", "nvidia_peermem"], {"nv_peer_mem": true, "nvidia_peermem": true}, "550.90.07"), {"blacklisted": {"nv_peer_mem": true}})
+	[f] := [f | some f in peermem.peermem_dual_modules with input as h]
+	f.msg == "nv_peer_mem (loaded) and nvidia_peermem (loaded and configured to load) are both present; only nvidia_peermem may be used"
+	f.evidence == ["modules.loaded", "modules.configured.nvidia_peermem"]
+}
+
+# A blocked nvidia_peermem is not set to load either.
+test_dual_modules_nvidia_peermem_blocked if {
+	h := with_modprobe(host(["nv_peer_mem"], {"nv_peer_mem": true, "nvidia_peermem": true}, "550.90.07"), {"blacklisted": {"nvidia_peermem": true}})
+	count(peermem.peermem_dual_modules) == 0 with input as h
+}
