@@ -5,7 +5,8 @@ package snapshot
 // status line of fabric_manager, and every libnvidia-ml file for
 // nvml_versions, the nvidia-smi command line for each
 // nvidia.gpus.<i>.persistence_mode; modules.loaded is /proc/modules and each
-// modules.configured.<name> the file and line that loads it;
+// modules.configured.<name> the file and line that loads it, and
+// modules.blacklisted.<name> and modules.install.<name> the modprobe.d line;
 // libraries.nccl and libraries.cuda list their entries' Source fields.
 
 // Kernel is the running kernel.
