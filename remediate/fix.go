@@ -32,6 +32,9 @@ type Fix struct {
 	// Load and Blacklist are kernel modules.
 	Load      []string `json:"load,omitempty"`
 	Blacklist []string `json:"blacklist,omitempty"`
+	// Pods are the changes of a pod fix, one per finding; each is placed
+	// in the manifest its finding's evidence (pods.<i>) cites.
+	Pods []PodChange `json:"pods,omitempty"`
 }
 
 // ErrNoFix marks a finding whose rule attached no fix.
@@ -67,7 +70,12 @@ func ParseFix(raw map[string]any) (Fix, error) {
 		}
 	}
 	if kind == KindPod {
-		return f, nil // placed by nobody yet; Place refuses it with the reason
+		c, err := parsePodChange(raw)
+		if err != nil {
+			return Fix{}, fmt.Errorf("fix pod: %w", err)
+		}
+		f.Pods = []PodChange{c}
+		return f, nil
 	}
 	var err error
 	if f.Set, err = stringMap(raw, "set"); err != nil {
@@ -198,6 +206,15 @@ func (f Fix) merge(o Fix) (Fix, error) {
 		return f, fmt.Errorf("the findings ask for fixes of kinds %s and %s", f.Kind, o.Kind)
 	}
 	out := Fix{Kind: f.Kind, Set: maps.Clone(f.Set)}
+	if f.Kind == KindPod {
+		out.Pods = slices.Clone(f.Pods)
+		for _, c := range o.Pods {
+			if !slices.ContainsFunc(out.Pods, c.equal) {
+				out.Pods = append(out.Pods, c)
+			}
+		}
+		return out, nil
+	}
 	if f.Kind == KindLimits {
 		// The soft and the hard limit of one item to one value are one
 		// line of type "-".
@@ -259,6 +276,9 @@ func (f Fix) String() string {
 	}
 	if len(f.Blacklist) > 0 {
 		parts = append(parts, "blacklist "+strings.Join(f.Blacklist, " "))
+	}
+	for _, c := range f.Pods {
+		parts = append(parts, c.String())
 	}
 	return f.Kind + ": " + strings.Join(parts, "; ")
 }

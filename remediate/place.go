@@ -36,7 +36,8 @@ func refuse(format string, args ...any) error { return &Refusal{Reason: fmt.Spri
 // fleet uses (the last such layer of its stack, so its drop-in is read
 // last), or into a new layer of the fleet's own. affected are the fleets
 // the finding holds in, fleet among them; a layer any other fleet uses is
-// never written. A fix that only a shared layer could hold is refused.
+// never written. A fix that only a shared layer could hold is refused. A
+// pod fix edits the manifests its changes cite (see placePod).
 func Place(co *configrepo.Checkout, m *configrepo.Manifest, fleet string, affected []string, fix Fix) (*Placement, error) {
 	spec := m.Fleets[fleet]
 	if spec == nil {
@@ -47,7 +48,7 @@ func Place(co *configrepo.Checkout, m *configrepo.Manifest, fleet string, affect
 	}
 	switch fix.Kind {
 	case KindPod:
-		return nil, refuse("pod fixes are not placed automatically yet: editing a workload manifest under k8s/ while keeping its comments, order and every other field is not done safely by fleetaudit today; apply the rule's remediation to the manifest by hand")
+		return placePod(co, m, fleet, affected, fix)
 	case KindBootParam:
 		if len(fix.Remove) > 0 {
 			return nil, refuse("removing boot parameter %s: the kernel takes the last occurrence of a parameter, so a later drop-in can override a value but cannot take a parameter off the command line; delete it from the file that sets it (see the finding's evidence), and if that file is in a layer other fleets share, move it to their own layers", strings.Join(fix.Remove, ", "))

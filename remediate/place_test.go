@@ -21,7 +21,7 @@ func TestPlaceRefuses(t *testing.T) {
 		fix  Fix
 		want string
 	}{
-		{"pod", Fix{Kind: KindPod}, "pod fixes are not placed automatically yet"},
+		{"pod, the fleet has no manifests", Fix{Kind: KindPod, Pods: []PodChange{{File: "k8s/gpu-training/job.yaml", Line: 3, Container: "c", AddCapabilities: []string{"IPC_LOCK"}}}}, "fleet gpu-training has no manifests directory"},
 		{"remove a boot param", Fix{Kind: KindBootParam, Remove: []string{"cma"}}, "cannot take a parameter off the command line"},
 		{"under a symlink", Fix{Kind: KindSysctl, Set: map[string]string{"vm.max_map_count": "262144"}}, "layers/gpu/etc/sysctl.d/99-fleetaudit.conf"},
 	} {

@@ -315,6 +315,15 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 	if !refPart.MatchString(g.Rule) || !refPart.MatchString(g.Fleet) || strings.Contains(g.Rule+g.Fleet, "..") || strings.HasSuffix(g.Fleet, ".lock") {
 		return refuse("the branch %s would not be a valid git branch name: rename the fleet to letters, digits, '.', '_' and '-'", BranchName(g.Rule, g.Fleet))
 	}
+	if g.Fix.Kind == KindPod {
+		// The pods to edit are the repo's: the ones the gate must see
+		// resolved (an audit's pods cite the cluster, not the repo).
+		fix, err := locatePods(atBase, g.Rule)
+		if err != nil {
+			return err
+		}
+		g.Fix = &fix
+	}
 	p, err := Place(base, m, g.Fleet, affected, *g.Fix)
 	if err != nil {
 		return err
@@ -354,7 +363,7 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 		Branch:      BranchName(g.Rule, g.Fleet),
 		Base:        opts.Base,
 		BaseCommit:  base.Commit,
-		Title:       fmt.Sprintf("fleetaudit: fix %s in fleet %s (layer %s)", g.Rule, g.Fleet, p.Layer),
+		Title:       title(g, p),
 		Diff:        diff,
 		Fingerprint: fingerprint(p.Files),
 		Hosts:       g.Hosts,
@@ -369,6 +378,13 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 	prop.Body = body(g, res, prop)
 	g.Proposal = prop
 	return nil
+}
+
+func title(g *Group, p *Placement) string {
+	if g.Fix.Kind == KindPod {
+		return fmt.Sprintf("fleetaudit: fix %s in fleet %s (%s)", g.Rule, g.Fleet, strings.Join(p.Paths(), ", "))
+	}
+	return fmt.Sprintf("fleetaudit: fix %s in fleet %s (layer %s)", g.Rule, g.Fleet, p.Layer)
 }
 
 // judge reads the gate's result for g: every finding of g's rule in its
@@ -523,9 +539,12 @@ func body(g *Group, res *configrepo.Result, prop *Proposal) string {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(l))
 	}
 	b.WriteString("\n**Rollback**: revert this pull request's commit; it touches only the files above. ")
-	if g.Fix.Kind == KindBootParam {
+	switch g.Fix.Kind {
+	case KindBootParam:
 		b.WriteString("Boot parameters take effect at the next grub-mkconfig and reboot, so does the rollback.\n")
-	} else {
+	case KindPod:
+		b.WriteString("A manifest takes effect when it is applied to the cluster; running pods keep their spec until they are recreated, so does the rollback.\n")
+	default:
 		b.WriteString("Hosts take the old values at their next configuration apply.\n")
 	}
 	fmt.Fprintf(&b, "\n<sub>fleetaudit remediate · branch `%s` · fingerprint `%s`</sub>\n", prop.Branch, short(prop.Fingerprint))
