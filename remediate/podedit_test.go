@@ -1,10 +1,15 @@
 package remediate
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/kube"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 const pytorchJob = `# Pretraining: one master, fifteen workers.
@@ -275,4 +280,150 @@ func TestEditPodRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every kind of workload kube flattens: editPod at the line kube reports
+// for a pod or template changes that pod alone, as kube reads the file
+// again (the other templates, the other documents unchanged).
+func TestEditPodEveryWorkloadKind(t *testing.T) {
+	file := `apiVersion: v1
+kind: Pod
+metadata: {name: solo}
+spec:
+  containers:
+  - {name: c, image: x}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: dep}
+spec:
+  template:
+    spec:
+      containers:
+      - name: c
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: sts}
+spec:
+  template:
+    metadata: {labels: {app: sts}}
+    spec:
+      containers: [{name: c}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds}
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: c
+      containers:
+      - name: d
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cron}
+spec:
+  schedule: "@daily"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: c
+---
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: mpi}
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        spec:
+          containers:
+          - name: c
+    Worker:
+      template:
+        spec:
+          containers:
+          - name: c
+---
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: lws}
+spec:
+  leaderWorkerTemplate:
+    leaderTemplate:
+      spec:
+        containers:
+        - name: c
+    workerTemplate:
+      spec:
+        containers:
+        - name: c
+---
+apiVersion: v1
+kind: PodList
+items:
+- metadata: {name: listed}
+  spec:
+    containers:
+    - name: c
+`
+	before, err := kube.ParseManifests([]byte(file), "k8s/all.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 10 {
+		t.Fatalf("kube found %d pods and templates, want 10", len(before))
+	}
+	for i, o := range before {
+		t.Run(strings.TrimSpace(fmt.Sprintf("%s %s %s", o.Kind, o.Name, o.Role)), func(t *testing.T) {
+			edited, err := editPod([]byte(file), PodChange{Line: o.Line, Container: "c", AddCapabilities: []string{"IPC_LOCK"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := kube.ParseManifests(edited, "k8s/all.yaml")
+			if err != nil || len(after) != len(before) {
+				t.Fatalf("edited file: %d objects, %v\n%s", len(after), err, edited)
+			}
+			for j := range before {
+				want := before[j].Pod
+				if j == i {
+					want = withCapability(t, before[j].Pod, "c", "IPC_LOCK")
+				}
+				if diff := cmp.Diff(want, after[j].Pod); diff != "" {
+					t.Errorf("object %d (%s %s) (-want +got):\n%s", j, before[j].Kind, before[j].Role, diff)
+				}
+			}
+		})
+	}
+}
+
+// withCapability is pod (a fresh copy) with capability added to
+// container name.
+func withCapability(t *testing.T, pod map[string]any, name, capability string) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := snapshot.DecodeJSON(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	spec := out["spec"].(map[string]any)
+	for _, list := range []string{"containers", "initContainers"} {
+		cs, _ := spec[list].([]any)
+		for _, c := range cs {
+			if c := c.(map[string]any); c["name"] == name {
+				c["securityContext"] = map[string]any{"capabilities": map[string]any{"add": []any{capability}}}
+				return out
+			}
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return nil
 }
