@@ -13,7 +13,8 @@ import (
 type Placement struct {
 	Fleet string `json:"fleet"`
 	// Layer is the layer written to; NewLayer is set when the fix adds it
-	// to the fleet's stack (its only layers were shared).
+	// to the fleet's stack (its only layers were shared). For a pod fix it
+	// is the fleet's manifests directory ("k8s/gpu-training").
 	Layer    string `json:"layer"`
 	NewLayer bool   `json:"new_layer,omitempty"`
 	// Files are the repo files written, by path, whole.

@@ -280,3 +280,28 @@ func TestParsePodFix(t *testing.T) {
 		t.Errorf("merged %+v, %v: want the two pods once each", m.Pods, err)
 	}
 }
+
+// A manifest two fleets render, where the finding holds in both: each
+// fleet's group edits it (no unaffected fleet is touched), and the proof
+// shows the other fleet changed with nothing introduced.
+func TestPlanPodFixSharedByAffectedFleets(t *testing.T) {
+	manifest := "fleets:\n  gpu-training: {layers: [base], k8s: k8s/shared}\n  gpu-b: {layers: [base], k8s: k8s/shared, profile: gpu-training}\n"
+	r := podRepo(t, manifest, map[string]string{"k8s/shared/pretrain.yaml": pytorchJob})
+	p := plan(t, r, Options{Rule: "pod-rdma-without-ipc-lock"})
+	if len(p.Groups) != 2 {
+		t.Fatalf("%d groups, want one per fleet", len(p.Groups))
+	}
+	for _, g := range p.Groups {
+		prop := proposal(t, g)
+		if !strings.Contains(g.Placement.Why, "also rendered for") {
+			t.Errorf("%s: why %q", g.Fleet, g.Placement.Why)
+		}
+		other := map[string]string{"gpu-training": "gpu-b", "gpu-b": "gpu-training"}[g.Fleet]
+		if want := "fleet " + other + ": changed"; !slices.ContainsFunc(g.Proof, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("%s: proof lacks %q:\n%s", g.Fleet, want, strings.Join(g.Proof, "\n"))
+		}
+		if diff := cmp.Diff([]string{"k8s/shared/pretrain.yaml"}, g.Placement.Paths()); diff != "" || len(prop.Files) != 1 {
+			t.Errorf("%s: files (-want +got):\n%s", g.Fleet, diff)
+		}
+	}
+}

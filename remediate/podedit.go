@@ -386,6 +386,9 @@ func (e *textEdit) insertAfter(line int, text string) []byte {
 	if line < len(e.starts) {
 		at = e.starts[line]
 	}
+	if bytes.HasSuffix(e.data[:at], []byte("\r\n")) {
+		text = strings.ReplaceAll(text, "\n", "\r\n") // the file's line ends
+	}
 	if at > 0 && e.data[at-1] != '\n' {
 		text = "\n" + text
 	}

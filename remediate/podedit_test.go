@@ -234,6 +234,11 @@ metadata: {name: infer}
 		change: PodChange{Line: 1, Container: "c", Limits: map[string]string{"memory": "1Gi"}},
 		want:   "kind: Pod\nspec:\n  containers:\n  - name: c\n    image: x\n    resources:\n      limits:\n        memory: 1Gi\n",
 	}, {
+		name:   "CRLF line ends kept",
+		in:     "kind: Pod\r\nspec:\r\n  containers:\r\n  - name: c\r\n    image: x\r\n",
+		change: PodChange{Line: 1, Container: "c", Limits: map[string]string{"memory": "1Gi"}},
+		want:   "kind: Pod\r\nspec:\r\n  containers:\r\n  - name: c\r\n    image: x\r\n    resources:\r\n      limits:\r\n        memory: 1Gi\r\n",
+	}, {
 		name:   "multi-line flow list closed on its own line",
 		in:     "kind: Pod\nspec:\n  containers:\n  - name: c\n    command: [sh, -c,\n      run\n    ]\n  - name: d\n",
 		change: PodChange{Line: 1, Container: "c", Limits: map[string]string{"memory": "1Gi"}},
