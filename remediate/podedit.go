@@ -237,6 +237,9 @@ type textEdit struct {
 }
 
 func (e *textEdit) line(l int) string {
+	if l < 1 || l > len(e.starts) {
+		return ""
+	}
 	end := len(e.data)
 	if l < len(e.starts) {
 		end = e.starts[l]
@@ -244,7 +247,21 @@ func (e *textEdit) line(l int) string {
 	return string(e.data[e.starts[l-1]:end])
 }
 
-func (e *textEdit) off(n *yaml.Node) int { return offset(e.starts, n.Line, n.Column) }
+func (e *textEdit) lineStart(l int) int {
+	if l < 1 || l > len(e.starts) {
+		return len(e.data)
+	}
+	return e.starts[l-1]
+}
+
+// off is n's byte offset; a node past the last line (an empty value at
+// the end of the file) is at the end.
+func (e *textEdit) off(n *yaml.Node) int {
+	if n.Line < 1 || n.Line > len(e.starts) {
+		return len(e.data)
+	}
+	return min(offset(e.starts, n.Line, n.Column), len(e.data))
+}
 
 // ensure sets keys below mapping n to value (or appends value to the list
 // there), creating the keys missing. nil, nil: already so.
@@ -343,7 +360,7 @@ func (e *textEdit) appendItem(seq *yaml.Node, value string) ([]byte, error) {
 		return e.flowAppend(seq, '[', ']', leaf)
 	}
 	first := seq.Content[0]
-	dash := bytes.LastIndexByte(e.data[e.starts[first.Line-1]:e.off(first)], '-')
+	dash := bytes.LastIndexByte(e.data[e.lineStart(first.Line):e.off(first)], '-')
 	if dash < 0 {
 		return nil, errors.New("a list item fleetaudit cannot find the dash of")
 	}
@@ -506,7 +523,7 @@ func (e *textEdit) sequenceIndent(pod *yaml.Node) int {
 			k, v := n.Content[i], n.Content[i+1]
 			if v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 {
 				first := v.Content[0]
-				dash := bytes.LastIndexByte(e.data[e.starts[first.Line-1]:e.off(first)], '-')
+				dash := bytes.LastIndexByte(e.data[e.lineStart(first.Line):e.off(first)], '-')
 				if dash >= 0 && dash >= k.Column-1 {
 					return dash - (k.Column - 1)
 				}

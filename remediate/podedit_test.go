@@ -276,6 +276,7 @@ func TestEditPodRefuses(t *testing.T) {
 		// reads like a comment: the re-parse check catches it.
 		{"block scalar ending in a #-line", "kind: Pod\nspec:\n  containers:\n  - name: c\n    command:\n    - |\n      run\n      # end\n", caps, "is not the old one plus"},
 		{"template spec shared by an alias", "kind: PyTorchJob\nspec:\n  pytorchReplicaSpecs:\n    Master:\n      template:\n        spec: &pod\n          containers:\n          - name: c\n    Worker:\n      template:\n        spec: *pod\n", PodChange{Line: 5, Container: "c", AddCapabilities: []string{"IPC_LOCK"}}, "is not the old one plus"},
+		{"an empty value at the end of the file", "kind: Pod\nspec:\n  containers:\n  - name: c\n    resources:\n      limits:\n        memory:\n", PodChange{Line: 1, Container: "c", Limits: map[string]string{"memory": "1Gi"}}, "written in a way fleetaudit does not edit"},
 		{"capabilities not a mapping", "kind: Pod\nspec:\n  containers:\n  - name: c\n    securityContext:\n      capabilities: [IPC_LOCK]\n", caps, "not a mapping"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
