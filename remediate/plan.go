@@ -519,7 +519,7 @@ func body(g *Group, res *configrepo.Result, prop *Proposal) string {
 	if len(g.Hosts) > 0 {
 		fmt.Fprintf(&b, "**Affected hosts** (%d, from the audit): %s\n\n", len(g.Hosts), strings.Join(g.Hosts, ", "))
 	}
-	fmt.Fprintf(&b, "**Fix**: %s\n\n", g.Fix)
+	fmt.Fprintf(&b, "**Fix**: %s\n\n", mdEscape(g.Fix.String()))
 	fmt.Fprintf(&b, "**Placement**: %s.\n\nFiles:\n", mdEscape(g.Placement.Why))
 	for _, fc := range prop.Files {
 		fmt.Fprintf(&b, "- `%s`\n", mdEscape(fc.Path))

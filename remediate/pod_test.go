@@ -305,3 +305,14 @@ func TestPlanPodFixSharedByAffectedFleets(t *testing.T) {
 		}
 	}
 }
+
+// The pod's name comes from the repo: the pull request body shows it as
+// text, never as HTML.
+func TestPlanPodFixBodyEscapesPodName(t *testing.T) {
+	job := strings.Replace(pytorchJob, "name: llm-pretrain", `name: "llm<img src=x>"`, 1)
+	r := podRepo(t, podFleets, map[string]string{"k8s/gpu-training/pretrain.yaml": job})
+	prop := proposal(t, onlyGroup(t, plan(t, r, Options{Rule: "pod-rdma-without-ipc-lock"})))
+	if strings.Contains(prop.Body, "<img") || !strings.Contains(prop.Body, "**Fix**: pod: k8s/gpu-training/pretrain.yaml:25 pod research/llm&lt;img src=x&gt;-worker") {
+		t.Errorf("body:\n%s", prop.Body)
+	}
+}
