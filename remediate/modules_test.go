@@ -38,8 +38,8 @@ func TestPlanModulesBlacklistProven(t *testing.T) {
 	if diff := cmp.Diff([]string{modprobeFixPath}, g.Placement.Paths()); diff != "" {
 		t.Fatalf("files (-want +got):\n%s", diff)
 	}
-	if got := string(prop.Files[0].Content); !strings.Contains(got, "\nblacklist nv_peer_mem\n") {
-		t.Errorf("%s does not blacklist nv_peer_mem:\n%s", modprobeFixPath, got)
+	if got := string(prop.Files[0].Content); !strings.Contains(got, "\nblacklist nv_peer_mem\ninstall nv_peer_mem /bin/false\n") {
+		t.Errorf("%s does not blacklist nv_peer_mem and block loading it by name:\n%s", modprobeFixPath, got)
 	}
 	res := applyAndGate(t, r, prop)
 	gpu := fleetResult(t, res, "gpu-training")

@@ -152,8 +152,11 @@ func Place(co *configrepo.Checkout, m *configrepo.Manifest, fleet string, affect
 		}
 		if err == nil && len(fix.Blacklist) > 0 {
 			var lines []string
+			// blacklist makes systemd-modules-load skip the module quietly
+			// at boot; the install line makes a "modprobe NAME" by name (a
+			// vendor's own service) fail instead of loading it.
 			for _, m := range fix.Blacklist {
-				lines = append(lines, "blacklist "+m)
+				lines = append(lines, "blacklist "+m, "install "+m+" /bin/false")
 			}
 			err = write(modprobeDropin, plain(func(b []byte) []byte { return editList(b, lines) }))
 		}
