@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/internal/gittest"
 )
 
 // benchRepo writes a config repo of fleets fleets, each stacking five shared
@@ -15,10 +16,7 @@ import (
 // logind.conf.d, modules-load.d) and some they do not.
 func benchRepo(b *testing.B, fleets, files int) *gitRepo {
 	b.Helper()
-	requireGit(b)
-	t := &testing.T{}
-	r := &gitRepo{t: t, dir: b.TempDir()}
-	r.git("init", "-q", "-b", "main")
+	r := &gitRepo{gittest.New(b)}
 	shared := []string{"base", "os", "security", "net", "monitoring"}
 	var m strings.Builder
 	m.WriteString("fleets:\n")
@@ -29,12 +27,12 @@ func benchRepo(b *testing.B, fleets, files int) *gitRepo {
 		}
 		fmt.Fprintf(&m, "  fleet-%02d: {profile: %s, layers: [%s, own-%02d]}\n", i, profile, strings.Join(shared, ", "), i)
 	}
-	r.write(ManifestFile, m.String())
+	r.Write(ManifestFile, m.String())
 	layers := append([]string{}, shared...)
 	for i := range fleets {
 		layers = append(layers, fmt.Sprintf("own-%02d", i))
 	}
-	r.write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n")
+	r.Write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n")
 	for li, layer := range layers {
 		for f := range files {
 			var path, body string
@@ -54,16 +52,13 @@ func benchRepo(b *testing.B, fleets, files int) *gitRepo {
 			default:
 				path, body = fmt.Sprintf("etc/app/%s/%d.yaml", layer, f), strings.Repeat("key: value\n", 20)
 			}
-			r.write("layers/"+layer+"/"+path, body)
+			r.Write("layers/"+layer+"/"+path, body)
 		}
 	}
-	r.commit("generated")
-	if t.Failed() {
-		b.Fatal("building the repo failed")
-	}
+	r.Commit("generated")
 	// The change: one shared file.
-	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
-	r.commit("hugetlb_cma in base")
+	r.Write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
+	r.Commit("hugetlb_cma in base")
 	return r
 }
 
@@ -77,7 +72,7 @@ func BenchmarkGate(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := Run(context.Background(), Options{Repo: r.dir, Base: "HEAD~1", Head: "HEAD", Fleets: set})
+		res, err := Run(context.Background(), Options{Repo: r.Dir, Base: "HEAD~1", Head: "HEAD", Fleets: set})
 		if err != nil {
 			b.Fatal(err)
 		}

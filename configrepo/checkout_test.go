@@ -51,8 +51,8 @@ func TestGateReadsCommittedBlobsNotWhatAttributesMakeOfThem(t *testing.T) {
 			attributes: "*.cfg filter=hide\n",
 			content:    hugetlbCMA,
 			setup: func(t *testing.T, r *gitRepo, marker string) {
-				r.git("config", "filter.hide.smudge", "touch '"+marker+"'; sed s/hugetlb_cma=6G/quiet/")
-				r.git("config", "filter.hide.clean", "cat")
+				r.Git("config", "filter.hide.smudge", "touch '"+marker+"'; sed s/hugetlb_cma=6G/quiet/")
+				r.Git("config", "filter.hide.clean", "cat")
 			},
 		},
 		{
@@ -73,7 +73,7 @@ func TestGateReadsCommittedBlobsNotWhatAttributesMakeOfThem(t *testing.T) {
 			name:    "info/attributes",
 			content: hugetlbCMA,
 			setup: func(t *testing.T, r *gitRepo, marker string) {
-				r.write(".git/info/attributes", "*.cfg export-ignore\n")
+				r.Write(".git/info/attributes", "*.cfg export-ignore\n")
 			},
 		},
 		{
@@ -82,32 +82,32 @@ func TestGateReadsCommittedBlobsNotWhatAttributesMakeOfThem(t *testing.T) {
 			name:    "replace ref",
 			content: hugetlbCMA,
 			setup: func(t *testing.T, r *gitRepo, marker string) {
-				committed := r.git("rev-parse", "HEAD:"+cmaCfg)
-				r.write("decoy", "# nothing to see\n")
-				decoy := r.git("hash-object", "-w", "decoy")
-				r.git("replace", committed, decoy)
+				committed := r.Git("rev-parse", "HEAD:"+cmaCfg)
+				r.Write("decoy", "# nothing to see\n")
+				decoy := r.Git("hash-object", "-w", "decoy")
+				r.Git("replace", committed, decoy)
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := baseRepo(t)
-			base := r.git("rev-parse", "HEAD")
+			base := r.Git("rev-parse", "HEAD")
 			// Stage the file before the attributes exist, so the commit
 			// holds exactly tc.content (add would convert it otherwise).
-			r.write(cmaCfg, tc.content)
-			r.git("add", cmaCfg)
+			r.Write(cmaCfg, tc.content)
+			r.Git("add", cmaCfg)
 			if tc.attributes != "" {
-				r.write(".gitattributes", tc.attributes)
-				r.git("add", ".gitattributes")
+				r.Write(".gitattributes", tc.attributes)
+				r.Git("add", ".gitattributes")
 			}
-			r.git("commit", "-q", "-m", "reserve CMA for hugepages")
-			head := r.git("rev-parse", "HEAD")
+			r.Git("commit", "-q", "-m", "reserve CMA for hugepages")
+			head := r.Git("rev-parse", "HEAD")
 			marker := filepath.Join(t.TempDir(), "smudged")
 			if tc.setup != nil {
 				tc.setup(t, r, marker)
 			}
 
-			co, err := CheckoutRef(context.Background(), r.dir, head)
+			co, err := CheckoutRef(context.Background(), r.Dir, head)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,15 +141,15 @@ func TestGateReadsCommittedBlobsNotWhatAttributesMakeOfThem(t *testing.T) {
 // nor GIT_CONFIG_* change how it reads.
 func TestGateIgnoresTheCallersGitEnvironment(t *testing.T) {
 	r := baseRepo(t)
-	base := r.git("rev-parse", "HEAD")
-	r.write(cmaCfg, hugetlbCMA)
-	head := r.commit("reserve CMA for hugepages")
+	base := r.Git("rev-parse", "HEAD")
+	r.Write(cmaCfg, hugetlbCMA)
+	head := r.Commit("reserve CMA for hugepages")
 
 	other := newGitRepo(t)
-	other.write("README", "another repo\n")
-	other.commit("other")
-	t.Setenv("GIT_DIR", filepath.Join(other.dir, ".git"))
-	t.Setenv("GIT_WORK_TREE", other.dir)
+	other.Write("README", "another repo\n")
+	other.Commit("other")
+	t.Setenv("GIT_DIR", filepath.Join(other.Dir, ".git"))
+	t.Setenv("GIT_WORK_TREE", other.Dir)
 	t.Setenv("GIT_CONFIG_COUNT", "1")
 	t.Setenv("GIT_CONFIG_KEY_0", "core.useReplaceRefs")
 	t.Setenv("GIT_CONFIG_VALUE_0", "true")
@@ -172,35 +172,35 @@ type rawEntry struct {
 // rawTree writes a tree object with entries as given (git hash-object
 // --literally skips the checks git applies to trees it builds).
 func (r *gitRepo) rawTree(entries ...rawEntry) string {
-	r.t.Helper()
+	r.T.Helper()
 	var buf []byte
 	for _, e := range entries {
 		oid, err := hex.DecodeString(e.oid)
 		if err != nil {
-			r.t.Fatal(err)
+			r.T.Fatal(err)
 		}
 		buf = append(buf, e.mode+" "+e.name+"\x00"...)
 		buf = append(buf, oid...)
 	}
-	f := filepath.Join(r.t.TempDir(), "tree")
+	f := filepath.Join(r.T.TempDir(), "tree")
 	if err := os.WriteFile(f, buf, 0o644); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	return r.git("hash-object", "-t", "tree", "--literally", "-w", f)
+	return r.Git("hash-object", "-t", "tree", "--literally", "-w", f)
 }
 
 func (r *gitRepo) blob(content string) string {
-	r.t.Helper()
-	f := filepath.Join(r.t.TempDir(), "blob")
+	r.T.Helper()
+	f := filepath.Join(r.T.TempDir(), "blob")
 	if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	return r.git("hash-object", "-w", f)
+	return r.Git("hash-object", "-w", f)
 }
 
 func (r *gitRepo) commitTree(tree string) string {
-	r.t.Helper()
-	return r.git("commit-tree", "-m", "crafted", tree)
+	r.T.Helper()
+	return r.Git("commit-tree", "-m", "crafted", tree)
 }
 
 func TestCraftedTreePathsNeverLeaveTheCheckout(t *testing.T) {
@@ -219,7 +219,7 @@ func TestCraftedTreePathsNeverLeaveTheCheckout(t *testing.T) {
 		rawEntry{"100644", "ok.conf", conf},
 		rawEntry{"100755", "render.sh", r.blob("#!/bin/sh\n")},
 	))
-	co, err := CheckoutRef(context.Background(), r.dir, commit)
+	co, err := CheckoutRef(context.Background(), r.Dir, commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestCraftedTreesThatCannotBeCheckedOutAreErrors(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := CheckoutRef(context.Background(), r.dir, r.commitTree(r.rawTree(tc.entries...)))
+			_, err := CheckoutRef(context.Background(), r.Dir, r.commitTree(r.rawTree(tc.entries...)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}
@@ -291,10 +291,10 @@ func TestCraftedTreesThatCannotBeCheckedOutAreErrors(t *testing.T) {
 // checkout writes every copy.
 func TestCheckoutCaps(t *testing.T) {
 	r := newGitRepo(t)
-	r.write("a.conf", "0123456789\n")
-	r.write("b.conf", "0123456789\n")
-	r.write("c.conf", "0123456789\n")
-	head := r.commit("three copies of one blob")
+	r.Write("a.conf", "0123456789\n")
+	r.Write("b.conf", "0123456789\n")
+	r.Write("c.conf", "0123456789\n")
+	head := r.Commit("three copies of one blob")
 	for _, tc := range []struct {
 		name string
 		lim  limits
@@ -306,8 +306,8 @@ func TestCheckoutCaps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for side, checkout := range map[string]func() (*Checkout, error){
-				"ref":       func() (*Checkout, error) { return checkoutRef(context.Background(), r.dir, head, tc.lim) },
-				"work tree": func() (*Checkout, error) { return checkoutWorkTree(context.Background(), r.dir, tc.lim) },
+				"ref":       func() (*Checkout, error) { return checkoutRef(context.Background(), r.Dir, head, tc.lim) },
+				"work tree": func() (*Checkout, error) { return checkoutWorkTree(context.Background(), r.Dir, tc.lim) },
 			} {
 				co, err := checkout()
 				if tc.want == "" {
@@ -329,20 +329,20 @@ func TestCheckoutCaps(t *testing.T) {
 // the link points.
 func TestWorkTreeUnderASymlinkedDirectoryIsRefused(t *testing.T) {
 	r := baseRepo(t)
-	r.write("layers/gpu/etc/sysctl.d/50-numa.conf", "kernel.numa_balancing = 0\n")
-	base := r.commit("numa balancing off")
+	r.Write("layers/gpu/etc/sysctl.d/50-numa.conf", "kernel.numa_balancing = 0\n")
+	base := r.Commit("numa balancing off")
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "50-numa.conf"), []byte("kernel.numa_balancing = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(r.dir, "layers/gpu/etc/sysctl.d")
+	dir := filepath.Join(r.Dir, "layers/gpu/etc/sysctl.d")
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, dir); err != nil {
 		t.Fatal(err)
 	}
-	co, err := CheckoutWorkTree(context.Background(), r.dir)
+	co, err := CheckoutWorkTree(context.Background(), r.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestWorkTreeUnderASymlinkedDirectoryIsRefused(t *testing.T) {
 // and symlinks it does not track).
 func TestWorkTreeFIFOIsRefusedWithoutBlocking(t *testing.T) {
 	r := baseRepo(t)
-	fifo := filepath.Join(r.dir, "layers/web/etc/sysctl.d/60-net.conf")
+	fifo := filepath.Join(r.Dir, "layers/web/etc/sysctl.d/60-net.conf")
 	if err := os.Remove(fifo); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestWorkTreeFIFOIsRefusedWithoutBlocking(t *testing.T) {
 	}
 	done := make(chan *Checkout, 1)
 	go func() {
-		co, err := CheckoutWorkTree(context.Background(), r.dir)
+		co, err := CheckoutWorkTree(context.Background(), r.Dir)
 		if err != nil {
 			t.Error(err)
 		}
@@ -393,14 +393,14 @@ func TestWorkTreeFIFOIsRefusedWithoutBlocking(t *testing.T) {
 // refused files stays readable (and bounded) however many there are.
 func TestManyRefusedFilesAreCountedNotAllListed(t *testing.T) {
 	r := baseRepo(t)
-	base := r.git("rev-parse", "HEAD")
-	dir := filepath.Join(r.dir, "layers/web/etc/sysctl.d")
+	base := r.Git("rev-parse", "HEAD")
+	dir := filepath.Join(r.Dir, "layers/web/etc/sysctl.d")
 	for i := range 15 {
 		if err := os.Symlink("/etc/hostname", filepath.Join(dir, fmt.Sprintf("%02d-link.conf", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	head := r.commit("fifteen symlinks")
+	head := r.Commit("fifteen symlinks")
 	res := gate(t, r, base, head)
 	if len(res.Errors) != 1 {
 		t.Fatalf("errors %+v, want one for web-serving", res.Errors)

@@ -3,7 +3,6 @@ package configrepo
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,63 +11,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/internal/gittest"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
 
-// gitRepo is a real git repository in a temporary directory.
-type gitRepo struct {
-	t   *testing.T
-	dir string
-}
+// gitRepo is a real git repository in a temporary directory; package
+// tests add their own helpers to it.
+type gitRepo struct{ *gittest.Repo }
 
-func newGitRepo(t *testing.T) *gitRepo {
-	t.Helper()
-	requireGit(t)
-	r := &gitRepo{t: t, dir: t.TempDir()}
-	r.git("init", "-q", "-b", "main")
-	return r
-}
+func newGitRepo(tb testing.TB) *gitRepo { return &gitRepo{gittest.New(tb)} }
 
-// requireGit skips a test on a machine without git, unless
-// FLEETAUDIT_REQUIRE_GIT is set (CI sets it, so there it fails instead).
-func requireGit(tb testing.TB) {
-	tb.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("FLEETAUDIT_REQUIRE_GIT") != "" {
-			tb.Fatalf("git is required: %v", err)
-		}
-		tb.Skip("git is not installed; the gate's tests build real git repositories")
-	}
-}
-
-func (r *gitRepo) git(args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", r.dir, "-c", "user.name=fleetaudit", "-c", "user.email=ci@fleetaudit.invalid", "-c", "commit.gpgsign=false"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (r *gitRepo) write(path, content string) {
-	r.t.Helper()
-	p := filepath.Join(r.dir, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *gitRepo) commit(msg string) string {
-	r.t.Helper()
-	r.git("add", "-A")
-	r.git("commit", "-q", "--allow-empty", "-m", msg)
-	return r.git("rev-parse", "HEAD")
-}
+// requireGit skips a test on a machine without git (see gittest.Require).
+func requireGit(tb testing.TB) { gittest.Require(tb) }
 
 const hugetlbCMA = "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT hugetlb_cma=6G\"\n"
 
@@ -81,17 +36,17 @@ func baseRepo(t *testing.T) *gitRepo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.write("baselines/gpu.json", string(baseline))
-	r.write(ManifestFile, `fleets:
+	r.Write("baselines/gpu.json", string(baseline))
+	r.Write(ManifestFile, `fleets:
   gpu-training: {layers: [base, gpu], baseline: baselines/gpu.json}
   web-serving: {layers: [base, web]}
 `)
-	r.write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n")
-	r.write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
-	r.write("layers/gpu/etc/security/limits.d/90-rdma.conf", "* soft memlock unlimited\n* hard memlock unlimited\n")
-	r.write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=no\n")
-	r.write("layers/web/etc/sysctl.d/60-net.conf", "net.core.somaxconn = 8192\n")
-	r.commit("base")
+	r.Write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n")
+	r.Write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
+	r.Write("layers/gpu/etc/security/limits.d/90-rdma.conf", "* soft memlock unlimited\n* hard memlock unlimited\n")
+	r.Write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=no\n")
+	r.Write("layers/web/etc/sysctl.d/60-net.conf", "net.core.somaxconn = 8192\n")
+	r.Commit("base")
 	return r
 }
 
@@ -106,7 +61,7 @@ func testFleets(t *testing.T) *fleets.Set {
 
 func gate(t *testing.T, r *gitRepo, base, head string) *Result {
 	t.Helper()
-	res, err := Run(context.Background(), Options{Repo: r.dir, Base: base, Head: head, Fleets: testFleets(t)})
+	res, err := Run(context.Background(), Options{Repo: r.Dir, Base: base, Head: head, Fleets: testFleets(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +89,9 @@ func rules(fs []policies.Finding) []string {
 
 func TestSharedLayerChangeReachesOnlyTheFleetItHarms(t *testing.T) {
 	r := baseRepo(t)
-	base := r.git("rev-parse", "HEAD")
-	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", "# for the web servers\n"+hugetlbCMA)
-	head := r.commit("reserve CMA for hugepages")
+	base := r.Git("rev-parse", "HEAD")
+	r.Write("layers/base/etc/default/grub.d/60-hugetlb.cfg", "# for the web servers\n"+hugetlbCMA)
+	head := r.Commit("reserve CMA for hugepages")
 
 	res := gate(t, r, base, head)
 	gpu, web := fleetResult(t, res, "gpu-training"), fleetResult(t, res, "web-serving")
@@ -172,8 +127,8 @@ func TestSharedLayerChangeReachesOnlyTheFleetItHarms(t *testing.T) {
 	}
 
 	// A file of the same name in the GPU layer replaces the shared one.
-	r.write("layers/gpu/etc/default/grub.d/60-hugetlb.cfg", "# no CMA on RDMA nodes\n")
-	fixed := r.commit("keep hugetlb_cma off the training nodes")
+	r.Write("layers/gpu/etc/default/grub.d/60-hugetlb.cfg", "# no CMA on RDMA nodes\n")
+	fixed := r.Commit("keep hugetlb_cma off the training nodes")
 	res = gate(t, r, head, fixed)
 	gpu, web = fleetResult(t, res, "gpu-training"), fleetResult(t, res, "web-serving")
 	if diff := cmp.Diff([]string{"hugetlb-cma-on-gpu"}, rules(gpu.Resolved)); diff != "" {
@@ -186,10 +141,10 @@ func TestSharedLayerChangeReachesOnlyTheFleetItHarms(t *testing.T) {
 
 func TestRenamedFileKeepsItsFindingUnchanged(t *testing.T) {
 	r := baseRepo(t)
-	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
-	base := r.commit("cma")
-	r.git("mv", "layers/base/etc/default/grub.d/60-hugetlb.cfg", "layers/base/etc/default/grub.d/70-memory.cfg")
-	head := r.commit("rename")
+	r.Write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
+	base := r.Commit("cma")
+	r.Git("mv", "layers/base/etc/default/grub.d/60-hugetlb.cfg", "layers/base/etc/default/grub.d/70-memory.cfg")
+	head := r.Commit("rename")
 
 	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
 	if len(gpu.Introduced)+len(gpu.Resolved) != 0 {
@@ -208,21 +163,21 @@ func TestRenamedFileKeepsItsFindingUnchanged(t *testing.T) {
 
 func TestSymlinkInALayerIsRefused(t *testing.T) {
 	r := baseRepo(t)
-	base := r.git("rev-parse", "HEAD")
+	base := r.Git("rev-parse", "HEAD")
 	secret := filepath.Join(t.TempDir(), "secret.conf")
 	if err := os.WriteFile(secret, []byte("kernel.numa_balancing = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(r.dir, "layers/gpu/etc/sysctl.d"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.Dir, "layers/gpu/etc/sysctl.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(secret, filepath.Join(r.dir, "layers/gpu/etc/sysctl.d/99-outside.conf")); err != nil {
+	if err := os.Symlink(secret, filepath.Join(r.Dir, "layers/gpu/etc/sysctl.d/99-outside.conf")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("../../../../../../etc/passwd", filepath.Join(r.dir, "layers/web/etc/sysctl.d/99-up.conf")); err != nil {
+	if err := os.Symlink("../../../../../../etc/passwd", filepath.Join(r.Dir, "layers/web/etc/sysctl.d/99-up.conf")); err != nil {
 		t.Fatal(err)
 	}
-	head := r.commit("symlinks")
+	head := r.Commit("symlinks")
 
 	for _, h := range []string{head, WorkTree} {
 		res := gate(t, r, base, h)
@@ -246,10 +201,10 @@ func TestSymlinkInALayerIsRefused(t *testing.T) {
 
 func TestMalformedLayerFileIsAFindingAndOtherFleetsStillGate(t *testing.T) {
 	r := baseRepo(t)
-	base := r.git("rev-parse", "HEAD")
-	r.write("layers/gpu/etc/security/limits.d/95-broken.conf", "* soft memlock\n\x00\x01garbage\n")
-	r.write("layers/web/etc/sysctl.d/90-backlog.conf", "net.core.somaxconn = 128\n")
-	head := r.commit("broken limits, low backlog")
+	base := r.Git("rev-parse", "HEAD")
+	r.Write("layers/gpu/etc/security/limits.d/95-broken.conf", "* soft memlock\n\x00\x01garbage\n")
+	r.Write("layers/web/etc/sysctl.d/90-backlog.conf", "net.core.somaxconn = 128\n")
+	head := r.Commit("broken limits, low backlog")
 
 	res := gate(t, r, base, head)
 	if len(res.Errors) != 0 {
@@ -270,12 +225,12 @@ func TestMalformedLayerFileIsAFindingAndOtherFleetsStillGate(t *testing.T) {
 
 func TestWorkTreeHeadAndNewConfigRepo(t *testing.T) {
 	r := newGitRepo(t)
-	r.write("README", "not a config repo yet\n")
-	base := r.commit("init")
-	r.write(ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
-	r.write("layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 1024\n")
-	r.write(".gitignore", "layers/web/etc/sysctl.d/ignored.conf\n")
-	r.write("layers/web/etc/sysctl.d/ignored.conf", "net.ipv4.tcp_tw_recycle = 1\n")
+	r.Write("README", "not a config repo yet\n")
+	base := r.Commit("init")
+	r.Write(ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
+	r.Write("layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 1024\n")
+	r.Write(".gitignore", "layers/web/etc/sysctl.d/ignored.conf\n")
+	r.Write("layers/web/etc/sysctl.d/ignored.conf", "net.ipv4.tcp_tw_recycle = 1\n")
 
 	res := gate(t, r, base, WorkTree)
 	web := fleetResult(t, res, "web-serving")
@@ -289,11 +244,11 @@ func TestWorkTreeHeadAndNewConfigRepo(t *testing.T) {
 
 func TestBrokenManifestAtBaseIsGatedAgainstNothing(t *testing.T) {
 	r := baseRepo(t)
-	r.write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
-	base := r.commit("typo in the manifest")
-	r.write(ManifestFile, "fleets:\n  web-serving: {layers: [base, web]}\n")
-	r.write("layers/web/etc/sysctl.d/90-low.conf", "net.core.somaxconn = 128\n")
-	head := r.commit("fix it")
+	r.Write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
+	base := r.Commit("typo in the manifest")
+	r.Write(ManifestFile, "fleets:\n  web-serving: {layers: [base, web]}\n")
+	r.Write("layers/web/etc/sysctl.d/90-low.conf", "net.core.somaxconn = 128\n")
+	head := r.Commit("fix it")
 	res := gate(t, r, base, head)
 	web := fleetResult(t, res, "web-serving")
 	if web.Status != "added" || !slices.Contains(rules(web.Introduced), "somaxconn-low") || len(res.Errors) != 0 {
@@ -303,20 +258,20 @@ func TestBrokenManifestAtBaseIsGatedAgainstNothing(t *testing.T) {
 		t.Errorf("warnings %q: the report must say the base was counted as empty", res.Warnings)
 	}
 	// A broken manifest at head is an error: there is nothing to gate.
-	r.write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
-	if _, err := Run(context.Background(), Options{Repo: r.dir, Base: head, Fleets: testFleets(t)}); err == nil || !strings.Contains(err.Error(), `unknown key "layer"`) {
+	r.Write(ManifestFile, "fleets:\n  web-serving: {layer: [web]}\n")
+	if _, err := Run(context.Background(), Options{Repo: r.Dir, Base: head, Fleets: testFleets(t)}); err == nil || !strings.Contains(err.Error(), `unknown key "layer"`) {
 		t.Errorf("broken head manifest: %v", err)
 	}
 }
 
 func TestConfigRepoInASubdirectory(t *testing.T) {
 	r := newGitRepo(t)
-	r.write("ops/fleet/"+ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
-	r.write("ops/fleet/layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 8192\n")
-	base := r.commit("init")
-	r.write("ops/fleet/layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 512\n")
-	head := r.commit("lower")
-	res, err := Run(context.Background(), Options{Repo: filepath.Join(r.dir, "ops/fleet"), Base: base, Head: head, Fleets: testFleets(t)})
+	r.Write("ops/fleet/"+ManifestFile, "fleets:\n  web-serving: {layers: [web]}\n")
+	r.Write("ops/fleet/layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 8192\n")
+	base := r.Commit("init")
+	r.Write("ops/fleet/layers/web/etc/sysctl.d/60.conf", "net.core.somaxconn = 512\n")
+	head := r.Commit("lower")
+	res, err := Run(context.Background(), Options{Repo: filepath.Join(r.Dir, "ops/fleet"), Base: base, Head: head, Fleets: testFleets(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,20 +283,20 @@ func TestConfigRepoInASubdirectory(t *testing.T) {
 
 func TestRenderCommandRunsOnlyWhenAllowed(t *testing.T) {
 	r := newGitRepo(t)
-	r.write(ManifestFile, "fleets:\n  web-serving: {}\nrender:\n  command: [sh, render.sh]\n")
-	r.write("render.sh", `set -e
+	r.Write(ManifestFile, "fleets:\n  web-serving: {}\nrender:\n  command: [sh, render.sh]\n")
+	r.Write("render.sh", `set -e
 test "$FLEETAUDIT_FLEET" = web-serving
 mkdir -p "$FLEETAUDIT_ROOT/etc/sysctl.d"
 echo "net.core.somaxconn = 256" > "$FLEETAUDIT_ROOT/etc/sysctl.d/60.conf"
 # A link in the rendered root resolves inside it, never to this machine's /etc.
 ln -s /etc/sysctl.d/60.conf "$FLEETAUDIT_ROOT/etc/sysctl.d/70-link.conf"
 `)
-	head := r.commit("rendered by a script")
-	res, err := Run(context.Background(), Options{Repo: r.dir, Base: head, Head: head, Fleets: testFleets(t)})
+	head := r.Commit("rendered by a script")
+	res, err := Run(context.Background(), Options{Repo: r.Dir, Base: head, Head: head, Fleets: testFleets(t)})
 	if err != nil || len(res.Errors) != 2 || !strings.Contains(res.Errors[0].Error, "--allow-render-command") {
 		t.Fatalf("without permission: err %v, errors %+v", err, res.Errors)
 	}
-	res, err = Run(context.Background(), Options{Repo: r.dir, Base: head, Head: head, Fleets: testFleets(t), AllowRenderCommand: true})
+	res, err = Run(context.Background(), Options{Repo: r.Dir, Base: head, Head: head, Fleets: testFleets(t), AllowRenderCommand: true})
 	if err != nil || len(res.Errors) != 0 {
 		t.Fatalf("allowed: err %v errors %+v", err, res.Errors)
 	}
@@ -354,9 +309,9 @@ ln -s /etc/sysctl.d/60.conf "$FLEETAUDIT_ROOT/etc/sysctl.d/70-link.conf"
 func TestGateErrors(t *testing.T) {
 	r := baseRepo(t)
 	for name, opts := range map[string]Options{
-		"no base":     {Repo: r.dir},
-		"unknown ref": {Repo: r.dir, Base: "no-such-branch"},
-		"option ref":  {Repo: r.dir, Base: "--output=/tmp/x"},
+		"no base":     {Repo: r.Dir},
+		"unknown ref": {Repo: r.Dir, Base: "no-such-branch"},
+		"option ref":  {Repo: r.Dir, Base: "--output=/tmp/x"},
 		"not a repo":  {Repo: t.TempDir(), Base: "HEAD"},
 	} {
 		opts.Fleets = testFleets(t)
@@ -364,13 +319,13 @@ func TestGateErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	r.write(ManifestFile, "fleets:\n  gpu-training: {layers: [../../etc]}\n")
-	_, err := Run(context.Background(), Options{Repo: r.dir, Base: "HEAD", Fleets: testFleets(t)})
+	r.Write(ManifestFile, "fleets:\n  gpu-training: {layers: [../../etc]}\n")
+	_, err := Run(context.Background(), Options{Repo: r.Dir, Base: "HEAD", Fleets: testFleets(t)})
 	if err == nil || !strings.Contains(err.Error(), `layer "../../etc"`) {
 		t.Errorf("escaping layer: %v", err)
 	}
-	r.write(ManifestFile, "fleets:\n  gpu-lab: {layers: [base]}\n")
-	res, err := Run(context.Background(), Options{Repo: r.dir, Base: "HEAD", Fleets: testFleets(t)})
+	r.Write(ManifestFile, "fleets:\n  gpu-lab: {layers: [base]}\n")
+	res, err := Run(context.Background(), Options{Repo: r.Dir, Base: "HEAD", Fleets: testFleets(t)})
 	if err != nil || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error, `no fleet profile "gpu-lab"`) {
 		t.Errorf("unknown profile: %v %+v", err, res.Errors)
 	}
@@ -378,13 +333,13 @@ func TestGateErrors(t *testing.T) {
 
 func TestFleetThatCannotRenderComparesNothing(t *testing.T) {
 	r := baseRepo(t)
-	r.write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
-	base := r.commit("cma")
-	r.write(ManifestFile, `fleets:
+	r.Write("layers/base/etc/default/grub.d/60-hugetlb.cfg", hugetlbCMA)
+	base := r.Commit("cma")
+	r.Write(ManifestFile, `fleets:
   gpu-training: {layers: [base, gpu-v2], baseline: baselines/gpu.json}
   web-serving: {layers: [base, web]}
 `)
-	head := r.commit("a layer that does not exist")
+	head := r.Commit("a layer that does not exist")
 	res := gate(t, r, base, head)
 	gpu := fleetResult(t, res, "gpu-training")
 	if gpu.Status != "error" || len(gpu.Resolved)+len(gpu.Introduced)+len(gpu.Unchanged) != 0 {
@@ -418,9 +373,9 @@ spec:
 
 func TestManifestsAreAuditedWithThePodRules(t *testing.T) {
 	r := baseRepo(t)
-	base := r.git("rev-parse", "HEAD")
-	r.write("k8s/gpu-training/pretrain.yaml", shmJob)
-	head := r.commit("pretrain job")
+	base := r.Git("rev-parse", "HEAD")
+	r.Write("k8s/gpu-training/pretrain.yaml", shmJob)
+	head := r.Commit("pretrain job")
 
 	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
 	i := slices.IndexFunc(gpu.Introduced, func(f policies.Finding) bool { return f.Rule == "pod-shm-unbounded" })
@@ -435,8 +390,8 @@ func TestManifestsAreAuditedWithThePodRules(t *testing.T) {
 	}
 
 	// A manifest read before it shifts the pod's index; the finding is the same.
-	r.write("k8s/gpu-training/00-inference.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: probe}\nspec:\n  containers: [{name: c, image: busybox}]\n")
-	later := r.commit("another manifest first")
+	r.Write("k8s/gpu-training/00-inference.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: probe}\nspec:\n  containers: [{name: c, image: busybox}]\n")
+	later := r.Commit("another manifest first")
 	gpu = fleetResult(t, gate(t, r, head, later), "gpu-training")
 	if len(gpu.Introduced) != 0 || len(gpu.Resolved) != 0 || !slices.Contains(rules(gpu.Unchanged), "pod-shm-unbounded") {
 		t.Errorf("introduced %v resolved %v unchanged %v", rules(gpu.Introduced), rules(gpu.Resolved), rules(gpu.Unchanged))
@@ -458,10 +413,10 @@ func TestJobRulesCompareTheRolesOfAManifest(t *testing.T) {
           volumes:
           - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 64Gi}}
     Worker:`, 1)
-	r.write("k8s/gpu-training/pretrain.yaml", job)
-	base := r.commit("pretrain job")
-	r.write("k8s/gpu-training/pretrain.yaml", strings.Replace(job, "image: train:1", "image: train:2", 1))
-	head := r.commit("new master image only")
+	r.Write("k8s/gpu-training/pretrain.yaml", job)
+	base := r.Commit("pretrain job")
+	r.Write("k8s/gpu-training/pretrain.yaml", strings.Replace(job, "image: train:1", "image: train:2", 1))
+	head := r.Commit("new master image only")
 
 	gpu := fleetResult(t, gate(t, r, base, head), "gpu-training")
 	if got := rules(gpu.Introduced); !slices.Contains(got, "job-image-skew") {

@@ -12,10 +12,10 @@ import (
 // work tree and refs are not touched, and the copy does not alter the base.
 func TestGateCheckoutsInMemory(t *testing.T) {
 	r := baseRepo(t)
-	r.write("layers/base/etc/default/grub.d/60-cma.cfg", hugetlbCMA)
-	r.commit("cma in base")
+	r.Write("layers/base/etc/default/grub.d/60-cma.cfg", hugetlbCMA)
+	r.Commit("cma in base")
 	ctx := context.Background()
-	base, err := CheckoutRef(ctx, r.dir, "HEAD")
+	base, err := CheckoutRef(ctx, r.Dir, "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestGateCheckoutsInMemory(t *testing.T) {
 	if _, ok := base.Files["layers/gpu/etc/default/grub.d/99-fleetaudit.cfg"]; ok {
 		t.Fatal("WithFiles changed the checkout it copied")
 	}
-	res, err := Run(ctx, Options{Repo: r.dir, BaseCheckout: base, HeadCheckout: head, Fleets: testFleets(t)})
+	res, err := Run(ctx, Options{Repo: r.Dir, BaseCheckout: base, HeadCheckout: head, Fleets: testFleets(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package remediate
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,64 +12,15 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/internal/gittest"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
 
-// gitRepo is a real git repository in a temporary directory.
-type gitRepo struct {
-	t   *testing.T
-	dir string
-}
+// gitRepo is a real git repository in a temporary directory; package
+// tests add their own helpers to it.
+type gitRepo struct{ *gittest.Repo }
 
-func newGitRepo(t *testing.T) *gitRepo {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("FLEETAUDIT_REQUIRE_GIT") != "" {
-			t.Fatalf("git is required: %v", err)
-		}
-		t.Skip("git is not installed; remediate's tests build real git repositories")
-	}
-	r := &gitRepo{t: t, dir: t.TempDir()}
-	r.git("init", "-q", "-b", "main")
-	return r
-}
-
-func (r *gitRepo) git(args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", r.dir, "-c", "user.name=fleetaudit", "-c", "user.email=ci@fleetaudit.invalid", "-c", "commit.gpgsign=false"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (r *gitRepo) write(path, content string) {
-	r.t.Helper()
-	p := filepath.Join(r.dir, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *gitRepo) read(path string) string {
-	r.t.Helper()
-	data, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(path)))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return string(data)
-}
-
-func (r *gitRepo) commit(msg string) string {
-	r.t.Helper()
-	r.git("add", "-A")
-	r.git("commit", "-q", "--allow-empty", "-m", msg)
-	return r.git("rev-parse", "HEAD")
-}
+func newGitRepo(tb testing.TB) *gitRepo { return &gitRepo{gittest.New(tb)} }
 
 const (
 	cma6G      = "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT hugetlb_cma=6G\"\n"
@@ -89,15 +39,15 @@ func cmaRepo(t *testing.T, manifest string) *gitRepo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.write("baselines/gpu.json", string(baseline))
-	r.write(configrepo.ManifestFile, manifest)
-	r.write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n")
-	r.write("layers/base/etc/default/grub.d/60-cma.cfg", cma6G)
-	r.write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
-	r.write("layers/gpu/etc/security/limits.d/90-rdma.conf", "* soft memlock unlimited\n* hard memlock unlimited\n")
-	r.write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=no\n")
-	r.write("layers/web/etc/sysctl.d/60-net.conf", "net.core.somaxconn = 8192\n")
-	r.commit("base")
+	r.Write("baselines/gpu.json", string(baseline))
+	r.Write(configrepo.ManifestFile, manifest)
+	r.Write("layers/base/etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n")
+	r.Write("layers/base/etc/default/grub.d/60-cma.cfg", cma6G)
+	r.Write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
+	r.Write("layers/gpu/etc/security/limits.d/90-rdma.conf", "* soft memlock unlimited\n* hard memlock unlimited\n")
+	r.Write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=no\n")
+	r.Write("layers/web/etc/sysctl.d/60-net.conf", "net.core.somaxconn = 8192\n")
+	r.Commit("base")
 	return r
 }
 
@@ -112,7 +62,7 @@ func testFleets(t *testing.T) *fleets.Set {
 
 func plan(t *testing.T, r *gitRepo, opts Options) *Plan {
 	t.Helper()
-	opts.Repo, opts.Fleets = r.dir, testFleets(t)
+	opts.Repo, opts.Fleets = r.Dir, testFleets(t)
 	p, err := MakePlan(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -148,14 +98,14 @@ func applyAndGate(t *testing.T, r *gitRepo, prop *Proposal) *configrepo.Result {
 	if err := os.WriteFile(patch, []byte(prop.Diff), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.git("apply", "--check", patch)
-	r.git("apply", patch)
+	r.Git("apply", "--check", patch)
+	r.Git("apply", patch)
 	for _, fc := range prop.Files {
-		if got := r.read(fc.Path); got != string(fc.Content) {
+		if got := r.Read(fc.Path); got != string(fc.Content) {
 			t.Errorf("%s after git apply:\n%s\nwant:\n%s", fc.Path, got, fc.Content)
 		}
 	}
-	res, err := configrepo.Run(context.Background(), configrepo.Options{Repo: r.dir, Base: "HEAD", Head: configrepo.WorkTree, Fleets: testFleets(t)})
+	res, err := configrepo.Run(context.Background(), configrepo.Options{Repo: r.Dir, Base: "HEAD", Head: configrepo.WorkTree, Fleets: testFleets(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +149,7 @@ func TestPlanSharedBaseOverrideGoesToGPULayer(t *testing.T) {
 	if got := string(prop.Files[0].Content); !strings.HasSuffix(got, "\n"+fixCMALine+"\n") || !strings.HasPrefix(got, "# Written by fleetaudit") {
 		t.Errorf("drop-in:\n%s", got)
 	}
-	if prop.Branch != "fleetaudit/fix/hugetlb-cma-on-gpu/gpu-training" || prop.BaseCommit != r.git("rev-parse", "HEAD") {
+	if prop.Branch != "fleetaudit/fix/hugetlb-cma-on-gpu/gpu-training" || prop.BaseCommit != r.Git("rev-parse", "HEAD") {
 		t.Errorf("branch %s base %s", prop.Branch, prop.BaseCommit)
 	}
 	if !strings.HasPrefix(prop.Diff, "diff --git a/"+fixCMAPath+" b/"+fixCMAPath+"\nnew file mode 100644\n") {
@@ -225,7 +175,7 @@ func TestPlanSharedBaseOverrideGoesToGPULayer(t *testing.T) {
 	}
 	// The user's work tree was not written by the plan: only git apply
 	// above put the file there.
-	if out := r.git("status", "--porcelain", "-uall"); out != "?? "+fixCMAPath {
+	if out := r.Git("status", "--porcelain", "-uall"); out != "?? "+fixCMAPath {
 		t.Errorf("status after apply: %q", out)
 	}
 }
@@ -307,7 +257,7 @@ fleets:
 			if got := rulesOf(fleetResult(t, res, "gpu-training").Resolved); !slices.Contains(got, ruleCMA) {
 				t.Errorf("applied: gpu-training resolved %v", got)
 			}
-			if diff := cmp.Diff(tc.want, r.read(configrepo.ManifestFile)); diff != "" {
+			if diff := cmp.Diff(tc.want, r.Read(configrepo.ManifestFile)); diff != "" {
 				t.Errorf("applied %s (-want +got):\n%s", configrepo.ManifestFile, diff)
 			}
 		})
@@ -319,8 +269,8 @@ fleets:
 func TestPlanEditsExistingDropin(t *testing.T) {
 	r := cmaRepo(t, twoFleets)
 	existing := "# Written by fleetaudit remediate: overrides for this layer's fleets.\n# pinned jobs\nvm.swappiness = 10\nkernel.numa_balancing = 1\nvm.max_map_count = 1048576\n"
-	r.write("layers/gpu/etc/sysctl.d/99-fleetaudit.conf", existing)
-	r.commit("numa balancing on")
+	r.Write("layers/gpu/etc/sysctl.d/99-fleetaudit.conf", existing)
+	r.Commit("numa balancing on")
 	g := onlyGroup(t, plan(t, r, Options{Rule: "numa-balancing-enabled"}))
 	prop := proposal(t, g)
 	want := strings.Replace(existing, "kernel.numa_balancing = 1", "kernel.numa_balancing = 0", 1)
@@ -355,22 +305,22 @@ func TestPlanRefuses(t *testing.T) {
 		// name, which another fleet already uses.
 		name: "only shared layers, name taken",
 		setup: func(r *gitRepo) {
-			r.write(configrepo.ManifestFile, "fleets:\n  gpu-training: {layers: [base], baseline: baselines/gpu.json}\n  web-serving: {layers: [base, gpu-training]}\n")
-			r.write("layers/gpu-training/etc/hostname", "web\n")
+			r.Write(configrepo.ManifestFile, "fleets:\n  gpu-training: {layers: [base], baseline: baselines/gpu.json}\n  web-serving: {layers: [base, gpu-training]}\n")
+			r.Write("layers/gpu-training/etc/hostname", "web\n")
 		},
 		opts: Options{Rule: ruleCMA},
 		want: "the layer name gpu-training for its own layer is already used by fleet web-serving",
 	}, {
 		name: "remove a boot param",
 		setup: func(r *gitRepo) {
-			r.write("layers/base/etc/default/grub.d/70-fast.cfg", "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT mitigations=off\"\n")
+			r.Write("layers/base/etc/default/grub.d/70-fast.cfg", "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT mitigations=off\"\n")
 		},
 		opts: Options{Rule: "mitigations-off"},
 		want: "removing boot parameter mitigations: the kernel takes the last occurrence",
 	}, {
 		name: "render command",
 		setup: func(r *gitRepo) {
-			r.write(configrepo.ManifestFile, twoFleets+"render: {command: [./render.sh]}\n")
+			r.Write(configrepo.ManifestFile, twoFleets+"render: {command: [./render.sh]}\n")
 		},
 		opts: Options{Rule: ruleCMA},
 		want: "",
@@ -380,8 +330,8 @@ func TestPlanRefuses(t *testing.T) {
 		// the gate says so.
 		name: "placed where it does not win",
 		setup: func(r *gitRepo) {
-			r.write(configrepo.ManifestFile, "fleets:\n  gpu-training: {layers: [gpu, base], baseline: baselines/gpu.json}\n  web-serving: {layers: [base, web]}\n")
-			r.git("mv", "layers/base/etc/default/grub.d/60-cma.cfg", "layers/base/etc/default/grub.d/99-zz-cma.cfg")
+			r.Write(configrepo.ManifestFile, "fleets:\n  gpu-training: {layers: [gpu, base], baseline: baselines/gpu.json}\n  web-serving: {layers: [base, web]}\n")
+			r.Git("mv", "layers/base/etc/default/grub.d/60-cma.cfg", "layers/base/etc/default/grub.d/99-zz-cma.cfg")
 		},
 		opts: Options{Rule: ruleCMA},
 		want: "the gate does not prove the fix: hugetlb-cma-on-gpu stays in fleet gpu-training",
@@ -389,9 +339,9 @@ func TestPlanRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cmaRepo(t, twoFleets)
 			tc.setup(r)
-			r.commit(tc.name)
+			r.Commit(tc.name)
 			opts := tc.opts
-			opts.Repo, opts.Fleets = r.dir, testFleets(t)
+			opts.Repo, opts.Fleets = r.Dir, testFleets(t)
 			p, err := MakePlan(context.Background(), opts)
 			if tc.want == "" {
 				// A render command is code from the repo: the gate will not
@@ -408,7 +358,7 @@ func TestPlanRefuses(t *testing.T) {
 			if g.Proposal != nil || !strings.Contains(g.Refused, tc.want) {
 				t.Errorf("refused = %q, want it to contain %q (proposal %v)", g.Refused, tc.want, g.Proposal != nil)
 			}
-			if out := r.git("status", "--porcelain", "-uall"); out != "" {
+			if out := r.Git("status", "--porcelain", "-uall"); out != "" {
 				t.Errorf("work tree changed: %q", out)
 			}
 		})
@@ -486,7 +436,7 @@ func TestPlanDropinKindsWin(t *testing.T) {
 		name: "limits",
 		rule: "memlock-too-low",
 		setup: func(r *gitRepo) {
-			r.write("layers/gpu/etc/security/limits.d/90-rdma.conf", "*    soft    memlock    64\n*    hard    memlock    64\n")
+			r.Write("layers/gpu/etc/security/limits.d/90-rdma.conf", "*    soft    memlock    64\n*    hard    memlock    64\n")
 		},
 		file: "layers/gpu/etc/security/limits.d/99-fleetaudit.conf",
 		want: "*    -    memlock    unlimited\n",
@@ -494,7 +444,7 @@ func TestPlanDropinKindsWin(t *testing.T) {
 		name: "logind",
 		rule: "removeipc-enabled",
 		setup: func(r *gitRepo) {
-			r.write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=yes\n")
+			r.Write("layers/gpu/etc/systemd/logind.conf.d/90-nccl.conf", "[Login]\nRemoveIPC=yes\n")
 		},
 		file: "layers/gpu/etc/systemd/logind.conf.d/99-fleetaudit.conf",
 		want: "[Login]\nRemoveIPC=no\n",
@@ -502,7 +452,7 @@ func TestPlanDropinKindsWin(t *testing.T) {
 		name: "nccl-env",
 		rule: "nccl-debug-env",
 		setup: func(r *gitRepo) {
-			r.write("layers/gpu/etc/nccl.conf", "NCCL_IB_DISABLE=1\n")
+			r.Write("layers/gpu/etc/nccl.conf", "NCCL_IB_DISABLE=1\n")
 		},
 		file: "layers/gpu/etc/profile.d/99-fleetaudit.sh",
 		want: "export NCCL_IB_DISABLE=0\n",
@@ -510,7 +460,7 @@ func TestPlanDropinKindsWin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cmaRepo(t, twoFleets)
 			tc.setup(r)
-			r.commit(tc.name)
+			r.Commit(tc.name)
 			g := onlyGroup(t, plan(t, r, Options{Rule: tc.rule}))
 			prop := proposal(t, g)
 			if diff := cmp.Diff([]string{tc.file}, g.Placement.Paths()); diff != "" {

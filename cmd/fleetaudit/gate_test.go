@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/internal/gittest"
 )
 
 const exampleConfigRepo = "../../examples/config-repo"
@@ -19,12 +21,7 @@ const exampleConfigRepo = "../../examples/config-repo"
 // that commit.
 func exampleRepo(t *testing.T) (dir, base string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("FLEETAUDIT_REQUIRE_GIT") != "" {
-			t.Fatalf("git is required: %v", err)
-		}
-		t.Skip("git is not installed; the gate's tests build real git repositories")
-	}
+	gittest.Require(t)
 	dir = t.TempDir()
 	err := filepath.WalkDir(exampleConfigRepo, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
