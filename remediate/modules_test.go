@@ -22,8 +22,8 @@ const (
 func peermemRepo(t *testing.T) *gitRepo {
 	t.Helper()
 	r := cmaRepo(t, twoFleets)
-	r.write("layers/gpu/etc/modules-load.d/peermem.conf", "nv_peer_mem\nnvidia-peermem\n")
-	r.commit("both peer-memory modules at boot")
+	r.Write("layers/gpu/etc/modules-load.d/peermem.conf", "nv_peer_mem\nnvidia-peermem\n")
+	r.Commit("both peer-memory modules at boot")
 	return r
 }
 
@@ -70,8 +70,8 @@ func TestGateModprobeDropinResolvesDualModules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := peermemRepo(t)
-			r.write(modprobeFixPath, tc.content)
-			res, err := configrepo.Run(context.Background(), configrepo.Options{Repo: r.dir, Base: "HEAD", Head: configrepo.WorkTree, Fleets: testFleets(t)})
+			r.Write(modprobeFixPath, tc.content)
+			res, err := configrepo.Run(context.Background(), configrepo.Options{Repo: r.Dir, Base: "HEAD", Head: configrepo.WorkTree, Fleets: testFleets(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,12 +16,12 @@ import (
 func podRepo(t *testing.T, manifest string, files map[string]string) *gitRepo {
 	t.Helper()
 	r := newGitRepo(t)
-	r.write(configrepo.ManifestFile, manifest)
-	r.write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
+	r.Write(configrepo.ManifestFile, manifest)
+	r.Write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 10\n")
 	for name, content := range files {
-		r.write(name, content)
+		r.Write(name, content)
 	}
-	r.commit("base")
+	r.Commit("base")
 	return r
 }
 
