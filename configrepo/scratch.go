@@ -31,7 +31,7 @@ func (c *Checkout) WithFiles(label string, files map[string][]byte) (*Checkout, 
 	if out.lim.files == 0 {
 		out.lim = limits{files: maxRepoFiles, bytes: maxRepoBytes}
 	}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		clean, err := checkoutPath(name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", label, err)
@@ -56,13 +56,4 @@ func (c *Checkout) WithFiles(label string, files map[string][]byte) (*Checkout, 
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
 // maxGroupDepth bounds children nesting and maxGroupVisits the group bodies
@@ -21,7 +23,7 @@ const (
 // hosts, children or vars in a group, a group that is not a mapping), this
 // is an error: a misspelt "hosts" would drop hosts from the audit unseen.
 func parseAnsibleYAML(top *yaml.Node) (*Inventory, error) {
-	if p := mapValue(top, "plugin"); p != nil {
+	if p := strictyaml.MapValue(top, "plugin"); p != nil {
 		return nil, fmt.Errorf("line %d: this configures the dynamic inventory plugin %q; export a static inventory with ansible-inventory -i FILE --list --yaml",
 			p.Line, p.Value)
 	}

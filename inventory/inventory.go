@@ -188,8 +188,8 @@ func parseYAML(top *yaml.Node) (*Inventory, error) {
 }
 
 func isNative(top *yaml.Node) bool {
-	hosts := mapValue(top, "hosts")
-	if hosts == nil || mapValue(top, "all") != nil {
+	hosts := strictyaml.MapValue(top, "hosts")
+	if hosts == nil || strictyaml.MapValue(top, "all") != nil {
 		return false
 	}
 	if hosts.Kind == yaml.ScalarNode && hosts.Tag == "!!null" {
@@ -209,19 +209,6 @@ func isNative(top *yaml.Node) bool {
 		}
 	}
 	return false // a group named "hosts" in an Ansible inventory
-}
-
-// mapValue returns the value of key in mapping n, or nil.
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // checkHostName rejects names no host can have and that would break output

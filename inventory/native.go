@@ -33,7 +33,7 @@ func parseNative(top *yaml.Node) (*Inventory, error) {
 	var errs []error
 	index := map[string]int{}
 	lines := map[string]int{}
-	hosts := mapValue(top, "hosts")
+	hosts := strictyaml.MapValue(top, "hosts")
 	for i := 0; hosts != nil && i+1 < len(hosts.Content); i += 2 {
 		key, val := hosts.Content[i], hosts.Content[i+1]
 		if err := checkHostName(key.Value); err != nil {
@@ -71,7 +71,7 @@ func parseNative(top *yaml.Node) (*Inventory, error) {
 		})
 	}
 	var declared []string
-	groups := mapValue(top, "groups")
+	groups := strictyaml.MapValue(top, "groups")
 	for i := 0; groups != nil && i+1 < len(groups.Content); i += 2 {
 		key, val := groups.Content[i], groups.Content[i+1]
 		if err := checkGroupName(key.Value); err != nil {

@@ -15,10 +15,6 @@ import (
 	"time"
 )
 
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
-}
-
 // unifiedDiff is the change from old (the base's content of each path; a
 // path missing there is a new file) to files, as git writes it: a scratch
 // repo holds the base versions in its index and the new ones in its work
@@ -57,7 +53,7 @@ func unifiedDiff(ctx context.Context, old map[string][]byte, files map[string][]
 		return "", err
 	}
 	var added []string
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if data, ok := old[name]; ok {
 			if err := write(name, data); err != nil {
 				return "", err
@@ -69,7 +65,7 @@ func unifiedDiff(ctx context.Context, old map[string][]byte, files map[string][]
 	if _, err := run("add", "-A"); err != nil {
 		return "", err
 	}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := write(name, files[name]); err != nil {
 			return "", err
 		}
@@ -89,7 +85,7 @@ func unifiedDiff(ctx context.Context, old map[string][]byte, files map[string][]
 // fingerprint identifies a change by its files' paths and contents.
 func fingerprint(files map[string][]byte) string {
 	h := sha256.New()
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(files[name]))
 		h.Write(files[name])
 	}

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
+	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
 // addLayer appends layer to fleet's layers in fleetaudit.yaml by editing the
@@ -24,12 +25,12 @@ func addLayer(data []byte, fleet, layer string) ([]byte, error) {
 	if len(doc.Content) != 1 {
 		return nil, fmt.Errorf("%s: not one YAML document", configrepo.ManifestFile)
 	}
-	fleets := mapValue(doc.Content[0], "fleets")
-	spec := mapValue(fleets, fleet)
+	fleets := strictyaml.MapValue(doc.Content[0], "fleets")
+	spec := strictyaml.MapValue(fleets, fleet)
 	if spec == nil {
 		return nil, fmt.Errorf("%s: no fleet %s", configrepo.ManifestFile, fleet)
 	}
-	seq := mapValue(spec, "layers")
+	seq := strictyaml.MapValue(spec, "layers")
 	if seq == nil || seq.Kind != yaml.SequenceNode || len(seq.Content) == 0 {
 		return nil, fmt.Errorf("%s: fleet %s: layers is not a list fleetaudit can extend", configrepo.ManifestFile, fleet)
 	}
@@ -80,18 +81,6 @@ func addLayer(data []byte, fleet, layer string) ([]byte, error) {
 		return nil, fmt.Errorf("adding layer %s to fleet %s: the edit gave layers %v, want %v", layer, fleet, m.Fleets[fleet].Layers, want)
 	}
 	return out, nil
-}
-
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 func lineStarts(data []byte) []int {

@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ type Placement struct {
 }
 
 // Paths are the files written, sorted.
-func (p *Placement) Paths() []string { return sortedKeys(p.Files) }
+func (p *Placement) Paths() []string { return slices.Sorted(maps.Keys(p.Files)) }
 
 // Refusal is a fix that cannot be placed or was not proven, with why.
 type Refusal struct{ Reason string }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 )
 
 // podOp is one edit of a pod: below a container (or a volume's emptyDir),
@@ -103,7 +105,7 @@ func applyPodOp(data []byte, line int, op podOp) ([]byte, error) {
 	if hasMerge(pod) {
 		return nil, errors.New("the pod uses a YAML merge key (<<); edit it by hand")
 	}
-	spec := mapValue(pod, "spec")
+	spec := strictyaml.MapValue(pod, "spec")
 	if spec == nil || spec.Kind != yaml.MappingNode || hasMerge(spec) || spec.Alias != nil {
 		return nil, errors.New("the pod's spec is not a plain mapping; edit it by hand")
 	}
@@ -114,7 +116,7 @@ func applyPodOp(data []byte, line int, op podOp) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		target, targetPath = mapValue(vol, "emptyDir"), append(p, "emptyDir")
+		target, targetPath = strictyaml.MapValue(vol, "emptyDir"), append(p, "emptyDir")
 		if target == nil || target.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("volume %s is not an emptyDir", op.volume)
 		}
@@ -184,8 +186,8 @@ func findPod(docs []*yaml.Node, line int) (int, *yaml.Node, []any, error) {
 }
 
 func podLike(n *yaml.Node) bool {
-	spec := mapValue(n, "spec")
-	c := mapValue(spec, "containers")
+	spec := strictyaml.MapValue(n, "spec")
+	c := strictyaml.MapValue(spec, "containers")
 	return c != nil && c.Kind == yaml.SequenceNode
 }
 
@@ -204,12 +206,12 @@ func namedItem(spec *yaml.Node, lists []string, name, what string) (*yaml.Node, 
 	var hits []*yaml.Node
 	var path []any
 	for _, list := range lists {
-		l := mapValue(spec, list)
+		l := strictyaml.MapValue(spec, list)
 		if l == nil || l.Kind != yaml.SequenceNode {
 			continue
 		}
 		for i, item := range l.Content {
-			if n := mapValue(item, "name"); item.Kind == yaml.MappingNode && n != nil && n.Value == name {
+			if n := strictyaml.MapValue(item, "name"); item.Kind == yaml.MappingNode && n != nil && n.Value == name {
 				hits = append(hits, item)
 				path = []any{list, i}
 			}
@@ -270,7 +272,7 @@ func (e *textEdit) ensure(n *yaml.Node, keys []string, value string, appendTo bo
 		if n.Kind != yaml.MappingNode || hasMerge(n) {
 			return nil, fmt.Errorf("%s is not a plain mapping", strings.Join(keys[:i], "."))
 		}
-		v := mapValue(n, k)
+		v := strictyaml.MapValue(n, k)
 		if v == nil {
 			return e.insert(n, keys[i:], value, appendTo)
 		}

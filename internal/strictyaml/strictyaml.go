@@ -179,3 +179,17 @@ func DecodeMapping(data []byte) (doc, mapping *yaml.Node, err error) {
 	}
 	return doc, doc.Content[0], nil
 }
+
+// MapValue returns the value of key in mapping n, or nil when n is not a
+// mapping or has no such key.
+func MapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
