@@ -91,7 +91,7 @@ func sysctlKeyOf(l string) string {
 func editSysctl(old []byte, set map[string]string) []byte {
 	norm := map[string]string{}
 	for k, v := range set {
-		norm[strings.ReplaceAll(k, "/", ".")] = v
+		norm[strings.ReplaceAll(k, "/", ".")] = strings.Join(strings.Fields(v), " ")
 	}
 	return editKeyValue(old, norm, sysctlKeyOf, func(k, v string) string { return k + " = " + v })
 }

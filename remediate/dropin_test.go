@@ -21,6 +21,9 @@ func TestDropinEdits(t *testing.T) {
 			"", hdr + "kernel.numa_balancing = 0\nvm.max_map_count = 262144\n"},
 		{"sysctl slash key and duplicate replaced once", func(b []byte) []byte { return editSysctl(b, map[string]string{"kernel.numa_balancing": "0"}) },
 			"# mine\n-kernel/numa_balancing=1\nvm.swappiness = 1\nkernel.numa_balancing = 1\n", "# mine\nkernel.numa_balancing = 0\nvm.swappiness = 1\n"},
+		{"sysctl of several values, whitespace as sysctl -a prints it", func(b []byte) []byte {
+			return editSysctl(b, map[string]string{"net.ipv4.tcp_rmem": "4096\t87380\t6291456"})
+		}, "", hdr + "net.ipv4.tcp_rmem = 4096 87380 6291456\n"},
 		{"limits both types replace soft and hard", func(b []byte) []byte {
 			return editLimits(b, map[string]string{"domain": "*", "type": "-", "item": "memlock", "value": "unlimited"})
 		}, "* soft memlock 64\n* hard nofile 1024\n* hard memlock 64\n", "*    -    memlock    unlimited\n* hard nofile 1024\n"},
@@ -83,6 +86,9 @@ func TestParseFix(t *testing.T) {
 		{"limits bad type", map[string]any{"kind": "limits", "set": map[string]any{"type": "both", "item": "memlock", "value": "1"}}, "want -, soft or hard"},
 		{"modules", map[string]any{"kind": "modules", "load": []any{"nvidia_peermem"}, "blacklist": []any{"nv_peer_mem"}}, ""},
 		{"empty", map[string]any{"kind": "logind"}, "nothing to set"},
+		{"sysctl of several values", map[string]any{"kind": "sysctl", "set": map[string]any{"net.ipv4.tcp_rmem": "4096\t87380 6291456"}}, ""},
+		{"space in a boot param", map[string]any{"kind": "boot-param", "set": map[string]any{"x": "a b"}}, "a value must"},
+		{"sysctl words with shell", map[string]any{"kind": "sysctl", "set": map[string]any{"a.b": "1 $(reboot)"}}, "a value must"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseFix(tc.raw)

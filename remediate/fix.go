@@ -135,7 +135,10 @@ func stringList(raw map[string]any, key string) ([]string, error) {
 var (
 	// Values are written into shell, INI and key=value files: only
 	// characters that mean nothing special in any of them.
-	safeValue   = regexp.MustCompile(`^[A-Za-z0-9_.,:/@%+=-]*$`)
+	safeValue = regexp.MustCompile(`^[A-Za-z0-9_.,:/@%+=-]*$`)
+	// A sysctl may hold several values ("4096 87380 6291456"): sysctl.d
+	// takes the rest of the line, so spaces between safe words are safe.
+	sysctlValue = regexp.MustCompile(`^[A-Za-z0-9_.,:/@%+=-]+([ \t]+[A-Za-z0-9_.,:/@%+=-]+)*$`)
 	paramName   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 	sysctlKey   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*$`)
 	iniKey      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
@@ -148,6 +151,9 @@ func (f Fix) check() error {
 	for k, v := range f.Set {
 		if f.Kind == KindLimits && k == "domain" {
 			continue // checked below: "*", "@group", "%group"
+		}
+		if f.Kind == KindSysctl && sysctlValue.MatchString(v) {
+			continue
 		}
 		if !safeValue.MatchString(v) || v == "" && f.Kind != KindBootParam {
 			return fmt.Errorf("fix %s: %s=%q: a value must be non-empty and hold only letters, digits and _.,:/@%%+=-", f.Kind, k, v)
