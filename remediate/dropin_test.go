@@ -1,10 +1,13 @@
 package remediate
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 const hdr = "# Written by fleetaudit remediate: overrides for this layer's fleets.\n# Edit values here; fleetaudit replaces its keys in place and keeps the rest.\n"
@@ -113,5 +116,19 @@ func TestMergeFixes(t *testing.T) {
 	b := Fix{Kind: KindSysctl, Set: map[string]string{"vm.max_map_count": "1048576"}}
 	if _, err := a.merge(b); err == nil || !strings.Contains(err.Error(), "vm.max_map_count=262144 and vm.max_map_count=1048576") {
 		t.Errorf("conflict: %v", err)
+	}
+}
+
+func TestGroupFixSaysWhenSomeFindingsHaveNoFix(t *testing.T) {
+	withFix := policies.Finding{Rule: "hugetlb-cma-on-gpu", Host: "a", Fix: map[string]any{"kind": "boot-param", "set": map[string]any{"hugetlb_cma": "0"}}}
+	without := policies.Finding{Rule: "hugetlb-cma-on-gpu", Host: "b"}
+	if _, err := groupFix([]policies.Finding{withFix, without}); err == nil || !strings.Contains(err.Error(), "1 of 2 findings carry no fix") {
+		t.Errorf("mixed group: %v", err)
+	}
+	if _, err := groupFix([]policies.Finding{without}); !errors.Is(err, ErrNoFix) {
+		t.Errorf("no fix at all: %v, want ErrNoFix", err)
+	}
+	if fix, err := groupFix([]policies.Finding{withFix, withFix}); err != nil || fix.Set["hugetlb_cma"] != "0" {
+		t.Errorf("all with fixes: %+v, %v", fix, err)
 	}
 }

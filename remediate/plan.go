@@ -222,6 +222,15 @@ func (opts Options) gate(base, head *configrepo.Checkout) configrepo.Options {
 // groupFix is the one fix of a group's findings.
 func groupFix(findings []policies.Finding) (Fix, error) {
 	var out Fix
+	withFix := 0
+	for _, f := range findings {
+		if len(f.Fix) > 0 {
+			withFix++
+		}
+	}
+	if withFix > 0 && withFix < len(findings) {
+		return Fix{}, fmt.Errorf("%d of %d findings carry no fix (no config change resolves them, e.g. a value that differs only until the next reboot), so no one change resolves the group", len(findings)-withFix, len(findings))
+	}
 	for i, f := range findings {
 		fix, err := ParseFix(f.Fix)
 		if err != nil {
