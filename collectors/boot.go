@@ -1,6 +1,7 @@
 package collectors
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -18,27 +19,68 @@ const (
 var kernelCmdlineFiles = []string{"/etc/kernel/cmdline", "/usr/lib/kernel/cmdline"}
 
 // collectBoot reads the running kernel command line and the one the boot
-// loader configuration will pass at the next boot.
+// loader configuration will pass at the next boot: the default boot entry's
+// where the boot loader reads entries, else the GRUB defaults, else
+// /etc/kernel/cmdline.
 func collectBoot(c *collection) {
 	boot := &c.snap.Boot
 	boot.Running = c.runningCmdline()
 
-	grub, grubCmdline := c.grubCmdline()
+	grub, eval := c.grubCmdline()
 	kernel := c.kernelCmdlineFile()
 	boot.Configured.Grub = grub
 	boot.Configured.KernelCmdline = kernel
+	entries := c.collectGrubBLS(eval)
+	if entries == nil && grub == nil {
+		entries = c.collectSdBoot()
+	}
 	switch {
+	case entries != nil:
+		c.useEntries(entries)
 	case grub != nil:
 		boot.Configured.Loader = "grub"
-		boot.Configured.Cmdline = grubCmdline
+		boot.Configured.Cmdline = snapshot.Cmdline{Present: true, Cmdline: grub.Cmdline, Params: grub.Params, InitArgs: grub.InitArgs}
+		c.copySources("boot.configured.grub.", "boot.configured.", grub.Params)
 	case kernel != nil:
 		boot.Configured.Loader = "kernel-cmdline"
 		boot.Configured.Cmdline = *kernel
-		for name := range kernel.Params {
-			c.snap.Sources["boot.configured.params."+name] = c.snap.Sources["boot.configured.kernel_cmdline.params."+name]
-		}
-		c.snap.Sources["boot.configured.cmdline"] = c.snap.Sources["boot.configured.kernel_cmdline.cmdline"]
+		c.copySources("boot.configured.kernel_cmdline.", "boot.configured.", kernel.Params)
 	}
+}
+
+// copySources cites a params map's provenance again under another prefix.
+func (c *collection) copySources(from, to string, params map[string]string) {
+	for name := range params {
+		if p, ok := c.snap.Sources[from+"params."+name]; ok {
+			c.snap.Sources[to+"params."+name] = p
+		}
+	}
+	if p, ok := c.snap.Sources[from+"cmdline"]; ok {
+		c.snap.Sources[to+"cmdline"] = p
+	}
+}
+
+// useEntries makes the default entry's command line the configured one.
+func (c *collection) useEntries(be *bootEntries) {
+	cfg := &c.snap.Boot.Configured
+	cfg.Loader = be.loader
+	cfg.Entries = be.entries
+	cfg.DefaultBy = be.defaultBy
+	if len(be.env) > 0 {
+		cfg.Grubenv = be.env
+	}
+	for fact, p := range be.sources {
+		c.snap.Sources["boot.configured."+fact] = p
+	}
+	if be.def < 0 {
+		// Which entry boots is unknown (reported as an error): no
+		// configured command line rather than a guessed one.
+		return
+	}
+	def := be.def
+	cfg.DefaultEntry = &def
+	cfg.Cmdline = be.entries[def].Cmdline
+	c.copySources("boot.configured.entries."+strconv.Itoa(def)+".", "boot.configured.", cfg.Params)
 }
 
 func (c *collection) runningCmdline() snapshot.Cmdline {
@@ -64,8 +106,9 @@ func (c *collection) runningCmdline() snapshot.Cmdline {
 // grubCmdline sources the GRUB defaults as grub-mkconfig does: the main
 // file when it exists, then grub.d/*.cfg in glob order (byte order here; the
 // shell sorts by the locale's collation). It returns nil when GRUB has no
-// defaults on this host.
-func (c *collection) grubCmdline() (*snapshot.GrubDefaults, snapshot.Cmdline) {
+// defaults on this host. The command line they give is in the result's
+// Cmdline and Params, cited under boot.configured.grub.
+func (c *collection) grubCmdline() (*snapshot.GrubDefaults, *GrubEvaluation) {
 	var files []GrubFile
 	present := false
 	read := func(name string) {
@@ -85,7 +128,7 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, snapshot.Cmdline) {
 		}
 	}
 	if !present {
-		return nil, snapshot.Cmdline{}
+		return nil, nil
 	}
 
 	res := EvalGrubDefaults(files, sourceFileTester{c.src})
@@ -141,17 +184,25 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, snapshot.Cmdline) {
 	if err != nil {
 		c.fail(bootCollector, grubDefaultFile, err)
 	}
-	cl := snapshot.Cmdline{Present: true, Cmdline: text.String(), Params: parsed.Params(), InitArgs: parsed.InitArgs}
-	for name := range cl.Params {
+	grub.Cmdline, grub.Params, grub.InitArgs = text.String(), parsed.Params(), parsed.InitArgs
+	for name := range grub.Params {
 		arg, _ := parsed.Last(name)
 		// A parameter is cited where its first character was written: the
 		// assignment that introduced it, even when its value is expanded
 		// from elsewhere.
 		if o := origins[arg.Offset]; o.File != "" {
-			c.from("boot.configured.params."+name, o.File, o.Line)
+			c.from("boot.configured.grub.params."+name, o.File, o.Line)
 		}
 	}
-	return grub, cl
+	for _, v := range []struct {
+		val ShellValue
+		out *string
+	}{{res.Default, &grub.Default}, {res.EnableBLSCfg, &grub.EnableBLSCfg}} {
+		if v.val.Set && v.val.Unknown == nil {
+			*v.out = v.val.String()
+		}
+	}
+	return grub, &res
 }
 
 // kernelCmdlineFile reads the command line kernel-install gives new boot

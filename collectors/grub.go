@@ -84,6 +84,11 @@ func newGrubError(file string, line int, format string, args ...any) *GrubError 
 type GrubEvaluation struct {
 	Linux        ShellValue // GRUB_CMDLINE_LINUX
 	LinuxDefault ShellValue // GRUB_CMDLINE_LINUX_DEFAULT
+	// Default (GRUB_DEFAULT) and EnableBLSCfg (GRUB_ENABLE_BLSCFG) choose
+	// the boot entry and whether entries come from /boot/loader/entries.
+	// An unknown value is not an error here; the caller decides.
+	Default      ShellValue
+	EnableBLSCfg ShellValue
 	// Errors are syntax errors, and a command-line variable that cannot be
 	// evaluated. Other unknown variables (GRUB_DISTRIBUTOR=`lsb_release ...`)
 	// are not errors.
@@ -122,6 +127,8 @@ func EvalGrubDefaults(files []GrubFile, root GrubFileTester) GrubEvaluation {
 	res := GrubEvaluation{
 		Linux:        env.lookup("GRUB_CMDLINE_LINUX"),
 		LinuxDefault: env.lookup("GRUB_CMDLINE_LINUX_DEFAULT"),
+		Default:      env.lookup("GRUB_DEFAULT"),
+		EnableBLSCfg: env.lookup("GRUB_ENABLE_BLSCFG"),
 		Errors:       env.errors,
 	}
 	for _, v := range []struct {

@@ -21,15 +21,59 @@ type Cmdline struct {
 // BootConfig is the command line the boot loader configuration will pass at the
 // next boot.
 type BootConfig struct {
-	// Loader names the configuration the params come from: "grub",
-	// "kernel-cmdline" (/etc/kernel/cmdline, systemd-boot and UKIs) or "" when
-	// none is present.
+	// Loader names the configuration the params come from: "grub" (the
+	// GRUB defaults, which grub-mkconfig writes into grub.cfg), "grub-bls"
+	// (GRUB reading Boot Loader Specification entries: RHEL, Rocky, Alma,
+	// Fedora, Amazon Linux 2023), "systemd-boot" (its entries),
+	// "kernel-cmdline" (/etc/kernel/cmdline, for UKIs and kernel-install) or
+	// "" when none is present. With entries, the params are the default
+	// entry's, as the boot loader expands them.
 	Loader string `json:"loader"`
 	Cmdline
 	// Grub holds the GRUB variables after sourcing /etc/default/grub and grub.d.
 	Grub *GrubDefaults `json:"grub,omitempty"`
 	// KernelCmdline is /etc/kernel/cmdline (or /usr/lib/kernel/cmdline) when present.
 	KernelCmdline *Cmdline `json:"kernel_cmdline,omitempty"`
+	// Entries are the boot loader's entries in its menu order (newest
+	// first), for the grub-bls and systemd-boot loaders.
+	Entries []BootEntry `json:"entries,omitempty"`
+	// DefaultEntry is the index in Entries of the entry the next boot
+	// uses; absent when there are no entries.
+	DefaultEntry *int `json:"default_entry,omitempty"`
+	// DefaultBy says how the boot loader chose it: "saved_entry",
+	// "next_entry", "GRUB_DEFAULT", "loader.conf default",
+	// "LoaderEntryDefault", "LoaderEntryOneShot" or "first" (its first
+	// entry, when nothing names one or the name matches none).
+	DefaultBy string `json:"default_by,omitempty"`
+	// Grubenv holds the GRUB environment block variables the entries and
+	// the default choice read (kernelopts, tuned_params, saved_entry, ...);
+	// other variables are left out.
+	Grubenv map[string]string `json:"grubenv,omitempty"`
+}
+
+// BootEntry is one Boot Loader Specification type #1 entry
+// (/boot/loader/entries/*.conf) as its boot loader reads it.
+type BootEntry struct {
+	// ID is the boot loader's name for it: the file name without ".conf"
+	// for GRUB (saved_entry names it), the lower-cased file name for
+	// systemd-boot.
+	ID      string `json:"id"`
+	File    string `json:"file"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version,omitempty"`
+	Linux   string `json:"linux,omitempty"`
+	// Options is the options text as written, before expansion.
+	Options string `json:"options"`
+	// Cmdline is the command line the entry boots with: options with GRUB
+	// environment variables expanded.
+	Cmdline
+	// Vars maps each param to the GRUB environment variable it was
+	// expanded from ("kernelopts", "tuned_params"); written-out params are
+	// not listed.
+	Vars map[string]string `json:"vars,omitempty"`
+	// Unset names variables the options use that the GRUB environment does
+	// not set: GRUB expands them to nothing.
+	Unset []string `json:"unset,omitempty"`
 }
 
 // GrubDefaults are the two command-line variables grub-mkconfig passes to
@@ -37,6 +81,15 @@ type BootConfig struct {
 type GrubDefaults struct {
 	CmdlineLinux        string `json:"cmdline_linux"`
 	CmdlineLinuxDefault string `json:"cmdline_linux_default"`
+	// Cmdline and Params are the command line grub-mkconfig gives normal
+	// entries: CmdlineLinux, a space, CmdlineLinuxDefault.
+	Cmdline  string            `json:"cmdline"`
+	Params   map[string]string `json:"params"`
+	InitArgs []string          `json:"init_args,omitempty"`
+	// Default is GRUB_DEFAULT ("" when unset: the first entry) and
+	// EnableBLSCfg GRUB_ENABLE_BLSCFG.
+	Default      string `json:"default,omitempty"`
+	EnableBLSCfg string `json:"enable_blscfg,omitempty"`
 	// Files are the files sourced, in order.
 	Files []string `json:"files"`
 	// Unknown names the variables (of the two) that cannot be evaluated without

@@ -1,4 +1,6 @@
-# Kernel boot command line: running (/proc/cmdline) and configured (GRUB, /etc/kernel/cmdline).
+# Kernel boot command line: running (/proc/cmdline) and configured (the
+# default boot entry, the GRUB defaults or /etc/kernel/cmdline: the collector
+# fills boot.configured from whichever the boot loader reads).
 package fleetaudit.rules.boot
 
 import data.fleetaudit.lib.version
@@ -222,11 +224,14 @@ differs(p) if not p in object.keys(input.boot.configured.params)
 #   - boot.running.params
 #   - boot.configured.params
 #   - boot.configured.loader
+#   - boot.configured.present
 #   - source.kind
 boot_config_pending contains f if {
 	input.source.kind != "config-repo"
 	input.boot.running.present == true
 	input.boot.configured.loader != ""
+	# A loader whose default entry is unknown has no configured command line.
+	input.boot.configured.present == true
 	count(pending_changes) > 0
 	f := {
 		"msg": sprintf("the next boot changes the kernel command line (%s loader): %s", [input.boot.configured.loader, concat(", ", sort(pending_changes))]),
@@ -330,4 +335,115 @@ boot_param_forbidden contains f if {
 		},
 		boot_fix(where, {"kind": "boot-param", "remove": [p]}),
 	)
+}
+
+# What the next grub2-mkconfig or kernel install writes into boot entries:
+# on GRUB with BLS entries the GRUB defaults (10_linux sets kernelopts, or
+# the entries' options, from them), on systemd-boot /etc/kernel/cmdline
+# (kernel-install's 90-loaderentry). Unknown GRUB defaults compare with
+# nothing.
+next_install := {"what": "/etc/default/grub", "section": "grub", "params": input.boot.configured.grub.params} if {
+	input.boot.configured.loader == "grub-bls"
+	count(object.get(input.boot.configured.grub, "unknown", [])) == 0
+}
+
+next_install := {"what": "/etc/kernel/cmdline", "section": "kernel_cmdline", "params": input.boot.configured.kernel_cmdline.params} if {
+	input.boot.configured.loader == "systemd-boot"
+	input.boot.configured.kernel_cmdline.present == true
+}
+
+# Params tuned keeps in its own grubenv variables ($tuned_params), which
+# grub2-mkconfig leaves in the entries.
+entry_managed_vars := {"tuned_params", "tuned_initrd"}
+
+default_entry := input.boot.configured.entries[input.boot.configured.default_entry]
+
+divergent_params := {p |
+	some p, _ in object.union(input.boot.configured.params, next_install.params)
+	not p in loader_params
+	not object.get(default_entry, ["vars", p], "") in entry_managed_vars
+	entry_differs(p)
+}
+
+entry_differs(p) if input.boot.configured.params[p] != next_install.params[p]
+
+entry_differs(p) if not p in object.keys(input.boot.configured.params)
+
+entry_differs(p) if not p in object.keys(next_install.params)
+
+param_text(p, "") := p
+
+param_text(p, v) := sprintf("%s=%s", [p, v]) if v != ""
+
+describe_divergence(p) := sprintf("%s only in the entry", [param_text(p, input.boot.configured.params[p])]) if {
+	not p in object.keys(next_install.params)
+}
+
+describe_divergence(p) := sprintf("%s only in %s", [param_text(p, next_install.params[p]), next_install.what]) if {
+	not p in object.keys(input.boot.configured.params)
+}
+
+describe_divergence(p) := sprintf("%s: %q in the entry, %q in %s", [p, input.boot.configured.params[p], next_install.params[p], next_install.what]) if {
+	input.boot.configured.params[p] != next_install.params[p]
+}
+
+# METADATA
+# title: Default boot entry differs from the boot loader defaults
+# description: >-
+#   On a host whose boot loader reads Boot Loader Specification entries
+#   (/boot/loader/entries), the default entry's options and the command line
+#   the defaults produce differ, ignoring what is written per entry (root,
+#   ro/rw, BOOT_IMAGE, initrd, rootflags) and tuned's $tuned_params. With GRUB
+#   (RHEL, Rocky, Alma, Amazon Linux 2023) the defaults are /etc/default/grub:
+#   grubby --update-kernel=<one kernel> --args edits one entry and leaves them
+#   behind, and the next grub2-mkconfig (which rewrites kernelopts or the
+#   entries) or kernel install silently changes the boot command line back.
+#   With systemd-boot the defaults are /etc/kernel/cmdline, which
+#   kernel-install writes into the next kernel's entry.
+# related_resources:
+# - ref: https://uapi-group.org/specifications/specs/boot_loader_specification/
+#   description: Boot Loader Specification, type #1 entries and their options
+# - ref: https://docs.redhat.com/en/documentation/red_hat_enterprise_linux/9/html/managing_monitoring_and_updating_the_kernel/configuring-kernel-command-line-parameters_managing-monitoring-and-updating-the-kernel
+#   description: grubby, boot entries and GRUB_CMDLINE_LINUX on RHEL
+# custom:
+#   id: boot-entry-divergent
+#   severity: medium
+#   profiles: [all]
+#   remediation: >-
+#     Make the change where the next install reads it too: grubby
+#     --update-kernel=ALL --args (which also updates /etc/default/grub and
+#     /etc/kernel/cmdline on RHEL 9), or edit GRUB_CMDLINE_LINUX (on
+#     systemd-boot /etc/kernel/cmdline) to match the entry, or drop the
+#     entry's one-off parameter.
+#   facts:
+#   - boot.configured.loader
+#   - boot.configured.params
+#   - boot.configured.default_entry
+#   - boot.configured.entries
+#   - boot.configured.grub.params
+#   - boot.configured.kernel_cmdline.params
+boot_entry_divergent contains f if {
+	input.boot.configured.present == true
+	count(divergent_params) > 0
+	f := {
+		"msg": sprintf("the default boot entry %s and %s give different command lines; the next %s rewrites it: %s", [
+			default_entry.file, next_install.what,
+			install_step[next_install.section],
+			concat(", ", sort([describe_divergence(p) | some p in divergent_params])),
+		]),
+		"evidence": array.concat(["boot.configured.default_entry"], sort([path |
+			some p in divergent_params
+			some path in divergence_evidence(p)
+		])),
+	}
+}
+
+install_step := {"grub": "grub2-mkconfig or kernel install", "kernel_cmdline": "kernel install"}
+
+divergence_evidence(p) := {path |
+	p in object.keys(input.boot.configured.params)
+	path := sprintf("boot.configured.params.%s", [p])
+} | {path |
+	p in object.keys(next_install.params)
+	path := sprintf("boot.configured.%s.params.%s", [next_install.section, p])
 }

@@ -263,3 +263,91 @@ test_running_only_with_clean_configuration_has_no_fix if {
 	[u] := [u | some u in boot.hugetlb_cma_on_gpu with input as unread]
 	u.fix == {"kind": "boot-param", "set": {"hugetlb_cma": "0"}}
 }
+
+test_boot_config_pending_needs_a_known_default_entry if {
+	h := object.union(pending_host({"quiet": ""}, {}), {"boot": {"configured": {"loader": "grub-bls", "present": false, "params": {}}}})
+	count(boot.boot_config_pending) == 0 with input as h
+}
+
+# A Rocky 9 host where grubby --update-kernel=<default> --args=hugetlb_cma=4G
+# edited the default entry only.
+bls_host(entry_params, entry_vars, grub_params) := {"boot": {"configured": {
+	"loader": "grub-bls",
+	"present": true,
+	"params": entry_params,
+	"default_entry": 0,
+	"entries": [{"file": "/boot/loader/entries/x-5.14.0.conf", "params": entry_params, "vars": entry_vars}],
+	"grub": {"params": grub_params},
+}}}
+
+rocky_base := {"root": "/dev/mapper/rl-root", "ro": "", "crashkernel": "1G-4G:192M", "resume": "/dev/mapper/rl-swap"}
+
+test_boot_entry_divergent_grubby_one_kernel if {
+	h := bls_host(object.union(rocky_base, {"hugetlb_cma": "4G"}), {}, object.remove(rocky_base, ["root", "ro"]))
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	f.msg == "the default boot entry /boot/loader/entries/x-5.14.0.conf and /etc/default/grub give different command lines; the next grub2-mkconfig or kernel install rewrites it: hugetlb_cma=4G only in the entry"
+	f.evidence == ["boot.configured.default_entry", "boot.configured.params.hugetlb_cma"]
+}
+
+test_boot_entry_divergent_both_ways if {
+	h := bls_host({"quiet": "", "console": "ttyS0"}, {}, {"console": "tty0", "rhgb": ""})
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	f.msg == `the default boot entry /boot/loader/entries/x-5.14.0.conf and /etc/default/grub give different command lines; the next grub2-mkconfig or kernel install rewrites it: console: "ttyS0" in the entry, "tty0" in /etc/default/grub, quiet only in the entry, rhgb only in /etc/default/grub`
+	f.evidence == [
+		"boot.configured.default_entry",
+		"boot.configured.grub.params.console", "boot.configured.grub.params.rhgb",
+		"boot.configured.params.console", "boot.configured.params.quiet",
+	]
+}
+
+test_boot_entry_in_step_with_defaults if {
+	h := bls_host(rocky_base, {}, object.remove(rocky_base, ["root", "ro"]))
+	count(boot.boot_entry_divergent) == 0 with input as h
+}
+
+test_boot_entry_tuned_params_are_not_divergence if {
+	# RHEL 8: $kernelopts from the defaults, $tuned_params from tuned.
+	h := bls_host(
+		object.union(rocky_base, {"nohz_full": "2-31", "skew_tick": "1"}),
+		{"resume": "kernelopts", "crashkernel": "kernelopts", "nohz_full": "tuned_params", "skew_tick": "tuned_params"},
+		object.remove(rocky_base, ["root", "ro"]),
+	)
+	count(boot.boot_entry_divergent) == 0 with input as h
+}
+
+test_boot_entry_divergent_not_for_plain_grub if {
+	h := object.union(bls_host({"hugetlb_cma": "4G"}, {}, {}), {"boot": {"configured": {"loader": "grub"}}})
+	count(boot.boot_entry_divergent) == 0 with input as h
+}
+
+test_boot_entry_divergent_not_with_unknown_defaults if {
+	h := object.union(bls_host({"hugetlb_cma": "4G"}, {}, {}), {"boot": {"configured": {"grub": {"params": {}, "unknown": ["GRUB_CMDLINE_LINUX"]}}}})
+	count(boot.boot_entry_divergent) == 0 with input as h
+}
+
+test_boot_entry_divergent_not_without_a_default_entry if {
+	h := object.union(bls_host({"hugetlb_cma": "4G"}, {}, {}), {"boot": {"configured": {"present": false}}})
+	count(boot.boot_entry_divergent) == 0 with input as h
+}
+
+test_boot_entry_divergent_systemd_boot_kernel_cmdline if {
+	h := {"boot": {"configured": {
+		"loader": "systemd-boot",
+		"present": true,
+		"params": {"root": "UUID=1", "ro": "", "hugetlb_cma": "2G", "iommu": "pt"},
+		"default_entry": 0,
+		"entries": [{"file": "/efi/loader/entries/a-6.8.5.conf", "params": {}}],
+		"kernel_cmdline": {"present": true, "params": {"root": "UUID=1", "ro": "", "iommu": "pt"}},
+	}}}
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	f.msg == "the default boot entry /efi/loader/entries/a-6.8.5.conf and /etc/kernel/cmdline give different command lines; the next kernel install rewrites it: hugetlb_cma=2G only in the entry"
+	f.evidence == ["boot.configured.default_entry", "boot.configured.params.hugetlb_cma"]
+}
+
+test_boot_entry_divergent_systemd_boot_without_kernel_cmdline if {
+	h := {"boot": {"configured": {
+		"loader": "systemd-boot", "present": true, "params": {"hugetlb_cma": "2G"},
+		"default_entry": 0, "entries": [{"file": "/efi/loader/entries/a.conf", "params": {}}],
+	}}}
+	count(boot.boot_entry_divergent) == 0 with input as h
+}
