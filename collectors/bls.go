@@ -187,8 +187,8 @@ const grubenvSignature = "# GRUB Environment Block\n"
 // GRUB's envblk does: it must start with the signature; "#" lines (the
 // padding among them) are skipped; each other line is NAME=VALUE with
 // backslash escaping the next character. A block without the signature is
-// ignored by GRUB, and a line without "=" ends its reading: both are
-// errors, with the variables read before them.
+// ignored by GRUB, and a line without "=" (which grub-editenv never writes)
+// ends the reading here: both are errors, with the variables read before.
 func ParseGrubenv(data []byte) ([]GrubenvVar, error) {
 	if !bytes.HasPrefix(data, []byte(grubenvSignature)) {
 		return nil, fmt.Errorf("%w: line 1: not a GRUB environment block (no %q signature); GRUB ignores it", ErrParse, strings.TrimSuffix(grubenvSignature, "\n"))
@@ -209,7 +209,7 @@ func ParseGrubenv(data []byte) ([]GrubenvVar, error) {
 		eq := bytes.IndexByte(p, '=')
 		nl := bytes.IndexByte(p, '\n')
 		if eq < 0 || (nl >= 0 && nl < eq) {
-			return vars, fmt.Errorf("%w: line %d: no \"=\"; GRUB reads no further", ErrParse, line)
+			return vars, fmt.Errorf("%w: line %d: no \"=\": the block is malformed and GRUB misreads it from here; the rest is not read", ErrParse, line)
 		}
 		name := string(p[:eq])
 		var value strings.Builder
