@@ -410,11 +410,10 @@ describe_divergence(p) := sprintf("%s: %q in the entry, %q in %s", [p, input.boo
 #   severity: medium
 #   profiles: [all]
 #   remediation: >-
-#     Make the change where the next install reads it too: grubby
-#     --update-kernel=ALL --args (which also updates /etc/default/grub and
-#     /etc/kernel/cmdline on RHEL 9), or edit GRUB_CMDLINE_LINUX (on
-#     systemd-boot /etc/kernel/cmdline) to match the entry, or drop the
-#     entry's one-off parameter.
+#     Put the parameter where the next grub2-mkconfig and kernel install read
+#     it, GRUB_CMDLINE_LINUX in /etc/default/grub (on systemd-boot
+#     /etc/kernel/cmdline), and apply it to every entry (grubby
+#     --update-kernel=ALL --args=...); or drop the entry's one-off parameter.
 #   facts:
 #   - boot.configured.loader
 #   - boot.configured.params
@@ -431,10 +430,11 @@ boot_entry_divergent contains f if {
 			install_step[next_install.section],
 			concat(", ", sort([describe_divergence(p) | some p in divergent_params])),
 		]),
-		"evidence": array.concat(["boot.configured.default_entry"], sort([path |
+		# The entry's params first: a report's "at" names the first.
+		"evidence": array.concat(sort([path |
 			some p in divergent_params
 			some path in divergence_evidence(p)
-		])),
+		]), ["boot.configured.default_entry"]),
 	}
 }
 

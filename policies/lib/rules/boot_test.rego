@@ -286,7 +286,7 @@ test_boot_entry_divergent_grubby_one_kernel if {
 	h := bls_host(object.union(rocky_base, {"hugetlb_cma": "4G"}), {}, object.remove(rocky_base, ["root", "ro"]))
 	[f] := [f | some f in boot.boot_entry_divergent with input as h]
 	f.msg == "the default boot entry /boot/loader/entries/x-5.14.0.conf and /etc/default/grub give different command lines; the next grub2-mkconfig or kernel install rewrites it: hugetlb_cma=4G only in the entry"
-	f.evidence == ["boot.configured.default_entry", "boot.configured.params.hugetlb_cma"]
+	f.evidence == ["boot.configured.params.hugetlb_cma", "boot.configured.default_entry"]
 }
 
 test_boot_entry_divergent_both_ways if {
@@ -294,9 +294,9 @@ test_boot_entry_divergent_both_ways if {
 	[f] := [f | some f in boot.boot_entry_divergent with input as h]
 	f.msg == `the default boot entry /boot/loader/entries/x-5.14.0.conf and /etc/default/grub give different command lines; the next grub2-mkconfig or kernel install rewrites it: console: "ttyS0" in the entry, "tty0" in /etc/default/grub, quiet only in the entry, rhgb only in /etc/default/grub`
 	f.evidence == [
-		"boot.configured.default_entry",
 		"boot.configured.grub.params.console", "boot.configured.grub.params.rhgb",
 		"boot.configured.params.console", "boot.configured.params.quiet",
+		"boot.configured.default_entry",
 	]
 }
 
@@ -341,7 +341,7 @@ test_boot_entry_divergent_systemd_boot_kernel_cmdline if {
 	}}}
 	[f] := [f | some f in boot.boot_entry_divergent with input as h]
 	f.msg == "the default boot entry /efi/loader/entries/a-6.8.5.conf and /etc/kernel/cmdline give different command lines; the next kernel install rewrites it: hugetlb_cma=2G only in the entry"
-	f.evidence == ["boot.configured.default_entry", "boot.configured.params.hugetlb_cma"]
+	f.evidence == ["boot.configured.params.hugetlb_cma", "boot.configured.default_entry"]
 }
 
 test_boot_entry_divergent_systemd_boot_without_kernel_cmdline if {

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+// TestAuditGrubbyPendingHugetlbCMA audits the Rocky 9 fixture root, where
+// grubby --update-kernel=<default kernel> --args=hugetlb_cma=4G edited the
+// default boot entry only and the host has not rebooted: the pending CMA
+// reservation is critical and cited at the entry's options line, the
+// pending change and the entry's divergence from /etc/default/grub are
+// reported too.
+func TestAuditGrubbyPendingHugetlbCMA(t *testing.T) {
+	const entry = "/boot/loader/entries/e4b5a6c7d8e94f0a8b1c2d3e4f5a6b7c-5.14.0-427.13.1.el9_4.x86_64.conf"
+	r := runCLI(t, nil, "audit", "--root", "../../testdata/hosts/rocky9-bls", "--format", "json", "--fail-on", "critical")
+	if r.code != exitFindings {
+		t.Fatalf("exit %d, want %d (a critical finding)\n%s", r.code, exitFindings, r.stderr)
+	}
+	var doc struct {
+		Findings []policies.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	byRule := map[string]policies.Finding{}
+	for _, f := range doc.Findings {
+		byRule[f.Rule] = f
+	}
+	cma, ok := byRule["hugetlb-cma-on-gpu"]
+	if !ok || cma.Severity != "critical" || cma.Host != "gpu-k9-001" || cma.Fleet != "gpu-training" {
+		t.Fatalf("hugetlb-cma-on-gpu = %+v, want critical on gpu-k9-001 in gpu-training", cma)
+	}
+	if !slices.ContainsFunc(cma.Evidence, func(e policies.Evidence) bool {
+		return e.Fact == "boot.configured.params.hugetlb_cma" && e.Value == "4G" && e.Source == entry+":5"
+	}) {
+		t.Errorf("evidence %+v, want boot.configured.params.hugetlb_cma=4G at %s:5", cma.Evidence, entry)
+	}
+	if slices.ContainsFunc(cma.Evidence, func(e policies.Evidence) bool { return strings.HasPrefix(e.Fact, "boot.running.") }) {
+		t.Errorf("evidence %+v cites the running command line, which does not carry it", cma.Evidence)
+	}
+	if f := byRule["boot-config-pending"]; !strings.Contains(f.Message, "(grub-bls loader): +hugetlb_cma") {
+		t.Errorf("boot-config-pending = %q", f.Message)
+	}
+	div, ok := byRule["boot-entry-divergent"]
+	if !ok || div.Severity != "medium" || !strings.Contains(div.Message, "hugetlb_cma=4G only in the entry") {
+		t.Fatalf("boot-entry-divergent = %+v", div)
+	}
+	if div.Evidence[0].Source != entry+":5" || div.Evidence[len(div.Evidence)-1].Source != "/boot/grub2/grubenv:2" {
+		t.Errorf("boot-entry-divergent evidence %+v, want the entry line first and saved_entry's grubenv line last", div.Evidence)
+	}
+}
+
+// TestAuditBootEntryRootsQuiet: on the RHEL 8 root the command line comes
+// from $kernelopts and $tuned_params in grubenv and matches both the
+// running one and /etc/default/grub (tuned's params aside); on Amazon Linux
+// 2023 a newer kernel's entry differs from the running one only per boot.
+// No boot rule fires on either.
+func TestAuditBootEntryRootsQuiet(t *testing.T) {
+	r := runCLI(t, nil, "audit", "--root", "../../testdata/hosts/rhel8-bls", "--root", "../../testdata/hosts/al2023-bls", "--format", "json", "--fail-on", "none")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc struct {
+		Findings []policies.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.Findings {
+		if strings.HasPrefix(f.Rule, "boot-") || f.Rule == "hugetlb-cma-on-gpu" || f.Rule == "collection-error" {
+			t.Errorf("%s on %s: %s", f.Rule, f.Host, f.Message)
+		}
+	}
+}
