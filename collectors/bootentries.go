@@ -89,35 +89,48 @@ func (c *collection) readEntryFiles(dir string) []entryFile {
 	return files
 }
 
-// grubUsesBLS tells whether GRUB reads BLS entries: GRUB_ENABLE_BLSCFG=true
-// in the defaults, or a "blscfg" command in grub.cfg (grub.cfg decides what
-// GRUB does; the defaults decide what grub2-mkconfig writes next).
-func (c *collection) grubUsesBLS(eval *GrubEvaluation) (bool, string) {
-	if eval != nil && eval.EnableBLSCfg.Unknown == nil && eval.EnableBLSCfg.String() == "true" {
-		return true, ""
-	}
-	for _, cfg := range c.grubCfgPaths() {
-		data, ok := c.read(bootCollector, cfg)
-		if !ok {
-			continue
+// grubCfgs reads the grub.cfg files once, and only when needed: on RHEL
+// they are mode 0600, and an unprivileged collection should record that only
+// where it matters.
+type grubCfgs struct {
+	c     *collection
+	files []entryFile
+	done  bool
+}
+
+func (g *grubCfgs) all() []entryFile {
+	if !g.done {
+		g.done = true
+		paths := slices.Clone(grubCfgFiles)
+		for _, e := range g.c.readDir(bootCollector, efiDir) {
+			if e.IsDir() && !strings.EqualFold(e.Name(), "boot") {
+				paths = append(paths, efiDir+"/"+e.Name()+"/grub.cfg")
+			}
 		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) > 0 && f[0] == "blscfg" {
-				return true, cfg
+		for _, p := range paths {
+			if data, ok := g.c.read(bootCollector, p); ok {
+				g.files = append(g.files, entryFile{path: p, data: data})
 			}
 		}
 	}
-	return false, ""
+	return g.files
 }
 
-func (c *collection) grubCfgPaths() []string {
-	paths := slices.Clone(grubCfgFiles)
-	for _, e := range c.readDir(bootCollector, efiDir) {
-		if e.IsDir() && !strings.EqualFold(e.Name(), "boot") {
-			paths = append(paths, efiDir+"/"+e.Name()+"/grub.cfg")
+// grubUsesBLS tells whether GRUB reads BLS entries: GRUB_ENABLE_BLSCFG=true
+// in the defaults, or a "blscfg" command in grub.cfg (grub.cfg decides what
+// GRUB does; the defaults decide what grub2-mkconfig writes next).
+func grubUsesBLS(eval *GrubEvaluation, cfgs *grubCfgs) bool {
+	if eval != nil && eval.EnableBLSCfg.Unknown == nil && eval.EnableBLSCfg.String() == "true" {
+		return true
+	}
+	for _, cfg := range cfgs.all() {
+		for _, line := range strings.Split(string(cfg.data), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "blscfg" {
+				return true
+			}
 		}
 	}
-	return paths
+	return false
 }
 
 // collectGrubBLS reads GRUB's entries and environment and picks the default
@@ -125,16 +138,16 @@ func (c *collection) grubCfgPaths() []string {
 // there are none (a rendered config repo has no /boot: the GRUB defaults are
 // then what the next kernel install writes).
 func (c *collection) collectGrubBLS(eval *GrubEvaluation) *bootEntries {
-	uses, _ := c.grubUsesBLS(eval)
-	if !uses {
-		return nil
-	}
 	files := c.readEntryFiles(blsEntriesDir)
 	if len(files) == 0 {
 		return nil
 	}
+	cfgs := &grubCfgs{c: c}
+	if !grubUsesBLS(eval, cfgs) {
+		return nil
+	}
 	be := &bootEntries{loader: "grub-bls", def: -1, env: map[string]string{}, sources: map[string]snapshot.Provenance{}}
-	env, envAt := c.grubEnv()
+	env, envAt, envKnown := c.grubEnv()
 
 	type parsed struct {
 		id    string
@@ -193,13 +206,26 @@ func (c *collection) collectGrubBLS(eval *GrubEvaluation) *bootEntries {
 		sorted = slices.Insert(sorted, i, p)
 	}
 
+	// usedUnknown is set when a variable is looked up in an environment
+	// block that could not be read: what it expands to is unknown.
+	usedUnknown, triedCfg := false, false
 	lookup := func(name string) (string, bool) {
 		v, ok := env[name]
+		if !ok && name == "kernelopts" && !triedCfg {
+			triedCfg = true
+			if v, at, found := kerneloptsFallback(c, cfgs); found {
+				env[name], envAt[name] = v, at
+				ok = true
+			}
+		}
+		if !ok && !envKnown {
+			usedUnknown = true
+		}
 		if ok {
 			be.env[name] = v
 			be.sources["grubenv."+name] = envAt[name]
 		}
-		return v, ok
+		return env[name], ok
 	}
 	for i, p := range sorted {
 		e := snapshot.BootEntry{ID: p.id, File: c.at(p.file, 0).Path(), Vars: map[string]string{}}
@@ -235,10 +261,22 @@ func (c *collection) collectGrubBLS(eval *GrubEvaluation) *bootEntries {
 			}
 		}
 		prefix := "entries." + strconv.Itoa(i) + "."
-		e.Cmdline = c.entryCmdline(p.file, pieces, origin, envAt, e.Vars, prefix, be.sources)
+		if usedUnknown {
+			// Its options name variables of an unreadable grubenv.
+			usedUnknown = false
+			e.Unset = nil
+		} else {
+			e.Cmdline = c.entryCmdline(p.file, pieces, origin, envAt, e.Vars, prefix, be.sources)
+		}
 		be.entries = append(be.entries, e)
 	}
 	if len(be.entries) == 0 {
+		return be
+	}
+	if !envKnown {
+		// next_entry and saved_entry live there: which entry boots is
+		// unknown (the read error is in the snapshot).
+		be.defaultBy = "unknown"
 		return be
 	}
 
@@ -332,46 +370,45 @@ func grubNumber(s string) (int, bool) {
 }
 
 // grubEnv reads the GRUB environment block, and where each variable is set.
-func (c *collection) grubEnv() (map[string]string, map[string]snapshot.Provenance) {
-	env, at := map[string]string{}, map[string]snapshot.Provenance{}
+// known is false when the block exists but could not be read: GRUB sees
+// variables there that the snapshot cannot. A missing block, or one GRUB
+// ignores (no signature), is known to be empty.
+func (c *collection) grubEnv() (env map[string]string, at map[string]snapshot.Provenance, known bool) {
+	env, at = map[string]string{}, map[string]snapshot.Provenance{}
+	errs := len(c.snap.Errors)
 	data, ok := c.read(bootCollector, grubenvFile)
-	if ok {
-		vars, err := ParseGrubenv(data)
-		if err != nil {
-			c.fail(bootCollector, grubenvFile, err)
-		}
-		for _, v := range vars {
-			env[v.Name] = v.Value
-			at[v.Name] = c.at(grubenvFile, v.Line)
-		}
+	if !ok {
+		return env, at, len(c.snap.Errors) == errs
 	}
-	// RHEL 8's grub.cfg sets a fallback kernelopts when grubenv has none
-	// (10_linux: if [ -z "${kernelopts}" ]; then set kernelopts="..."; fi).
-	if _, ok := env["kernelopts"]; !ok {
-		for _, cfg := range c.grubCfgPaths() {
-			data, ok := c.read(bootCollector, cfg)
-			if !ok {
+	vars, err := ParseGrubenv(data)
+	if err != nil {
+		c.fail(bootCollector, grubenvFile, err)
+	}
+	for _, v := range vars {
+		env[v.Name] = v.Value
+		at[v.Name] = c.at(grubenvFile, v.Line)
+	}
+	return env, at, true
+}
+
+// kerneloptsFallback is the kernelopts RHEL 8's grub.cfg sets when grubenv
+// has none (10_linux: if [ -z "${kernelopts}" ]; then set kernelopts="...";
+// fi).
+func kerneloptsFallback(c *collection, cfgs *grubCfgs) (string, snapshot.Provenance, bool) {
+	for _, cfg := range cfgs.all() {
+		for i, line := range strings.Split(string(cfg.data), "\n") {
+			rest, found := strings.CutPrefix(strings.TrimSpace(line), "set kernelopts=")
+			if !found {
 				continue
 			}
-			for i, line := range strings.Split(string(data), "\n") {
-				rest, found := strings.CutPrefix(strings.TrimSpace(line), "set kernelopts=")
-				if !found {
-					continue
-				}
-				// grub-mkconfig writes it in double quotes, without escapes.
-				if len(rest) >= 2 && rest[0] == '"' && rest[len(rest)-1] == '"' {
-					rest = rest[1 : len(rest)-1]
-				}
-				env["kernelopts"] = rest
-				at["kernelopts"] = c.at(cfg, i+1)
-				break
+			// grub-mkconfig writes it in double quotes, without escapes.
+			if len(rest) >= 2 && rest[0] == '"' && rest[len(rest)-1] == '"' {
+				rest = rest[1 : len(rest)-1]
 			}
-			if _, ok := env["kernelopts"]; ok {
-				break
-			}
+			return rest, c.at(cfg.path, i+1), true
 		}
 	}
-	return env, at
+	return "", snapshot.Provenance{}, false
 }
 
 // entryCmdline parses expanded options into a command line and records the

@@ -224,6 +224,31 @@ func TestGrubBLSFallbacksAndErrors(t *testing.T) {
 			t.Errorf("errors: %s", errs)
 		}
 	})
+	t.Run("an unreadable grubenv leaves the default and its variables unknown", func(t *testing.T) {
+		files := blsRoot(bls+"GRUB_DEFAULT=0\n", nil, nil)
+		delete(files, "boot/grub2/grubenv")
+		files["boot/grub2/grubenv/x"] = &fstest.MapFile{Data: []byte("a directory where the file should be")}
+		files["boot/loader/entries/"+testMID+"-0-rescue.conf"] = &fstest.MapFile{Data: []byte("linux /vmlinuz\noptions $kernelopts\n")}
+		snap, cfg := bootOf(t, files)
+		if cfg.Present || cfg.DefaultEntry != nil || cfg.DefaultBy != "unknown" || len(cfg.Entries) != 3 {
+			t.Errorf("present %v default %v by %q entries %d", cfg.Present, cfg.DefaultEntry, cfg.DefaultBy, len(cfg.Entries))
+		}
+		for _, e := range cfg.Entries {
+			if e.Present != !strings.Contains(e.Options, "$") {
+				t.Errorf("entry %s (options %q) present %v: only entries without variables are known", e.ID, e.Options, e.Present)
+			}
+		}
+		if errs := strings.Join(bootErrors(snap), "\n"); !strings.Contains(errs, "/boot/grub2/grubenv: ") {
+			t.Errorf("errors: %s", errs)
+		}
+	})
+	t.Run("grub.cfg is not read when nothing needs it", func(t *testing.T) {
+		files := blsRoot(bls, []string{"kernelopts=quiet"}, fstest.MapFS{"boot/grub2/grub.cfg/x": {Data: []byte("dir")}})
+		snap, cfg := bootOf(t, files)
+		if errs := bootErrors(snap); len(errs) > 0 || cfg.Loader != "grub-bls" {
+			t.Errorf("loader %q errors %q", cfg.Loader, errs)
+		}
+	})
 	t.Run("a grubenv without its signature is ignored by GRUB", func(t *testing.T) {
 		files := blsRoot(bls+"GRUB_DEFAULT=saved\n", nil, fstest.MapFS{
 			"boot/grub2/grubenv": {Data: []byte("saved_entry=" + testMID + "-0-rescue\n")},

@@ -61,7 +61,7 @@ func TestAuditExampleFleetJSONContract(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	doc := decodeFindings(t, r.stdout)
-	if doc.Schema != "fleetaudit.findings/v1" || doc.Summary.Hosts != 13 || len(doc.Errors) != 0 {
+	if doc.Schema != "fleetaudit.findings/v1" || doc.Summary.Hosts != 14 || len(doc.Errors) != 0 {
 		t.Fatalf("schema %q, %d hosts, errors %v", doc.Schema, doc.Summary.Hosts, doc.Errors)
 	}
 	hugetlb := map[string]string{}
@@ -89,6 +89,9 @@ func TestAuditExampleFleetJSONContract(t *testing.T) {
 	// gpu-b-007 runs hugetlb_cma=2G, but its own grub.d file already sets
 	// hugetlb_cma=0 for the next boot; no RDMA-pinning driver: high.
 	want["gpu-b-007"] = "high running only"
+	// gpu-k-001 (Rocky 9) does not run it yet: grubby put it in the
+	// default boot entry, which the finding cites.
+	want["gpu-k-001"] = "critical /boot/loader/entries/e4b5a6c7d8e94f0a8b1c2d3e4f5a6b7c-5.14.0-427.13.1.el9_4.x86_64.conf:5"
 	if diff := cmp.Diff(want, hugetlb); diff != "" {
 		t.Errorf("hugetlb-cma-on-gpu by host (-want +got); web hosts must not appear:\n%s", diff)
 	}

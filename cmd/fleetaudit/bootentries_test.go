@@ -32,8 +32,8 @@ func TestAuditGrubbyPendingHugetlbCMA(t *testing.T) {
 		byRule[f.Rule] = f
 	}
 	cma, ok := byRule["hugetlb-cma-on-gpu"]
-	if !ok || cma.Severity != "critical" || cma.Host != "gpu-k9-001" || cma.Fleet != "gpu-training" {
-		t.Fatalf("hugetlb-cma-on-gpu = %+v, want critical on gpu-k9-001 in gpu-training", cma)
+	if !ok || cma.Severity != "critical" || cma.Host != "gpu-k-001" || cma.Fleet != "gpu-training" {
+		t.Fatalf("hugetlb-cma-on-gpu = %+v, want critical on gpu-k-001 in gpu-training", cma)
 	}
 	if !slices.ContainsFunc(cma.Evidence, func(e policies.Evidence) bool {
 		return e.Fact == "boot.configured.params.hugetlb_cma" && e.Value == "4G" && e.Source == entry+":5"
