@@ -12,6 +12,13 @@ import (
 // Linux ship it (rhboot/grub2, grub-core/commands/blscfg.c), and
 // systemd-boot (src/boot/boot.c, line_get_key_value). Sort orders and the
 // default choice are in bootentries.go.
+//
+// Not modelled: GRUB runs the expanded options through its script lexer at
+// boot (quotes and backslashes removed, a "$" left in a variable's value
+// expanded again), and menu entries other than the BLS ones (41_custom,
+// os-prober) are not read, so a GRUB_DEFAULT or saved_entry naming one is
+// taken as naming none. Boot counting suffixes (+3-1.conf) and unified
+// kernel images (efi/uki entries) carry no options line here.
 
 // BLSLine is one key and its value in a boot entry.
 type BLSLine struct {
