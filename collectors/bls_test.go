@@ -344,3 +344,16 @@ func FuzzGrubenv(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkExpandGrubOptions measures expanding a RHEL 8 entry's options.
+func BenchmarkExpandGrubOptions(b *testing.B) {
+	env := map[string]string{
+		"kernelopts":   "root=/dev/mapper/rhel-root ro crashkernel=auto resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root rd.lvm.lv=rhel/swap rhgb quiet ",
+		"tuned_params": "skew_tick=1 nohz=on nohz_full=2-31 rcu_nocbs=2-31 tuned.non_isolcpus=00000003 intel_pstate=disable nosoftlockup",
+	}
+	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	b.ReportAllocs()
+	for b.Loop() {
+		ExpandGrubOptions("$kernelopts $tuned_params", lookup)
+	}
+}

@@ -82,9 +82,10 @@ type GrubDefaults struct {
 	CmdlineLinux        string `json:"cmdline_linux"`
 	CmdlineLinuxDefault string `json:"cmdline_linux_default"`
 	// Cmdline and Params are the command line grub-mkconfig gives normal
-	// entries: CmdlineLinux, a space, CmdlineLinuxDefault.
-	Cmdline  string            `json:"cmdline"`
-	Params   map[string]string `json:"params"`
+	// entries: CmdlineLinux, a space, CmdlineLinuxDefault. Left out when
+	// empty, so snapshots written before they existed read back unchanged.
+	Cmdline  string            `json:"cmdline,omitempty"`
+	Params   map[string]string `json:"params,omitempty"`
 	InitArgs []string          `json:"init_args,omitempty"`
 	// Default is GRUB_DEFAULT ("" when unset: the first entry) and
 	// EnableBLSCfg GRUB_ENABLE_BLSCFG.

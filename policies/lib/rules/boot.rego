@@ -342,12 +342,13 @@ boot_param_forbidden contains f if {
 # the entries' options, from them), on systemd-boot /etc/kernel/cmdline
 # (kernel-install's 90-loaderentry). Unknown GRUB defaults compare with
 # nothing.
-next_install := {"what": "/etc/default/grub", "section": "grub", "params": input.boot.configured.grub.params} if {
+# (An empty params map is left out of a snapshot.)
+next_install := {"what": "/etc/default/grub", "section": "grub", "params": object.get(input.boot.configured.grub, "params", {})} if {
 	input.boot.configured.loader == "grub-bls"
 	count(object.get(input.boot.configured.grub, "unknown", [])) == 0
 }
 
-next_install := {"what": "/etc/kernel/cmdline", "section": "kernel_cmdline", "params": input.boot.configured.kernel_cmdline.params} if {
+next_install := {"what": "/etc/kernel/cmdline", "section": "kernel_cmdline", "params": object.get(input.boot.configured.kernel_cmdline, "params", {})} if {
 	input.boot.configured.loader == "systemd-boot"
 	input.boot.configured.kernel_cmdline.present == true
 }

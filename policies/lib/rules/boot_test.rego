@@ -351,3 +351,10 @@ test_boot_entry_divergent_systemd_boot_without_kernel_cmdline if {
 	}}}
 	count(boot.boot_entry_divergent) == 0 with input as h
 }
+
+test_boot_entry_divergent_empty_defaults_are_left_out if {
+	# GRUB defaults with no params: the snapshot leaves grub.params out.
+	h := object.union(bls_host({"root": "/dev/sda", "ro": "", "quiet": ""}, {}, {}), {"boot": {"configured": {"grub": {"files": ["/etc/default/grub"]}}}})
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	contains(f.msg, "quiet only in the entry")
+}
