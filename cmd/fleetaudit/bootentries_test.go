@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -75,5 +77,46 @@ func TestAuditBootEntryRootsQuiet(t *testing.T) {
 		if strings.HasPrefix(f.Rule, "boot-") || f.Rule == "hugetlb-cma-on-gpu" || f.Rule == "collection-error" {
 			t.Errorf("%s on %s: %s", f.Rule, f.Host, f.Message)
 		}
+	}
+}
+
+// TestAuditMitigationsOffFromBootEntry: mitigations-off reads the configured
+// command line without knowing it came from a boot entry. The Amazon Linux
+// 2023 root with "grubby --update-kernel=<newest> --args=mitigations=off":
+// the web server's next boot (the first, newest entry) disables them.
+func TestAuditMitigationsOffFromBootEntry(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "al2023")
+	if err := os.CopyFS(root, os.DirFS("../../testdata/hosts/al2023-bls")); err != nil {
+		t.Fatal(err)
+	}
+	entry := "/boot/loader/entries/ec2a7f3b9c1d4e5f8a6b7c8d9e0f1a2b-6.1.119-129.201.amzn2023.x86_64.conf"
+	data, err := os.ReadFile(filepath.Join(root, entry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), " quiet\n", " quiet mitigations=off\n", 1)
+	if edited == string(data) {
+		t.Fatal("the fixture entry has no options line ending in quiet")
+	}
+	if err := os.WriteFile(filepath.Join(root, entry), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "audit", "--root", root, "--format", "json", "--fail-on", "none")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc struct {
+		Findings []policies.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(doc.Findings, func(f policies.Finding) bool { return f.Rule == "mitigations-off" })
+	if i < 0 {
+		t.Fatalf("no mitigations-off in %+v", doc.Findings)
+	}
+	f := doc.Findings[i]
+	if f.Fleet != "web-serving" || len(f.Evidence) != 1 || f.Evidence[0].Fact != "boot.configured.params.mitigations" || f.Evidence[0].Source != entry+":5" {
+		t.Errorf("mitigations-off in %s cites %+v, want boot.configured.params.mitigations at %s:5", f.Fleet, f.Evidence, entry)
 	}
 }
