@@ -290,7 +290,11 @@ func (c *collection) collectGrubBLS(eval *GrubEvaluation) *bootEntries {
 		name, by, at = env["next_entry"], "next_entry", envAt["next_entry"]
 		lookup("next_entry")
 	case eval != nil && eval.Default.Unknown != nil:
-		c.fail(bootCollector, grubDefaultFile, fmt.Errorf("%w: GRUB_DEFAULT cannot be evaluated (%s): the default boot entry is unknown", ErrParse, eval.Default.Unknown.Why))
+		file := eval.Default.Unknown.At.File
+		if file == "" {
+			file = grubDefaultFile
+		}
+		c.fail(bootCollector, file, fmt.Errorf("%w: GRUB_DEFAULT cannot be evaluated (%s): the default boot entry is unknown", ErrParse, eval.Default.Unknown.Why))
 		be.defaultBy = "unknown"
 		return be
 	case eval != nil && eval.Default.Set && eval.Default.String() == "saved":
