@@ -39,6 +39,8 @@ type tree struct {
 	// not carry included.
 	misses atomic.Int64
 	onMiss func(what string) // tests: which names missed
+	// fetchErrs counts fetches that failed for the transport's sake.
+	fetchErrs atomic.Int64
 }
 
 type node struct {
@@ -184,7 +186,9 @@ func (t *tree) fetchMeta(name string) error {
 		t.onMiss("list " + name)
 	}
 	out, err := t.fetch.output(t.ctx, metaScript(t.root, name))
-	if err != nil {
+	var exit *remoteExit
+	if err != nil && !errors.As(err, &exit) {
+		t.fetchErrs.Add(1)
 		return err
 	}
 	entries, _, err := parseMeta(out)
@@ -230,6 +234,7 @@ func (t *tree) Open(name string) (fs.File, error) {
 	}
 	rc, err := t.fetch.stream(t.ctx, readScript(t.root, name, maxLibraryRead))
 	if err != nil {
+		t.fetchErrs.Add(1)
 		return nil, pathErr("open", name, err)
 	}
 	return &memFile{info: info(name, n), r: rc, closer: rc}, nil

@@ -1,0 +1,291 @@
+package sshsource
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// testSSHD is a real OpenSSH sshd on a loopback port, with its own host
+// key and an authorized_keys made for the test.
+type testSSHD struct {
+	addr, port string
+	user       string
+	hostKey    ssh.PublicKey
+	clientKey  string // private key file the server accepts
+	knownHosts string // known_hosts holding hostKey
+	dir        string
+}
+
+// sshdPath finds sshd; under CI its absence fails the test.
+func sshdPath(t testing.TB) string {
+	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("sshd is missing: .ci/run installs openssh-server (apt-get install -y openssh-server)")
+	}
+	t.Skip("sshd not installed (apt-get install openssh-server); CI runs this test")
+	return ""
+}
+
+func writeKey(t testing.TB, file string) ssh.PublicKey {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func startSSHD(t testing.TB) *testSSHD {
+	t.Helper()
+	bin := sshdPath(t)
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s := &testSSHD{user: u.Username, dir: dir, clientKey: filepath.Join(dir, "client_key")}
+	s.hostKey = writeKey(t, filepath.Join(dir, "host_key"))
+	clientPub := writeKey(t, s.clientKey)
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = l.Addr().String()
+	_, s.port, _ = net.SplitHostPort(s.addr)
+	l.Close()
+	cfg := strings.Join([]string{
+		"ListenAddress " + s.addr,
+		"HostKey " + filepath.Join(dir, "host_key"),
+		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
+		"PidFile " + filepath.Join(dir, "sshd.pid"),
+		"StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
+		"PasswordAuthentication no", "KbdInteractiveAuthentication no",
+		"MaxStartups 400", "MaxSessions 50", "LogLevel ERROR",
+	}, "\n") + "\n"
+	cfgFile := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-D", "-e", "-f", cfgFile)
+	logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", s.addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 100 {
+			data, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
+			t.Fatalf("sshd did not listen on %s: %s", s.addr, data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.knownHosts = filepath.Join(dir, "known_hosts")
+	line := knownhosts.Line([]string{knownhosts.Normalize(s.addr)}, s.hostKey)
+	if err := os.WriteFile(s.knownHosts, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *testSSHD) host(name, root string) Host {
+	var port int
+	fmt.Sscan(s.port, &port)
+	return Host{Name: name, Address: "127.0.0.1", Port: port, User: s.user, Root: root}
+}
+
+func (s *testSSHD) options() Options {
+	return Options{KnownHosts: []string{s.knownHosts}, IdentityFiles: []string{s.clientKey}, Home: s.dir, Version: "test", ConnectTimeout: 5 * time.Second}
+}
+
+func fixture(t testing.TB, name string) string {
+	root, err := filepath.Abs(filepath.Join("..", "testdata", "hosts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// sameAsLocal checks an SSH snapshot against the local one of the same
+// root: every fact and its provenance, errors included; only the origin
+// (kind, address) says how it was read.
+func sameAsLocal(t *testing.T, got *snapshot.Snapshot, root, host string) {
+	t.Helper()
+	want := collectLocal(t, root)
+	want.Host = host
+	if got.Source.Kind != "ssh" || got.Source.Root != root {
+		t.Errorf("origin = %+v, want kind ssh, root %s", got.Source, root)
+	}
+	got.Source, want.Source = snapshot.Origin{}, snapshot.Origin{}
+	got.CollectedAt = want.CollectedAt
+	if d := cmp.Diff(encode(t, want), encode(t, got)); d != "" {
+		t.Errorf("%s over SSH differs from the local collection (-local +ssh):\n%s", host, d)
+	}
+}
+
+func TestSSHGoodHost(t *testing.T) {
+	s := startSSHD(t)
+	d := NewDialer(s.options())
+	defer d.Close()
+	for _, h := range fixtureHosts {
+		r := d.Collect(context.Background(), s.host("h-"+h, fixture(t, h)))
+		if r.Err != nil {
+			t.Fatalf("%s: %v", h, r.Err)
+		}
+		sameAsLocal(t, r.Snapshot, fixture(t, h), "h-"+h)
+	}
+}
+
+func TestSSHHostKeys(t *testing.T) {
+	s := startSSHD(t)
+	// Unknown: an empty known_hosts.
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	opts := s.options()
+	opts.KnownHosts = []string{empty}
+	r := NewDialer(opts).Collect(context.Background(), s.host("unknown", fixture(t, "web-node")))
+	if r.Err == nil || r.Err.Class != ClassUnknownKey || !strings.Contains(r.Err.Error(), "--accept-new-host-keys") {
+		t.Fatalf("unknown key: err = %v, want %s naming --accept-new-host-keys", r.Err, ClassUnknownKey)
+	}
+	if src := r.Snapshot.Errors; len(src) != 1 || src[0].Collector != snapshot.CollectorSource {
+		t.Errorf("unknown key: snapshot errors = %+v, want one source error", src)
+	}
+	// Accepted as new: recorded, then known.
+	opts.AcceptNew = true
+	if r := NewDialer(opts).Collect(context.Background(), s.host("accept", fixture(t, "web-node"))); r.Err != nil {
+		t.Fatalf("accept-new: %v", r.Err)
+	}
+	opts.AcceptNew = false
+	if r := NewDialer(opts).Collect(context.Background(), s.host("accepted", fixture(t, "web-node"))); r.Err != nil {
+		t.Fatalf("after accept-new: %v", r.Err)
+	}
+	// Changed: known_hosts holds another key for the address; accept-new
+	// does not help.
+	other := writeKey(t, filepath.Join(t.TempDir(), "other"))
+	wrong := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(wrong, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.addr)}, other)+"\n"), 0o600)
+	opts.KnownHosts, opts.AcceptNew = []string{wrong}, true
+	r = NewDialer(opts).Collect(context.Background(), s.host("changed", fixture(t, "web-node")))
+	if r.Err == nil || r.Err.Class != ClassHostKey {
+		t.Fatalf("changed key: err = %v, want %s", r.Err, ClassHostKey)
+	}
+}
+
+func TestSSHAuthFailed(t *testing.T) {
+	s := startSSHD(t)
+	opts := s.options()
+	stranger := filepath.Join(t.TempDir(), "stranger")
+	writeKey(t, stranger)
+	opts.IdentityFiles = []string{stranger}
+	r := NewDialer(opts).Collect(context.Background(), s.host("auth", fixture(t, "web-node")))
+	if r.Err == nil || r.Err.Class != ClassAuth {
+		t.Fatalf("err = %v, want %s", r.Err, ClassAuth)
+	}
+}
+
+func TestSSHTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // accept and never answer
+		var held []net.Conn
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	var p int
+	fmt.Sscan(port, &p)
+	d := NewDialer(Options{ConnectTimeout: 300 * time.Millisecond, KnownHosts: []string{filepath.Join(t.TempDir(), "kh")}})
+	r := d.Collect(context.Background(), Host{Name: "silent", Address: "127.0.0.1", Port: p, User: "x"})
+	if r.Err == nil || r.Err.Class != ClassTimeout {
+		t.Fatalf("err = %v, want %s", r.Err, ClassTimeout)
+	}
+}
+
+func TestSSHRootLacksFiles(t *testing.T) {
+	s := startSSHD(t)
+	d := NewDialer(s.options())
+	// An empty root: collected, and every fact is as missing as locally.
+	empty := t.TempDir()
+	r := d.Collect(context.Background(), s.host("empty", empty))
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	sameAsLocal(t, r.Snapshot, empty, "empty")
+	// A root that is not there: the host is not read at all.
+	r = d.Collect(context.Background(), s.host("gone", filepath.Join(empty, "gone")))
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "gone") {
+		t.Fatalf("err = %v, want one naming the root", r.Err)
+	}
+}
+
+func TestSSHFleet(t *testing.T) {
+	s := startSSHD(t)
+	d := NewDialer(s.options())
+	var hosts []Host
+	for i := range 24 {
+		hosts = append(hosts, s.host(fmt.Sprintf("node-%02d", i), fixture(t, fixtureHosts[i%len(fixtureHosts)])))
+	}
+	calls := 0
+	res := d.CollectAll(context.Background(), hosts, 8, time.Minute, func(Result, Progress) { calls++ })
+	if calls != len(hosts) {
+		t.Errorf("progress called %d times, want %d", calls, len(hosts))
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Host.Name, r.Err)
+		}
+		sameAsLocal(t, r.Snapshot, fixture(t, fixtureHosts[i%len(fixtureHosts)]), r.Host.Name)
+	}
+}
+
