@@ -289,3 +289,42 @@ func TestSSHFleet(t *testing.T) {
 	}
 }
 
+
+// TestSSHSecretsNeverInOutput: an encrypted key's passphrase and the key
+// itself appear in no snapshot and no error, whether the key is refused or
+// accepted.
+func TestSSHSecretsNeverInOutput(t *testing.T) {
+	s := startSSHD(t)
+	const passphrase = "correct-horse-battery-staple-4711"
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte(passphrase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "enc")
+	keyPEM := pem.EncodeToMemory(block)
+	os.WriteFile(keyFile, keyPEM, 0o600)
+	clientPEM, _ := os.ReadFile(s.clientKey)
+	for _, accepted := range []bool{false, true} {
+		opts := s.options()
+		opts.IdentityFiles = []string{keyFile}
+		if accepted {
+			opts.IdentityFiles = append(opts.IdentityFiles, s.clientKey)
+		}
+		asked := 0
+		opts.Passphrase = func(string) ([]byte, error) { asked++; return []byte(passphrase), nil }
+		r := NewDialer(opts).Collect(context.Background(), s.host("secret", fixture(t, "web-node")))
+		if (r.Err == nil) != accepted {
+			t.Fatalf("accepted=%v: err = %v", accepted, r.Err)
+		}
+		if asked != 1 {
+			t.Errorf("passphrase asked %d times, want 1", asked)
+		}
+		text := encode(t, r.Snapshot) + fmt.Sprint(r.Err)
+		for _, secret := range []string{passphrase, string(keyPEM[40:80]), string(clientPEM[40:80])} {
+			if strings.Contains(text, secret) {
+				t.Errorf("accepted=%v: output holds a secret %q", accepted, secret)
+			}
+		}
+	}
+}
