@@ -289,7 +289,6 @@ func TestSSHFleet(t *testing.T) {
 	}
 }
 
-
 // TestSSHSecretsNeverInOutput: an encrypted key's passphrase and the key
 // itself appear in no snapshot and no error, whether the key is refused or
 // accepted.
