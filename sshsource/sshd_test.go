@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,124 +17,22 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/fleetaudit/fleetaudit/internal/sshdtest"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
-// testSSHD is a real OpenSSH sshd on a loopback port, with its own host
-// key and an authorized_keys made for the test.
-type testSSHD struct {
-	addr, port string
-	user       string
-	hostKey    ssh.PublicKey
-	clientKey  string // private key file the server accepts
-	knownHosts string // known_hosts holding hostKey
-	dir        string
-}
+type testSSHD struct{ *sshdtest.Server }
 
-// sshdPath finds sshd; under CI its absence fails the test.
-func sshdPath(t testing.TB) string {
-	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("sshd is missing: .ci/run installs openssh-server (apt-get install -y openssh-server)")
-	}
-	t.Skip("sshd not installed (apt-get install openssh-server); CI runs this test")
-	return ""
-}
+func startSSHD(t testing.TB) *testSSHD { return &testSSHD{sshdtest.Start(t)} }
 
-func writeKey(t testing.TB, file string) ssh.PublicKey {
-	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
-}
-
-func startSSHD(t testing.TB) *testSSHD {
-	t.Helper()
-	bin := sshdPath(t)
-	u, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s := &testSSHD{user: u.Username, dir: dir, clientKey: filepath.Join(dir, "client_key")}
-	s.hostKey = writeKey(t, filepath.Join(dir, "host_key"))
-	clientPub := writeKey(t, s.clientKey)
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	_, s.port, _ = net.SplitHostPort(s.addr)
-	l.Close()
-	cfg := strings.Join([]string{
-		"ListenAddress " + s.addr,
-		"HostKey " + filepath.Join(dir, "host_key"),
-		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PidFile " + filepath.Join(dir, "sshd.pid"),
-		"StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
-		"PasswordAuthentication no", "KbdInteractiveAuthentication no",
-		"MaxStartups 400", "MaxSessions 50", "LogLevel ERROR",
-	}, "\n") + "\n"
-	cfgFile := filepath.Join(dir, "sshd_config")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-D", "-e", "-f", cfgFile)
-	logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", s.addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 100 {
-			data, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
-			t.Fatalf("sshd did not listen on %s: %s", s.addr, data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.knownHosts = filepath.Join(dir, "known_hosts")
-	line := knownhosts.Line([]string{knownhosts.Normalize(s.addr)}, s.hostKey)
-	if err := os.WriteFile(s.knownHosts, []byte(line+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func writeKey(t testing.TB, file string) ssh.PublicKey { return sshdtest.WriteKey(t, file) }
 
 func (s *testSSHD) host(name, root string) Host {
-	var port int
-	fmt.Sscan(s.port, &port)
-	return Host{Name: name, Address: "127.0.0.1", Port: port, User: s.user, Root: root}
+	return Host{Name: name, Address: "127.0.0.1", Port: s.Port, User: s.User, Root: root}
 }
 
 func (s *testSSHD) options() Options {
-	return Options{KnownHosts: []string{s.knownHosts}, IdentityFiles: []string{s.clientKey}, Home: s.dir, Version: "test", ConnectTimeout: 5 * time.Second}
+	return Options{KnownHosts: []string{s.KnownHosts}, IdentityFiles: []string{s.ClientKey}, Home: s.Dir, Version: "test", ConnectTimeout: 5 * time.Second}
 }
 
 func fixture(t testing.TB, name string) string {
@@ -203,7 +99,7 @@ func TestSSHHostKeys(t *testing.T) {
 	// does not help.
 	other := writeKey(t, filepath.Join(t.TempDir(), "other"))
 	wrong := filepath.Join(t.TempDir(), "known_hosts")
-	os.WriteFile(wrong, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.addr)}, other)+"\n"), 0o600)
+	os.WriteFile(wrong, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, other)+"\n"), 0o600)
 	opts.KnownHosts, opts.AcceptNew = []string{wrong}, true
 	r = NewDialer(opts).Collect(context.Background(), s.host("changed", fixture(t, "web-node")))
 	if r.Err == nil || r.Err.Class != ClassHostKey {
@@ -303,12 +199,12 @@ func TestSSHSecretsNeverInOutput(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "enc")
 	keyPEM := pem.EncodeToMemory(block)
 	os.WriteFile(keyFile, keyPEM, 0o600)
-	clientPEM, _ := os.ReadFile(s.clientKey)
+	clientPEM, _ := os.ReadFile(s.ClientKey)
 	for _, accepted := range []bool{false, true} {
 		opts := s.options()
 		opts.IdentityFiles = []string{keyFile}
 		if accepted {
-			opts.IdentityFiles = append(opts.IdentityFiles, s.clientKey)
+			opts.IdentityFiles = append(opts.IdentityFiles, s.ClientKey)
 		}
 		asked := 0
 		opts.Passphrase = func(string) ([]byte, error) { asked++; return []byte(passphrase), nil }
