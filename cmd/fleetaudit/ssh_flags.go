@@ -51,7 +51,10 @@ func (a *app) shardOf(inv *inventory.Inventory) error {
 // sshDialer builds the dialer of --inventory hosts from the flags.
 func (a *app) sshDialer(noExec bool) (*sshsource.Dialer, error) {
 	v := a.v
-	home, _ := os.UserHomeDir()
+	home := a.getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
 	opts := sshsource.Options{
 		KnownHosts:     v.GetStringSlice("known-hosts"),
 		AcceptNew:      v.GetBool("accept-new-host-keys"),
