@@ -528,8 +528,8 @@ func (s *session) output(ctx context.Context, script string) ([]byte, error) {
 	return out, err
 }
 
-// maxStream caps one host's stream.
-const maxStream = 512 << 20
+// maxStream caps one host's stream (a real host's is about 1 MiB).
+const maxStream = 64 << 20
 
 func (s *session) run(ctx context.Context, command string, limit int64) ([]byte, []byte, error) {
 	sess, err := s.client.NewSession()
