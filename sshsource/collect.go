@@ -73,11 +73,12 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 			msg = lerr.Error()
 		}
 		class := ClassRemoteFailed
-		if h.Become && exit != nil && exit.status == 1 {
-			class = ClassBecome
-		}
-		if exit != nil && exit.status == 3 {
+		switch {
+		case exit != nil && exit.status == 3:
 			msg = "root " + root + ": " + msg
+		case h.Become:
+			// sudo missing, or asking for a password sudo -n may not give.
+			class, msg = ClassBecome, "sudo -n: "+msg
 		}
 		return fail(&HostError{Class: class, Err: errors.New(msg)})
 	}
