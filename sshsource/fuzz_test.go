@@ -19,8 +19,8 @@ func FuzzLoadStream(f *testing.F) {
 		}
 		f.Add(out)
 	}
-	f.Add([]byte("F d 0755 4096 .\x00\x00" + metaEnd + "\x00==> " + contentsEnd + " <==\n"))
-	f.Add([]byte("- f 0644 3 ./a\x00\x00" + metaEnd + "\x00==> ./a <==\nabc\n==> ./a <==\n"))
+	f.Add([]byte(startMarker + "F d 0755 4096 .\x00\x00" + metaEnd + "\x00==> " + contentsEnd + " <==\n"))
+	f.Add([]byte("motd\n" + startMarker + "- f 0644 3 ./a\x00\x00" + metaEnd + "\x00==> ./a <==\nabc\n==> ./a <==\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr := newTree(context.Background(), nil, "/", 1<<20)
 		if err := tr.load(data); err != nil {

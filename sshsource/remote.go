@@ -63,11 +63,25 @@ func alternation(res []string) string { return `(` + strings.Join(res, `|`) + `)
 // the login session reaches it.
 const remoteEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/nvidia/bin LC_ALL=C"
 
-// Stream markers.
+// Stream markers. streamStart comes first: whatever a login shell's rc
+// file printed before the script ran is skipped, never read as the host's.
 const (
+	streamStart = "fleetaudit-stream-start"
 	metaEnd     = "fleetaudit-meta-end"
 	contentsEnd = "fleetaudit-contents-end"
 )
+
+// startMarker is what the scripts print before anything else.
+const startMarker = streamStart + "\x00"
+
+// afterStart drops what came before the start marker.
+func afterStart(out []byte) ([]byte, error) {
+	i := bytes.Index(out, []byte(startMarker))
+	if i < 0 {
+		return nil, fmt.Errorf("%w: no start marker (did the command run?)", errStream)
+	}
+	return out[i+len(startMarker):], nil
+}
 
 // metaFormat is find's -printf record after a flag (F: a directory whose
 // entries are all listed; U: not readable by the remote user; else -): type, octal mode, size, path, then the link target.
@@ -79,6 +93,7 @@ func snapshotScript(root string, capBytes int64) string {
 	d, r := shellQuote(`^`+alternation(descend)+`$`), shellQuote(`^`+alternation(read)+`$`)
 	return strings.Join([]string{
 		`cd -- ` + shellQuote(root) + ` || exit 3`,
+		`printf '%s\0' ` + streamStart,
 		`find -P . -regextype posix-extended \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
 		`set -- ./proc/[0-9]*/comm; [ -e "$1" ] && find -P "$@" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`printf '%s\0' ` + metaEnd,
@@ -93,6 +108,7 @@ func snapshotScript(root string, capBytes int64) string {
 // directory) without following a link.
 func metaScript(root, name string) string {
 	return `cd -- ` + shellQuote(root) + ` || exit 3` + "\n" +
+		`printf '%s\0' ` + streamStart + "\n" +
 		`n=` + shellQuote("./"+name) + "\n" +
 		`if [ -d "$n" ] && [ ! -L "$n" ] && [ -r "$n" ] && [ -x "$n" ]; then find -P "$n" -maxdepth 1 \( -path "$n" -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'` + "\n" +
 		`else find -P "$n" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'; fi` + "\n" +
@@ -102,6 +118,7 @@ func metaScript(root, name string) string {
 // readScript streams one file's contents, up to capBytes.
 func readScript(root, name string, capBytes int64) string {
 	return `cd -- ` + shellQuote(root) + ` || exit 3` + "\n" +
+		`printf '%s\0' ` + streamStart + "\n" +
 		`exec head -c ` + strconv.FormatInt(capBytes, 10) + ` -- ` + shellQuote("./"+name)
 }
 

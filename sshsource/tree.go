@@ -1,6 +1,7 @@
 package sshsource
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -60,6 +61,10 @@ func newTree(ctx context.Context, f fetcher, root string, capBytes int64) *tree 
 
 // load builds the tree from a snapshot script's output.
 func (t *tree) load(out []byte) error {
+	out, err := afterStart(out)
+	if err != nil {
+		return err
+	}
 	entries, rest, err := parseMeta(out)
 	if err != nil {
 		return err
@@ -191,6 +196,10 @@ func (t *tree) fetchMeta(name string) error {
 		t.fetchErrs.Add(1)
 		return err
 	}
+	out, err = afterStart(out)
+	if err != nil {
+		return err
+	}
 	entries, _, err := parseMeta(out)
 	if err != nil {
 		return err
@@ -237,7 +246,38 @@ func (t *tree) Open(name string) (fs.File, error) {
 		t.fetchErrs.Add(1)
 		return nil, pathErr("open", name, err)
 	}
-	return &memFile{info: info(name, n), r: rc, closer: rc}, nil
+	return &memFile{info: info(name, n), r: &skipToStart{r: bufio.NewReader(rc)}, closer: rc}, nil
+}
+
+// skipToStart reads past the start marker first.
+type skipToStart struct {
+	r       *bufio.Reader
+	started bool
+}
+
+func (s *skipToStart) Read(p []byte) (int, error) {
+	if !s.started {
+		matched := 0
+		for matched < len(startMarker) {
+			b, err := s.r.ReadByte()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = fmt.Errorf("%w: no start marker", errStream)
+				}
+				return 0, err
+			}
+			switch {
+			case b == startMarker[matched]:
+				matched++
+			case b == startMarker[0]:
+				matched = 1
+			default:
+				matched = 0
+			}
+		}
+		s.started = true
+	}
+	return s.r.Read(p)
 }
 
 // maxLibraryRead is the most a collector reads of one file (a library

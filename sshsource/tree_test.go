@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -107,4 +108,55 @@ func encode(t testing.TB, s *snapshot.Snapshot) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// What a login shell's rc file prints before the script is never read as
+// the host's: the listing and a streamed read both start at the marker.
+func TestRCNoiseIsSkipped(t *testing.T) {
+	noisy := noisyFetcher{}
+	root := fixture(t, "web-node")
+	ctx := context.Background()
+	out, err := noisy.output(ctx, snapshotScript(root, collectors.DefaultMaxFileSize+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTree(ctx, noisy, root, collectors.DefaultMaxFileSize+1)
+	if err := tr.load(out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collectors.Collect(ctx, collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: collectors.Chroot(tr)}, collectors.Options{Now: fixedNow, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(encode(t, collectLocal(t, root)), encode(t, got)); d != "" {
+		t.Errorf("(-local +noisy):\n%s", d)
+	}
+	// A file read after the stream, through the noise.
+	want, err := os.ReadFile(filepath.Join(root, "etc", "sysctl.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.nodes["etc/sysctl.conf"].data = nil
+	f, err := tr.Open("etc/sysctl.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(data, want) {
+		t.Errorf("read through the noise: %q, %v; want %q", data, err, want)
+	}
+}
+
+type noisyFetcher struct{}
+
+const motd = "Welcome! fleetaudit-stream-star\x00 (rc noise)\n"
+
+func (noisyFetcher) output(ctx context.Context, script string) ([]byte, error) {
+	out, err := shFetcher{}.output(ctx, script)
+	return append([]byte(motd), out...), err
+}
+
+func (noisyFetcher) stream(ctx context.Context, script string) (io.ReadCloser, error) {
+	out, err := noisyFetcher{}.output(ctx, script)
+	return io.NopCloser(bytes.NewReader(out)), err
 }
