@@ -276,8 +276,14 @@ func (d *Dialer) dialHops(ctx context.Context, hops []endpoint) (*ssh.Client, []
 		}
 	}
 	for i, hop := range hops {
+		// Keys are loaded (a passphrase asked) before the connect timeout
+		// starts: it bounds the network, not a person typing.
+		cfg, err := d.clientConfig(hop)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", hop.addr(), err)
+		}
 		var conn net.Conn
-		var err error
 		dctx, cancel := context.WithTimeout(ctx, d.opts.ConnectTimeout)
 		if i == 0 {
 			var nd net.Dialer
@@ -290,7 +296,7 @@ func (d *Dialer) dialHops(ctx context.Context, hops []endpoint) (*ssh.Client, []
 			closeAll()
 			return nil, nil, fmt.Errorf("%s: %w", hop.addr(), err)
 		}
-		client, err := d.handshake(dctx, conn, hop)
+		client, err := d.handshake(dctx, conn, hop, cfg)
 		cancel()
 		if err != nil {
 			conn.Close()
@@ -303,11 +309,7 @@ func (d *Dialer) dialHops(ctx context.Context, hops []endpoint) (*ssh.Client, []
 }
 
 // handshake runs the SSH handshake over conn, bounded by ctx.
-func (d *Dialer) handshake(ctx context.Context, conn net.Conn, hop endpoint) (*ssh.Client, error) {
-	cfg, err := d.clientConfig(hop)
-	if err != nil {
-		return nil, err
-	}
+func (d *Dialer) handshake(ctx context.Context, conn net.Conn, hop endpoint, cfg *ssh.ClientConfig) (*ssh.Client, error) {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
