@@ -40,6 +40,8 @@ var descend = []string{
 	`\./proc(/driver(/.*)?|/sys(/.*)?)?`,
 	`\./sys(/bus(/pci(/devices)?)?|/class(/infiniband|/iommu)?|/module(/nvidia)?|/hypervisor|/kernel(/mm(/transparent_hugepage)?|/iommu_groups(/[^/]+)?)?)?`,
 	`\./sys/devices(/pci[^/]*(/[0-9a-f]{4}:[^/]*)*(/infiniband(/[^/]+(/ports(/[^/]+)?)?)?)?)?`,
+	`\./sys/firmware(/efi(/efivars)?)?`,
+	`\./(boot|efi|boot/efi)(/loader(/entries)?|/EFI(/[^/]+)?|/grub2?)?`,
 }
 
 // read are the files whose contents are streamed; the rest are read when a
@@ -51,6 +53,8 @@ var read = []string{
 	`\./sys/(module/nvidia/version|hypervisor/type|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
 	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,
 	`\./var/lib/dpkg/status`,
+	`\./(boot|efi|boot/efi)/(loader/(loader\.conf|entries/[^/]+)|grub2?/(grub\.cfg|grubenv)|EFI/[^/]+/grub\.cfg)`,
+	`\./sys/firmware/efi/efivars/Loader[^/]*`,
 	`.*\.dist-info/(METADATA|RECORD)`,
 }
 

@@ -39,7 +39,20 @@ func (shFetcher) stream(ctx context.Context, script string) (io.ReadCloser, erro
 
 var allowedMiss = regexp.MustCompile(`^(read .*/lib[^/]*\.so[^/]*|list proc/[0-9]+/comm)$`)
 
-var fixtureHosts = []string{"gpu-node", "dropins", "garbage", "rhel-node", "web-node"}
+// fixtureHosts are every fixture root: one added later is streamed too.
+var fixtureHosts = func() []string {
+	entries, err := os.ReadDir(filepath.Join("..", "testdata", "hosts"))
+	if err != nil {
+		panic(err)
+	}
+	var hosts []string
+	for _, e := range entries {
+		if e.IsDir() {
+			hosts = append(hosts, e.Name())
+		}
+	}
+	return hosts
+}()
 
 func fixedNow() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
