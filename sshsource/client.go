@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +86,8 @@ type Dialer struct {
 	agent   agent.ExtendedAgent
 	agentC  net.Conn
 	khMu    sync.Mutex
+	// localUser is the user for hosts nothing names one for.
+	localUser string
 }
 
 // NewDialer prepares a Dialer; Close releases the agent connection.
@@ -97,7 +101,29 @@ func NewDialer(opts Options) *Dialer {
 	if len(opts.KnownHosts) == 0 {
 		opts.KnownHosts = []string{filepath.Join(opts.Home, ".ssh", "known_hosts")}
 	}
-	return &Dialer{opts: opts, signers: map[string][]ssh.Signer{}, keyErrs: map[string]error{}}
+	d := &Dialer{opts: opts, signers: map[string][]ssh.Signer{}, keyErrs: map[string]error{}, localUser: "root"}
+	if u, err := user.Current(); err == nil {
+		d.localUser = u.Username
+	}
+	return d
+}
+
+// keyProblems says which key files could not be used, for an
+// authentication failure's message: the file and why, never its contents.
+func (d *Dialer) keyProblems() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for file, err := range d.keyErrs {
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			out = append(out, file+": encrypted, and no passphrase could be asked (add it to ssh-agent)")
+			continue
+		}
+		out = append(out, file+": "+err.Error())
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 // Close closes the agent connection.
@@ -152,11 +178,7 @@ func (d *Dialer) resolve(alias, user string, port int, ids []string) endpoint {
 		e.user = d.opts.User
 	}
 	if e.user == "" {
-		if u := os.Getenv("USER"); u != "" {
-			e.user = u
-		} else {
-			e.user = "root"
-		}
+		e.user = d.localUser // as ssh: the local user's name
 	}
 	if cfg != nil {
 		files, _ := cfg.GetAll(alias, "IdentityFile")

@@ -49,7 +49,13 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	}
 	client, via, err := d.dial(ctx, h)
 	if err != nil {
-		return fail(classify(err))
+		he := classify(err)
+		if he.Class == ClassAuth {
+			if p := d.keyProblems(); p != "" {
+				he = &HostError{Class: ClassAuth, Err: fmt.Errorf("%w (keys not used: %s)", he.Err, p)}
+			}
+		}
+		return fail(he)
 	}
 	defer func() {
 		client.Close()

@@ -200,6 +200,17 @@ func TestSSHSecretsNeverInOutput(t *testing.T) {
 	keyPEM := pem.EncodeToMemory(block)
 	os.WriteFile(keyFile, keyPEM, 0o600)
 	clientPEM, _ := os.ReadFile(s.ClientKey)
+	// No way to ask: the failure names the key file and what to do, and
+	// holds nothing of the key.
+	opts := s.options()
+	opts.IdentityFiles = []string{keyFile}
+	r := NewDialer(opts).Collect(context.Background(), s.host("secret", fixture(t, "web-node")))
+	if r.Err == nil || r.Err.Class != ClassAuth || !strings.Contains(r.Err.Error(), keyFile+": encrypted") {
+		t.Errorf("encrypted key, no passphrase: err = %v, want auth failed naming %s", r.Err, keyFile)
+	}
+	if strings.Contains(encode(t, r.Snapshot)+r.Err.Error(), string(keyPEM[40:80])) {
+		t.Error("the error holds the key")
+	}
 	for _, accepted := range []bool{false, true} {
 		opts := s.options()
 		opts.IdentityFiles = []string{keyFile}
