@@ -88,6 +88,7 @@ type Dialer struct {
 	khMu    sync.Mutex
 	// localUser is the user for hosts nothing names one for.
 	localUser string
+	recorded  map[string]bool // known_hosts lines accept-new wrote
 }
 
 // NewDialer prepares a Dialer; Close releases the agent connection.
@@ -101,7 +102,7 @@ func NewDialer(opts Options) *Dialer {
 	if len(opts.KnownHosts) == 0 {
 		opts.KnownHosts = []string{filepath.Join(opts.Home, ".ssh", "known_hosts")}
 	}
-	d := &Dialer{opts: opts, signers: map[string][]ssh.Signer{}, keyErrs: map[string]error{}, localUser: "root"}
+	d := &Dialer{opts: opts, signers: map[string][]ssh.Signer{}, keyErrs: map[string]error{}, localUser: "root", recorded: map[string]bool{}}
 	if u, err := user.Current(); err == nil {
 		d.localUser = u.Username
 	}
@@ -487,6 +488,11 @@ func (d *Dialer) hostKeyCallback(hop endpoint) (ssh.HostKeyCallback, []string, e
 func (d *Dialer) recordKey(hostname string, key ssh.PublicKey) error {
 	d.khMu.Lock()
 	defer d.khMu.Unlock()
+	// Two connections to one new host in a run record it once.
+	line := knownhosts.Line([]string{knownhosts.Normalize(hostname)}, key)
+	if d.recorded[line] {
+		return nil
+	}
 	file := d.opts.KnownHosts[0]
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return fmt.Errorf("recording the host key of %s: %w", hostname, err)
@@ -495,10 +501,11 @@ func (d *Dialer) recordKey(hostname string, key ssh.PublicKey) error {
 	if err != nil {
 		return fmt.Errorf("recording the host key of %s: %w", hostname, err)
 	}
-	_, werr := fmt.Fprintln(f, knownhosts.Line([]string{knownhosts.Normalize(hostname)}, key))
+	_, werr := fmt.Fprintln(f, line)
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("recording the host key of %s in %s: %w", hostname, file, err)
 	}
+	d.recorded[line] = true
 	return nil
 }
 

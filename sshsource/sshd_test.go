@@ -88,12 +88,18 @@ func TestSSHHostKeys(t *testing.T) {
 	}
 	// Accepted as new: recorded, then known.
 	opts.AcceptNew = true
-	if r := NewDialer(opts).Collect(context.Background(), s.host("accept", fixture(t, "web-node"))); r.Err != nil {
-		t.Fatalf("accept-new: %v", r.Err)
+	same := []Host{s.host("accept-1", fixture(t, "web-node")), s.host("accept-2", fixture(t, "web-node")), s.host("accept-3", fixture(t, "web-node"))}
+	for _, r := range NewDialer(opts).CollectAll(context.Background(), same, 3, time.Minute, nil) {
+		if r.Err != nil {
+			t.Fatalf("accept-new: %v", r.Err)
+		}
 	}
 	opts.AcceptNew = false
 	if r := NewDialer(opts).Collect(context.Background(), s.host("accepted", fixture(t, "web-node"))); r.Err != nil {
 		t.Fatalf("after accept-new: %v", r.Err)
+	}
+	if data, _ := os.ReadFile(empty); strings.Count(string(data), "\n") != 1 {
+		t.Errorf("known_hosts after accept-new:\n%s\nwant the one key, once", data)
 	}
 	// Changed: known_hosts holds another key for the address; accept-new
 	// does not help.
