@@ -32,11 +32,13 @@ demo: build
 gate-demo: build
 	scripts/gate-demo.sh $(BIN)
 
-# Go benchmarks (collection per host, policy evaluation), then fleetaudit and
-# conftest side by side over 1k and 10k generated snapshots.
+# Go benchmarks (collection per host, policy evaluation, a fleet over SSH),
+# then fleetaudit and conftest side by side over 1k and 10k generated
+# snapshots, and collection over SSH beside Ansible and ssh (200 hosts).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./... | tee bench.out
 	bench/fleetaudit-vs-conftest.sh 1000 10000 | tee -a bench.out
+	bench/ssh-vs-ansible.sh 200 50 | tee -a bench.out
 
 # Each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m).
 fuzz:

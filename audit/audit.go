@@ -53,6 +53,9 @@ type Options struct {
 	// (see policies.RunOptions.Loaded).
 	Loaded func(in policies.HostInput, doc map[string]any)
 	Log    *slog.Logger
+	// SSH collects inventory hosts that have an address (see ssh.go); nil
+	// reports them as not collected.
+	SSH *SSHOptions
 }
 
 // Result is one audit's outcome.
@@ -113,7 +116,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets := collectTargets(opts)
+	targets, err := collectTargets(opts, files)
+	if err != nil {
+		return nil, err
+	}
 	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) {
 		return nil, ErrNoInput
 	}
@@ -123,6 +129,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	fleetOf := newFleetResolver(opts.Fleets, opts.Inventory)
 	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
+	if opts.SSH != nil && opts.SSH.Parallel > 0 {
+		// Hosts are collected inside the engine's workers: as many as
+		// SSH connections may be in flight.
+		runOpts.Workers = opts.SSH.Parallel
+	}
 	// Snapshot files, then the hosts collected during the run: each is read
 	// or collected inside the engine's workers and goes straight in.
 	inputs := func(yield func(policies.HostInput) bool) {
@@ -141,7 +152,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if missing := missingHosts(opts.Inventory, rep.Hosts); len(missing) > 0 {
+	if missing := missingHosts(opts.Inventory, rep.Hosts, targets); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
 		more, err := engine.Run(ctx, collected(missing, inputsOf(opts), log), runOpts)
@@ -227,22 +238,42 @@ type target struct {
 	missing bool
 	// noExec runs no command even on this machine's own "/".
 	noExec bool
+	// inv and ssh collect an address.
+	inv inventory.Host
+	ssh *SSHOptions
 }
 
-func collectTargets(opts Options) []target {
+// collectTargets are the hosts collected during the run, by one
+// precedence: a host that a snapshot file describes is read from it (the
+// inventory gives only its fleet and labels); else a root is collected;
+// else an address is collected over SSH, but only when no --snapshots was
+// given (auditing snapshots reaches out to no host). Any other inventory
+// host is a blind spot (missingHosts).
+func collectTargets(opts Options, files []string) ([]target, error) {
 	var ts []target
 	for _, root := range opts.Roots {
 		ts = append(ts, target{root: root, noExec: opts.NoExec})
 	}
-	if opts.Inventory != nil {
-		for _, h := range opts.Inventory.Hosts {
-			// A host with neither is expected among --snapshots.
-			if h.Root != "" || h.Address != "" {
-				ts = append(ts, target{host: h.Name, root: h.Root, address: h.Address, noExec: opts.NoExec})
-			}
+	if opts.Inventory == nil {
+		return ts, nil
+	}
+	var described map[string]bool
+	if len(files) > 0 {
+		var err error
+		if described, err = snapshotHosts(files); err != nil {
+			return nil, err
 		}
 	}
-	return ts
+	for _, h := range opts.Inventory.Hosts {
+		switch {
+		case described[h.Name]:
+		case h.Root != "":
+			ts = append(ts, target{host: h.Name, root: h.Root, noExec: opts.NoExec})
+		case h.Address != "" && len(files) == 0:
+			ts = append(ts, target{host: h.Name, address: h.Address, inv: h, ssh: opts.SSH})
+		}
+	}
+	return ts, nil
 }
 
 // collectOptions are what collecting a target needs from the run.
@@ -309,9 +340,15 @@ func (t target) name() string {
 
 // missingHosts are inventory hosts with neither root nor address that no
 // snapshot file described.
-func missingHosts(inv *inventory.Inventory, audited []policies.HostRun) []target {
+func missingHosts(inv *inventory.Inventory, audited []policies.HostRun, targets []target) []target {
 	if inv == nil {
 		return nil
+	}
+	collecting := map[string]bool{}
+	for _, t := range targets {
+		if t.host != "" {
+			collecting[t.host] = true
+		}
 	}
 	seen := map[string]bool{}
 	for _, h := range audited {
@@ -319,7 +356,7 @@ func missingHosts(inv *inventory.Inventory, audited []policies.HostRun) []target
 	}
 	var missing []target
 	for _, h := range inv.Hosts {
-		if !seen[h.Name] && h.Root == "" && h.Address == "" {
+		if !seen[h.Name] && !collecting[h.Name] {
 			missing = append(missing, target{host: h.Name, missing: true})
 		}
 	}
@@ -343,14 +380,17 @@ func collectOne(ctx context.Context, t target, version string) *snapshot.Snapsho
 		return failedSnapshot(t, t.host, version, collector, path, reason)
 	}
 	if t.missing {
-		return fail(sourceCollector, "inventory", "in the inventory, but no --snapshots file describes it and it has no root or address")
+		return fail(sourceCollector, "inventory", "in the inventory, but no --snapshots file describes it and it has no root (with --snapshots, addresses are not collected)")
 	}
 	if t.root == "" {
+		if t.address != "" && t.ssh != nil {
+			return t.ssh.collect(ctx, t.inv)
+		}
 		where := t.address
 		if where == "" {
 			where = "(no root or address)"
 		}
-		return fail(sourceCollector, where, "SSH collection is not supported yet: give the host a root directory")
+		return fail(sourceCollector, where, "not collected: SSH collection is not set up for this run")
 	}
 	info, err := os.Stat(t.root)
 	if err != nil {

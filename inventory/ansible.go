@@ -14,10 +14,11 @@ import (
 
 // Variables fleetaudit reads from an Ansible inventory.
 const (
-	varFleet    = "fleetaudit_fleet"
-	varRoot     = "fleetaudit_root"
-	varLabels   = "fleetaudit_labels"
-	varPriority = "ansible_group_priority"
+	varFleet      = "fleetaudit_fleet"
+	varRoot       = "fleetaudit_root"
+	varLabels     = "fleetaudit_labels"
+	varRemoteRoot = "fleetaudit_remote_root"
+	varPriority   = "ansible_group_priority"
 )
 
 // Ansible's implicit groups: every host is in all; a host in no other group
@@ -333,6 +334,8 @@ func (a *ansible) hostFromVars(h *aHost, groups []string, vars map[string]any) (
 		{&host.Root, []string{varRoot}},
 		{&host.Address, []string{"ansible_host", "ansible_ssh_host"}},
 		{&host.User, []string{"ansible_user", "ansible_ssh_user"}},
+		{&host.Identity, []string{"ansible_ssh_private_key_file", "ansible_private_key_file"}},
+		{&host.RemoteRoot, []string{varRemoteRoot}},
 	}
 	for _, f := range fields {
 		for _, name := range f.names {
@@ -356,6 +359,28 @@ func (a *ansible) hostFromVars(h *aHost, groups []string, vars map[string]any) (
 				return Host{}, fmt.Errorf("host %s: %s: %w", h.name, name, err)
 			}
 			break
+		}
+	}
+	if v, ok := vars["ansible_become"]; ok && v != nil {
+		s, err := scalarString(v)
+		if err != nil {
+			return Host{}, fmt.Errorf("host %s: ansible_become: %w", h.name, err)
+		}
+		switch strings.ToLower(s) {
+		case "true", "yes", "1", "on", "y", "t":
+			host.Become = true
+		case "false", "no", "0", "off", "n", "f", "":
+		default:
+			return Host{}, fmt.Errorf("host %s: ansible_become: %q is not a boolean", h.name, s)
+		}
+	}
+	for _, name := range []string{"ansible_ssh_common_args", "ansible_ssh_extra_args"} {
+		if v, ok := vars[name]; ok && v != nil && host.Jump == "" {
+			s, err := scalarString(v)
+			if err != nil {
+				return Host{}, fmt.Errorf("host %s: %s: %w", h.name, name, err)
+			}
+			host.Jump = proxyJumpOf(s)
 		}
 	}
 	if v, ok := vars[varLabels]; ok {
@@ -476,4 +501,65 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
+}
+
+// proxyJumpOf finds the jump host in ssh arguments as Ansible users write
+// them: -J HOST, -o ProxyJump=HOST, or -o ProxyCommand="ssh -W %h:%p HOST".
+func proxyJumpOf(args string) string {
+	words, err := shlexSplit(args)
+	if err != nil {
+		return ""
+	}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		next := func() string {
+			if i+1 < len(words) {
+				i++
+				return words[i]
+			}
+			return ""
+		}
+		switch {
+		case w == "-J":
+			return next()
+		case strings.HasPrefix(w, "-J"):
+			return w[2:]
+		case w == "-o" || strings.HasPrefix(w, "-o"):
+			opt := strings.TrimPrefix(w, "-o")
+			if opt == "" {
+				opt = next()
+			}
+			key, val, ok := strings.Cut(opt, "=")
+			if !ok {
+				key, val, _ = strings.Cut(opt, " ")
+			}
+			switch strings.ToLower(strings.TrimSpace(key)) {
+			case "proxyjump":
+				return strings.TrimSpace(val)
+			case "proxycommand":
+				cmd, err := shlexSplit(val)
+				if err != nil || len(cmd) == 0 || !strings.HasSuffix(cmd[0], "ssh") {
+					continue
+				}
+				host, port := "", ""
+				for j := 1; j < len(cmd); j++ {
+					switch c := cmd[j]; {
+					case c == "-W", c == "-l", c == "-i", c == "-o", c == "-F":
+						j++
+					case c == "-p" && j+1 < len(cmd):
+						port = cmd[j+1]
+						j++
+					case strings.HasPrefix(c, "-"):
+					default:
+						host = c
+					}
+				}
+				if host != "" && port != "" {
+					return host + ":" + port
+				}
+				return host
+			}
+		}
+	}
+	return ""
 }

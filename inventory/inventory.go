@@ -58,6 +58,13 @@ type Host struct {
 	Address string
 	User    string
 	Port    int
+	// Identity is a private key file; Jump a ProxyJump list; Become reads
+	// the host through sudo -n; RemoteRoot is the directory on the host
+	// read as its "/" (default "/").
+	Identity   string
+	Jump       string
+	Become     bool
+	RemoteRoot string
 }
 
 // Inventory is a loaded inventory.

@@ -415,7 +415,7 @@ func TestNative(t *testing.T) {
 		}},
 
 		{name: "unknown host key", src: "hosts:\n  gpu-a-001:\n    fleet: gpu-training\n    rooot: roots/a\n",
-			err: `line 4: unknown key "rooot" in hosts.gpu-a-001 (known: address, fleet, groups, labels, port, root, user)`},
+			err: `line 4: unknown key "rooot" in hosts.gpu-a-001 (known: address, become, fleet, groups, identity, jump, labels, port, remote_root, root, user)`},
 		{name: "unknown top-level key", src: "hosts:\n  a:\nvars:\n  x: 1\n",
 			err: `line 3: unknown key "vars" in the top level (known: groups, hosts)`},
 		{name: "ansible variable in native", src: "hosts:\n  a: {ansible_host: 10.0.0.1}\n",

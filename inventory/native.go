@@ -11,13 +11,17 @@ import (
 )
 
 type nativeHost struct {
-	Fleet   string            `yaml:"fleet"`
-	Labels  map[string]string `yaml:"labels"`
-	Root    string            `yaml:"root"`
-	Address string            `yaml:"address"`
-	User    string            `yaml:"user"`
-	Port    int               `yaml:"port"`
-	Groups  []string          `yaml:"groups"`
+	Fleet      string            `yaml:"fleet"`
+	Labels     map[string]string `yaml:"labels"`
+	Root       string            `yaml:"root"`
+	Address    string            `yaml:"address"`
+	User       string            `yaml:"user"`
+	Port       int               `yaml:"port"`
+	Groups     []string          `yaml:"groups"`
+	Identity   string            `yaml:"identity"`
+	Jump       string            `yaml:"jump"`
+	Become     bool              `yaml:"become"`
+	RemoteRoot string            `yaml:"remote_root"`
 }
 
 type nativeFile struct {
@@ -60,14 +64,18 @@ func parseNative(top *yaml.Node) (*Inventory, error) {
 		}
 		index[key.Value] = len(inv.Hosts)
 		inv.Hosts = append(inv.Hosts, Host{
-			Name:    key.Value,
-			Fleet:   nh.Fleet,
-			Labels:  nh.Labels,
-			Groups:  nh.Groups,
-			Root:    nh.Root,
-			Address: nh.Address,
-			User:    nh.User,
-			Port:    nh.Port,
+			Name:       key.Value,
+			Fleet:      nh.Fleet,
+			Labels:     nh.Labels,
+			Groups:     nh.Groups,
+			Root:       nh.Root,
+			Address:    nh.Address,
+			User:       nh.User,
+			Port:       nh.Port,
+			Identity:   nh.Identity,
+			Jump:       nh.Jump,
+			Become:     nh.Become,
+			RemoteRoot: nh.RemoteRoot,
 		})
 	}
 	var declared []string

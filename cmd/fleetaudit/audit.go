@@ -28,7 +28,8 @@ else the first fleet profile that matches its groups, labels or name), evaluates
 that fleet enables with its parameters, and reports every finding with the file and line
 that set the value.
 
-Hosts come from --inventory (hosts with a root directory are collected), --snapshots (files
+Hosts come from --inventory (hosts with a root directory are collected, and hosts with an
+address over SSH unless --snapshots is given: see docs/ssh.md), --snapshots (files
 written by 'fleetaudit collect', or directories of them) and --root (one host per
 directory, read as 'fleetaudit collect --root' reads it: on this machine's own / that
 includes nvidia-smi for GPU persistence mode, unless --no-exec). A host that cannot be
@@ -42,6 +43,9 @@ or when nothing could be audited.`,
   # Snapshots collected elsewhere, as JSON for CI, failing on critical findings only
   fleetaudit audit --snapshots /var/lib/fleetaudit/snapshots --format json -o findings.json --fail-on critical
 
+  # A whole fleet over SSH, 50 hosts at a time, from an Ansible inventory
+  fleetaudit audit --inventory hosts.ini --parallel 50
+
   # Site profiles and policies beside the built-in ones
   fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies`,
 		Args: cobra.NoArgs,
@@ -54,6 +58,7 @@ or when nothing could be audited.`,
 	f.Bool("no-exec", false, "run no command (nvidia-smi) when a --root is this machine's own /; only files are read, as collect --no-exec")
 	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
+	addSSHFlags(f)
 	return cmd
 }
 
@@ -104,7 +109,15 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := checkOutput(v.GetString("output"), auditInputs(v)); err != nil {
 		return err
 	}
+	if err := a.shardOf(inv); err != nil {
+		return err
+	}
+	sshOpts, progress, err := a.sshOptions(inv, v.GetBool("no-exec"))
+	if err != nil {
+		return err
+	}
 	opts := audit.Options{
+		SSH:        sshOpts,
 		Fleets:     set,
 		Inventory:  inv,
 		Snapshots:  v.GetStringSlice("snapshots"),
@@ -123,6 +136,10 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		opts.RuleTimeout = timeout
 	}
 	res, err := audit.Run(cmd.Context(), opts)
+	if progress != nil {
+		progress.account(a.err)
+		sshOpts.Dialer.Close()
+	}
 	if err != nil {
 		if errors.Is(err, audit.ErrNoInput) || errors.Is(err, audit.ErrNoSnapshots) {
 			return usageError{err}

@@ -51,7 +51,10 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
   fleetaudit collect --pods pods.json
 
   # With the pod templates of a directory of job manifests
-  fleetaudit collect --pods k8s/training/`,
+  fleetaudit collect --pods k8s/training/
+
+  # Every inventory host with an address, over SSH, one snapshot each
+  fleetaudit collect --inventory hosts.ini --out snapshots/ --parallel 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runCollect(cmd)
@@ -65,11 +68,15 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
 	f.StringSlice("limits-domain", nil, "user or @group whose effective pam limits to compute besides * (repeatable)")
 	f.Bool("no-exec", false, "run no command (nvidia-smi) on the live host; only files are read")
 	f.StringSlice("pods", nil, "Kubernetes manifest FILE or DIR whose pods and pod templates to record, e.g. kubectl get pods -o json output (repeatable)")
+	addCollectInventoryFlags(f)
 	return cmd
 }
 
 func (a *app) runCollect(cmd *cobra.Command) error {
 	v := a.v
+	if v.GetString("inventory") != "" || v.GetString("out") != "" {
+		return a.runCollectInventory(cmd)
+	}
 	root := v.GetString("root")
 	info, err := os.Stat(root)
 	if err != nil {

@@ -1,0 +1,120 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetaudit/fleetaudit/internal/sshdtest"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/sshsource"
+)
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// An Ansible INI inventory read as Ansible would, every host over a real
+// sshd (each seeing its own fixture root), one host unreachable: that one
+// is a collection-error finding and nothing else; the others are audited.
+func TestAnsibleInventoryOverSSH(t *testing.T) {
+	s := sshdtest.Start(t)
+	fixture := func(name string) string {
+		p, err := filepath.Abs(filepath.Join("..", "testdata", "hosts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ini := fmt.Sprintf(`[gpu]
+gpu-a-001 ansible_host=127.0.0.1 fleetaudit_remote_root=%s
+gpu-a-002 ansible_host=127.0.0.1 fleetaudit_remote_root=%s
+gpu-gone  ansible_host=127.0.0.1 ansible_port=%d
+
+[web]
+web-01 ansible_host=127.0.0.1 fleetaudit_remote_root=%s
+
+[gpu:vars]
+fleetaudit_fleet=gpu-training
+
+[all:vars]
+ansible_port=%d
+ansible_user=%s
+ansible_ssh_private_key_file=%s
+`, fixture("gpu-node"), fixture("dropins"), closedPort(t), fixture("web-node"), s.Port, s.User, s.ClientKey)
+	file := filepath.Join(t.TempDir(), "hosts.ini")
+	if err := os.WriteFile(file, []byte(ini), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sshsource.NewDialer(sshsource.Options{KnownHosts: []string{s.KnownHosts}, Home: s.Dir, ConnectTimeout: 5 * time.Second})
+	defer d.Close()
+	var done []string
+	sshOpts := &SSHOptions{Dialer: d, Parallel: 4, Timeout: time.Minute, Total: 4, Done: func(r sshsource.Result, p sshsource.Progress) {
+		done = append(done, r.Host.Name)
+	}}
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv, SSH: sshOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 4 {
+		t.Errorf("progress saw %v, want the 4 hosts", done)
+	}
+	if s := res.Summary; s.Hosts != 4 || s.Audited != 3 || s.Unread != 1 {
+		t.Errorf("summary hosts %d audited %d unread %d, want 4, 3, 1", s.Hosts, s.Audited, s.Unread)
+	}
+	rules := map[string][]string{}
+	for _, f := range res.Findings {
+		rules[f.Host] = append(rules[f.Host], f.Rule)
+		if f.Host == "gpu-gone" && !strings.Contains(f.Message, "unreachable") {
+			t.Errorf("gpu-gone: %s", f.Message)
+		}
+	}
+	if r := rules["gpu-gone"]; len(r) != 1 || r[0] != "collection-error" {
+		t.Errorf("gpu-gone was not read, yet has findings %v", r)
+	}
+	if len(rules["gpu-a-001"]) == 0 {
+		t.Error("gpu-a-001 (the gpu-node fixture, which has hazards) has no finding")
+	}
+}
+
+// With --snapshots, an inventory host with an address and a snapshot is
+// read from the snapshot, counted once, and nothing is collected.
+func TestSnapshotWinsOverAddress(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hosts.ini")
+	os.WriteFile(file, []byte("gpu-a-001 ansible_host=192.0.2.1\nweb-01 ansible_host=192.0.2.2\n"), 0o600)
+	inv, err := inventory.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv,
+		Snapshots: []string{"../examples/fleet/snapshots/gpu-a-001.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gpu-a-001 once, from its snapshot; web-01 has no snapshot and, with
+	// --snapshots, is not collected: a blind spot, reported.
+	if s := res.Summary; s.Hosts != 2 || s.Audited != 1 || s.Unread != 1 {
+		t.Errorf("summary hosts %d audited %d unread %d, want 2, 1, 1", s.Hosts, s.Audited, s.Unread)
+	}
+	for _, e := range res.Errors {
+		if e.Host == "gpu-a-001" {
+			t.Errorf("gpu-a-001 has an error: %s", e.Error)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	sshconfig "github.com/kevinburke/ssh_config"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/sshsource"
+)
+
+// addSSHFlags adds the flags of collection over SSH, shared by collect
+// --inventory and audit --inventory.
+func addSSHFlags(f *pflag.FlagSet) {
+	f.Int("parallel", 50, "SSH hosts collected at once")
+	f.Duration("host-timeout", 2*time.Minute, "time budget of one host's collection over SSH")
+	f.Duration("connect-timeout", 10*time.Second, "time budget of one SSH connection and handshake")
+	f.Int("retries", 2, "further tries of a host whose connection was reset")
+	f.String("shard", "", "collect only shard i of n of the inventory (i/n, hosts split by a hash of their name)")
+	f.StringSlice("known-hosts", nil, "known_hosts file (repeatable; default ~/.ssh/known_hosts)")
+	f.Bool("accept-new-host-keys", false, "record the key of a host not in known_hosts, as ssh's StrictHostKeyChecking=accept-new; a changed key still fails")
+	f.StringSliceP("identity", "i", nil, "private key file offered to every host (repeatable), after the inventory's and ~/.ssh/config's")
+	f.String("ssh-config", "", "ssh_config file for User, Port, HostName, IdentityFile, ProxyJump (default ~/.ssh/config; none to read none)")
+	f.String("jump", "", "ProxyJump host for hosts without one ([user@]host[:port][,...])")
+	f.String("ssh-user", "", "user for hosts whose inventory and ssh_config name none (default: $USER)")
+}
+
+// shardOf keeps the inventory hosts of --shard.
+func (a *app) shardOf(inv *inventory.Inventory) error {
+	spec := a.v.GetString("shard")
+	if spec == "" || inv == nil {
+		return nil
+	}
+	sh, err := sshsource.ParseShard(spec)
+	if err != nil {
+		return usageError{fmt.Errorf("--shard: %w", err)}
+	}
+	inv.Hosts = slices.DeleteFunc(inv.Hosts, func(h inventory.Host) bool { return !sh.Has(h.Name) })
+	return nil
+}
+
+// sshDialer builds the dialer of --inventory hosts from the flags.
+func (a *app) sshDialer(noExec bool) (*sshsource.Dialer, error) {
+	v := a.v
+	home := a.getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	opts := sshsource.Options{
+		KnownHosts:     v.GetStringSlice("known-hosts"),
+		AcceptNew:      v.GetBool("accept-new-host-keys"),
+		IdentityFiles:  v.GetStringSlice("identity"),
+		AgentSocket:    a.getenv("SSH_AUTH_SOCK"),
+		Jump:           v.GetString("jump"),
+		ConnectTimeout: v.GetDuration("connect-timeout"),
+		Retries:        v.GetInt("retries"),
+		User:           v.GetString("ssh-user"),
+		NoExec:         noExec,
+		Version:        version,
+		Home:           home,
+	}
+	if opts.Retries < 0 || opts.Retries > 10 {
+		return nil, usageError{fmt.Errorf("--retries %d: want 0 to 10", opts.Retries)}
+	}
+	cfgFile := v.GetString("ssh-config")
+	if cfgFile == "" && home != "" {
+		cfgFile = home + "/.ssh/config"
+		if _, err := os.Stat(cfgFile); err != nil {
+			cfgFile = "none"
+		}
+	}
+	if cfgFile != "none" {
+		f, err := os.Open(cfgFile)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--ssh-config: %w", err)}
+		}
+		cfg, err := sshconfig.Decode(f)
+		f.Close()
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--ssh-config %s: %w", cfgFile, err)}
+		}
+		opts.Config = cfg
+	}
+	if fd := terminalFD(a.in); fd >= 0 {
+		// An encrypted key asks once, on the terminal; the passphrase is
+		// never echoed, logged or kept after the key is decrypted.
+		opts.Passphrase = func(file string) ([]byte, error) {
+			fmt.Fprintf(a.err, "Passphrase for %s: ", file)
+			defer fmt.Fprintln(a.err)
+			return term.ReadPassword(fd)
+		}
+	}
+	return sshsource.NewDialer(opts), nil
+}
+
+// sshProgress shows done / failed / rate / ETA on a terminal (nothing
+// otherwise) and keeps each failure for the final account.
+type sshProgress struct {
+	bar      *progressbar.ProgressBar
+	failures []sshsource.Result
+	total    int
+}
+
+func (a *app) newSSHProgress(total int) *sshProgress {
+	p := &sshProgress{total: total}
+	if terminalFD(a.err) >= 0 && total > 0 {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(a.err),
+			progressbar.OptionSetDescription("ssh"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("hosts"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+	}
+	return p
+}
+
+func (p *sshProgress) done(r sshsource.Result, pr sshsource.Progress) {
+	if r.Err != nil {
+		p.failures = append(p.failures, r)
+	}
+	if p.bar != nil {
+		p.bar.Describe(fmt.Sprintf("ssh (%d failed)", pr.Failed))
+		p.bar.Add(1)
+	}
+}
+
+// account writes every host that was not read in full, and why.
+func (p *sshProgress) account(w io.Writer) {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+	if p.total == 0 {
+		return
+	}
+	slices.SortFunc(p.failures, func(a, b sshsource.Result) int { return cmp.Compare(a.Host.Name, b.Host.Name) })
+	failed := 0
+	for _, r := range p.failures {
+		if r.Err.Class != sshsource.ClassPartial {
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "ssh: %d hosts: %d read, %d read in part, %d not read\n", p.total, p.total-len(p.failures), len(p.failures)-failed, failed)
+	for _, r := range p.failures {
+		fmt.Fprintf(w, "  %-24s %-18s %s\n", r.Host.Name, r.Err.Class, r.Err.Err)
+	}
+}
+
+// sshOptions sets up audit's SSH collection of the inventory's hosts with
+// an address (none when --snapshots is given: see audit's precedence).
+func (a *app) sshOptions(inv *inventory.Inventory, noExec bool) (*audit.SSHOptions, *sshProgress, error) {
+	total := 0
+	if inv != nil && len(a.v.GetStringSlice("snapshots")) == 0 {
+		for _, h := range inv.Hosts {
+			if h.Root == "" && h.Address != "" {
+				total++
+			}
+		}
+	}
+	if total == 0 {
+		return nil, nil, nil
+	}
+	parallel := a.v.GetInt("parallel")
+	if parallel < 1 {
+		return nil, nil, usageError{fmt.Errorf("--parallel %d: want at least 1", parallel)}
+	}
+	d, err := a.sshDialer(noExec)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := a.newSSHProgress(total)
+	return &audit.SSHOptions{Dialer: d, Parallel: parallel, Timeout: a.v.GetDuration("host-timeout"), Total: total, Done: p.done}, p, nil
+}

@@ -1,0 +1,82 @@
+package sshsource
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+)
+
+// Progress is what a run has done so far.
+type Progress struct {
+	Total, Done, Failed int
+}
+
+// CollectAll collects hosts with at most parallel in flight, each bounded
+// by timeout (none when 0), and calls done (from one goroutine at a time)
+// as each finishes. Results are in the order of hosts.
+func (d *Dialer) CollectAll(ctx context.Context, hosts []Host, parallel int, timeout time.Duration, done func(Result, Progress)) []Result {
+	if parallel <= 0 {
+		parallel = 1
+	}
+	results := make([]Result, len(hosts))
+	var mu sync.Mutex
+	var p Progress
+	p.Total = len(hosts)
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := d.CollectTimeout(ctx, h, timeout)
+			mu.Lock()
+			defer mu.Unlock()
+			results[i] = r
+			p.Done++
+			if r.Err != nil && r.Err.Class != ClassPartial {
+				p.Failed++
+			}
+			if done != nil {
+				done(r, p)
+			}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// CollectTimeout is Collect bounded by timeout (none when 0).
+func (d *Dialer) CollectTimeout(ctx context.Context, h Host, timeout time.Duration) Result {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return d.Collect(ctx, h)
+}
+
+// Shard is one part of a fleet split across runners: hosts are assigned
+// by a hash of their name, so adding a host moves no other.
+type Shard struct{ Index, Count int }
+
+// ParseShard reads "i/n" (1 <= i <= n).
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &sh.Index, &sh.Count); err != nil || sh.Count < 1 || sh.Index < 1 || sh.Index > sh.Count || fmt.Sprintf("%d/%d", sh.Index, sh.Count) != s {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 1 <= i <= n, e.g. 2/4", s)
+	}
+	return sh, nil
+}
+
+// Has reports whether host name belongs to the shard.
+func (s Shard) Has(name string) bool {
+	if s.Count <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32()%uint32(s.Count)) == s.Index-1
+}

@@ -1,0 +1,38 @@
+package sshsource
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+)
+
+// FuzzLoadStream: whatever a host sends, loading it is an error or a tree,
+// never a panic. Seeded with the streams of the fixture roots.
+func FuzzLoadStream(f *testing.F) {
+	for _, h := range fixtureHosts {
+		root, _ := filepath.Abs(filepath.Join("..", "testdata", "hosts", h))
+		out, err := shFetcher{}.output(context.Background(), snapshotScript(root, collectors.DefaultMaxFileSize+1))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(out)
+	}
+	f.Add([]byte(startMarker + "F d 0755 4096 .\x00\x00" + metaEnd + "\x00==> " + contentsEnd + " <==\n"))
+	f.Add([]byte("motd\n" + startMarker + "- f 0644 3 ./a\x00\x00" + metaEnd + "\x00==> ./a <==\nabc\n==> ./a <==\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr := newTree(context.Background(), nil, "/", 1<<20)
+		if err := tr.load(data); err != nil {
+			return
+		}
+		// A loaded tree answers for what it holds without a fetch.
+		for name, n := range tr.nodes {
+			if n.mode.IsRegular() && n.data != nil {
+				if _, err := tr.Open(name); err != nil {
+					t.Fatalf("Open(%q): %v", name, err)
+				}
+			}
+		}
+	})
+}

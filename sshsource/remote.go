@@ -1,0 +1,263 @@
+package sshsource
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The remote side is one POSIX sh script run through env -i (no login
+// shell, no rc files, nothing written): GNU find walks the tree under the
+// root without ever following a symbolic link (-P) and prints every entry's
+// type, mode, size and link target; then one head process prints the
+// contents of the files the collectors read, each after head's own
+// "==> name <==" header. Links are resolved on this side, as after chroot,
+// by collectors.Chroot over the tree the stream builds: the remote host
+// never resolves a link, so a remote root other than "/" cannot be escaped.
+//
+// What the walk covers is a prefetch: a name outside it is fetched when a
+// collector asks for it (see tree.miss), so a collector added later reads
+// the same facts, one round trip slower, and TestFixtureRootsNeedNoMiss
+// says which rule to add.
+
+// descend are the directories whose every entry is listed (anchored
+// POSIX-extended regular expressions over "./path", as find -regex takes
+// them). A directory outside them is listed as an entry of its parent only.
+var descend = []string{
+	`\.`,
+	`\./etc(/.*)?`,
+	`\./(usr/lib|lib|usr/local/lib|run)`,
+	`\./(usr/lib|lib|usr/local/lib|run)/(sysctl\.d|modprobe\.d|modules-load\.d|systemd|systemd/logind\.conf\.d|kernel)`,
+	`\./(usr|usr/local|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
+	`\./usr/local/cuda[^/]*(/targets(/[^/]+(/lib)?)?|/lib64)?`,
+	pythonLib + `(/(dist|site)-packages(/nvidia(/[^/]+(/lib)?)?|/nvidia_[^/]*\.dist-info)?)?`,
+	`\./opt/[^/]+/[^/]+(/lib)?`,
+	`\./opt/conda/envs/[^/]+(/lib)?`,
+	`\./var(/lib(/dpkg)?)?`,
+	`\./dev(/infiniband)?`,
+	`\./proc(/driver(/.*)?|/sys(/.*)?)?`,
+	`\./sys(/bus(/pci(/devices)?)?|/class(/infiniband|/iommu)?|/module(/nvidia)?|/hypervisor|/kernel(/mm(/transparent_hugepage)?|/iommu_groups(/[^/]+)?)?)?`,
+	`\./sys/devices(/pci[^/]*(/[0-9a-f]{4}:[^/]*)*(/infiniband(/[^/]+(/ports(/[^/]+)?)?)?)?)?`,
+	`\./sys/firmware(/efi(/efivars)?)?`,
+	`\./(boot|efi|boot/efi)(/loader(/entries)?|/EFI(/[^/]+)?|/grub2?)?`,
+}
+
+// read are the files whose contents are streamed; the rest are read when a
+// collector opens them.
+var read = []string{
+	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf)`,
+	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
+	`\./proc/(cmdline|cpuinfo|meminfo|modules|driver/.*|sys/.*)`,
+	`\./sys/(module/nvidia/version|hypervisor/type|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
+	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,
+	`\./var/lib/dpkg/status`,
+	`\./(boot|efi|boot/efi)/(loader/(loader\.conf|entries/[^/]+)|grub2?/(grub\.cfg|grubenv)|EFI/[^/]+/grub\.cfg)`,
+	`\./sys/firmware/efi/efivars/Loader[^/]*`,
+	`.*\.dist-info/(METADATA|RECORD)`,
+}
+
+// pythonLib are the python3.X directories the library scan looks in.
+const pythonLib = `\./(usr/local/lib|usr/lib|opt/[^/]+/lib|opt/[^/]+/[^/]+/lib|opt/conda/envs/[^/]+/lib)/python3[^/]*`
+
+func alternation(res []string) string { return `(` + strings.Join(res, `|`) + `)` }
+
+// remoteEnv is the whole environment of the remote command: no variable of
+// the login session reaches it.
+const remoteEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/nvidia/bin LC_ALL=C"
+
+// Stream markers. streamStart comes first: whatever a login shell's rc
+// file printed before the script ran is skipped, never read as the host's.
+const (
+	streamStart = "fleetaudit-stream-start"
+	metaEnd     = "fleetaudit-meta-end"
+	contentsEnd = "fleetaudit-contents-end"
+)
+
+// startMarker is what the scripts print before anything else.
+const startMarker = streamStart + "\x00"
+
+// afterStart drops what came before the start marker.
+func afterStart(out []byte) ([]byte, error) {
+	i := bytes.Index(out, []byte(startMarker))
+	if i < 0 {
+		return nil, fmt.Errorf("%w: no start marker (did the command run?)", errStream)
+	}
+	return out[i+len(startMarker):], nil
+}
+
+// metaFormat is find's -printf record after a flag (F: a directory whose
+// entries are all listed; U: not readable by the remote user; else -): type, octal mode, size, path, then the link target.
+const metaFormat = `%y %#m %s %p\0%l\0`
+
+// snapshotScript is the script that streams what a snapshot reads from the
+// tree under root; capBytes caps each file.
+func snapshotScript(root string, capBytes int64) string {
+	d, r := shellQuote(`^`+alternation(descend)+`$`), shellQuote(`^`+alternation(read)+`$`)
+	return strings.Join([]string{
+		`cd -- ` + shellQuote(root) + ` || exit 3`,
+		`printf '%s\0' ` + streamStart,
+		`find -P . -regextype posix-extended \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
+		`set -- ./proc/[0-9]*/comm; [ -e "$1" ] && find -P "$@" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		`printf '%s\0' ` + metaEnd,
+		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
+		`  for f in ./proc/[0-9]*/comm; do [ -f "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done; } |`,
+		`  xargs -0 -r sh -c 'head -c ` + strconv.FormatInt(capBytes, 10) + ` -v -- "$@"; echo' sh`,
+		`printf '==> %s <==\n' ` + contentsEnd,
+	}, "\n")
+}
+
+// metaScript lists one name (and its entries, when it is a readable
+// directory) without following a link.
+func metaScript(root, name string) string {
+	return `cd -- ` + shellQuote(root) + ` || exit 3` + "\n" +
+		`printf '%s\0' ` + streamStart + "\n" +
+		`n=` + shellQuote("./"+name) + "\n" +
+		`if [ -d "$n" ] && [ ! -L "$n" ] && [ -r "$n" ] && [ -x "$n" ]; then find -P "$n" -maxdepth 1 \( -path "$n" -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'` + "\n" +
+		`else find -P "$n" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'; fi` + "\n" +
+		`printf '%s\0' ` + metaEnd
+}
+
+// readScript streams one file's contents, up to capBytes.
+func readScript(root, name string, capBytes int64) string {
+	return `cd -- ` + shellQuote(root) + ` || exit 3` + "\n" +
+		`printf '%s\0' ` + streamStart + "\n" +
+		`exec head -c ` + strconv.FormatInt(capBytes, 10) + ` -- ` + shellQuote("./"+name)
+}
+
+// shellQuote quotes s as one POSIX sh word.
+func shellQuote(s string) string {
+	return `'` + strings.ReplaceAll(s, `'`, `'\''`) + `'`
+}
+
+// wrap makes script the remote command: run by /bin/sh with only
+// remoteEnv, through sudo -n when become (never a password prompt).
+func wrap(script string, become bool) string {
+	cmd := "exec "
+	if become {
+		cmd += "sudo -n -- "
+	}
+	return cmd + "env -i " + remoteEnv + " /bin/sh -c " + shellQuote(script)
+}
+
+// entry is one record of find's listing.
+type entry struct {
+	full       bool // a directory whose entries are all listed
+	unreadable bool
+	typ        byte // find's %y: f d l c b p s
+	mode       uint32
+	size       int64
+	name       string // relative to the root, "." for the root
+	target     string
+}
+
+var errStream = errors.New("malformed stream from the host")
+
+// parseMeta reads find records up to the metaEnd marker and returns them
+// with the rest of the stream.
+func parseMeta(data []byte) ([]entry, []byte, error) {
+	var out []entry
+	for {
+		i := bytes.IndexByte(data, 0)
+		if i < 0 {
+			return nil, nil, fmt.Errorf("%w: the listing ends early", errStream)
+		}
+		rec := string(data[:i])
+		data = data[i+1:]
+		if rec == metaEnd {
+			return out, data, nil
+		}
+		j := bytes.IndexByte(data, 0)
+		if j < 0 {
+			return nil, nil, fmt.Errorf("%w: the listing ends early", errStream)
+		}
+		target := string(data[:j])
+		data = data[j+1:]
+		fields := strings.SplitN(rec, " ", 5)
+		if len(fields) != 5 || len(fields[1]) != 1 {
+			return nil, nil, fmt.Errorf("%w: listing record %q", errStream, rec)
+		}
+		mode, err := strconv.ParseUint(fields[2], 8, 32)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: mode in %q", errStream, rec)
+		}
+		size, err := strconv.ParseInt(fields[3], 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: size in %q", errStream, rec)
+		}
+		name, ok := relName(fields[4])
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: path %q", errStream, fields[4])
+		}
+		out = append(out, entry{full: fields[0] == "F", unreadable: fields[0] == "U", typ: fields[1][0], mode: uint32(mode), size: size, name: name, target: target})
+	}
+}
+
+// relName turns find's "./etc/x" into "etc/x" and "." into ".".
+func relName(p string) (string, bool) {
+	if p == "." {
+		return ".", true
+	}
+	rest, ok := strings.CutPrefix(p, "./")
+	if !ok || rest == "" {
+		return "", false
+	}
+	return rest, true
+}
+
+// parseContents splits head's output: each file is "==> name <==\n", its
+// bytes, "\n" (head's separator or the echo after each batch), and the
+// stream ends with the contentsEnd header. A header is recognised only for
+// a name that could still come next, so a file's text that looks like a
+// header for anything else stays text.
+func parseContents(data []byte, expect func(name string) bool) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	const open, close = "==> ", " <==\n"
+	header := func(at int) (string, int, bool) {
+		if !bytes.HasPrefix(data[at:], []byte(open)) {
+			return "", 0, false
+		}
+		end := bytes.Index(data[at+len(open):], []byte(close))
+		if end < 0 {
+			return "", 0, false
+		}
+		name := string(data[at+len(open) : at+len(open)+end])
+		if name != contentsEnd && !expect(name) {
+			return "", 0, false
+		}
+		return name, at + len(open) + end + len(close), true
+	}
+	name, pos, ok := header(0)
+	if !ok {
+		return nil, fmt.Errorf("%w: contents do not start with a header", errStream)
+	}
+	for name != contentsEnd {
+		// The next "\n==> known <==\n" ends this file.
+		next := -1
+		var nextName string
+		var nextPos int
+		for from := pos; ; {
+			i := bytes.Index(data[from:], []byte("\n"+open))
+			if i < 0 {
+				break
+			}
+			at := from + i
+			if n, p, ok := header(at + 1); ok && n != name {
+				next, nextName, nextPos = at, n, p
+				break
+			}
+			from = at + 1
+		}
+		if next < 0 {
+			return nil, fmt.Errorf("%w: the contents of %s end early", errStream, name)
+		}
+		rel, ok := relName(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: path %q", errStream, name)
+		}
+		out[rel] = data[pos:next]
+		name, pos = nextName, nextPos
+	}
+	return out, nil
+}
