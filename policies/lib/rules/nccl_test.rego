@@ -75,3 +75,47 @@ test_efa_without_socket_ifname_has_no_fix if {
 	[f] := [f | some f in nccl.efa_nccl_env with input as host({"NCCL_COLLNET_ENABLE": "1"}, efa)]
 	not f.fix
 }
+
+test_nchannels_message_says_it_still_applies if {
+	[f] := [f | some f in nccl.nccl_nchannels_superseded with input as host({"NCCL_MAX_NCHANNELS": "8"}, ib)]
+	contains(f.msg, "still applies it on top of them")
+
+	# 2.17.1 is the first release with NCCL_MIN/MAX_CTAS; 2.16.5 the last without.
+	count(nccl.nccl_nchannels_superseded) == 1 with input as object.union(host({"NCCL_MAX_NCHANNELS": "8"}, ib), {"libraries": {"nccl": [{"version": "2.17.1"}]}})
+	count(nccl.nccl_nchannels_superseded) == 0 with input as object.union(host({"NCCL_MAX_NCHANNELS": "8"}, ib), {"libraries": {"nccl": [{"version": "2.16.5"}]}})
+}
+
+efa_ok := {"NCCL_SOCKET_IFNAME": "ens32", "FI_EFA_USE_DEVICE_RDMA": "1"}
+
+test_efa_fi_provider if {
+	[f] := [f | some f in nccl.efa_nccl_env with input as host(object.union(efa_ok, {"FI_PROVIDER": "tcp"}), efa)]
+	contains(f.msg, "FI_PROVIDER=tcp")
+	f.fix == {"kind": "nccl-env", "set": {"FI_PROVIDER": "efa"}}
+	count(nccl.efa_nccl_env) == 1 with input as host(object.union(efa_ok, {"FI_PROVIDER": "^efa"}), efa)
+	every v in ["efa", "efa,tcp", "EFA", "tcp, efa"] {
+		count(nccl.efa_nccl_env) == 0 with input as host(object.union(efa_ok, {"FI_PROVIDER": v}), efa)
+	}
+
+	# Not an EFA host: FI_PROVIDER is not this rule's business.
+	count(nccl.efa_nccl_env) == 0 with input as host({"FI_PROVIDER": "verbs"}, ib)
+}
+
+pod(labels, env) := {
+	"metadata": {"name": "w-0", "namespace": "ml", "labels": labels},
+	"spec": {"containers": [{"name": "trainer", "env": env}]},
+}
+
+test_efa_pod_env if {
+	bad := [{"name": "FI_PROVIDER", "value": "tcp"}, {"name": "NCCL_COLLNET_ENABLE", "value": "1"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "0"}]
+	h := object.union(host(efa_ok, efa), {"pods": [pod({}, bad)]})
+	[f] := [f | some f in nccl.efa_nccl_env with input as h]
+	f.evidence == ["rdma.devices", "pods.0"]
+	f.msg == "EFA host: container trainer of pod ml/w-0 sets FI_EFA_USE_DEVICE_RDMA=0 (GPUDirect off); FI_PROVIDER=tcp (not the EFA provider); NCCL_COLLNET_ENABLE=1 (EFA has no CollNet)"
+	not f.fix
+
+	# Right values, a launcher, or an InfiniBand host: nothing.
+	good := [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "NCCL_COLLNET_ENABLE", "value": "0"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}]
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({}, good)]})
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({"training.kubeflow.org/job-role": "launcher"}, bad)]})
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, ib), {"pods": [pod({}, bad)]})
+}

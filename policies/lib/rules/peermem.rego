@@ -100,17 +100,66 @@ dual_fix := {"kind": "modules", "blacklist": ["nv_peer_mem"]} if configured("nvi
 
 else := {"kind": "modules", "load": ["nvidia_peermem"], "blacklist": ["nv_peer_mem"]}
 
-# Releases with the nvidia-peermem invalidation/teardown race fixed, per
-# branch (NVIDIA bug 4272659, as the hazard catalog records it).
-race_fixed := {"525": "525.105.17", "530": "535.129.03", "535": "535.129.03"}
-
-race_severity(v) := "high" if {
-	fixed := race_fixed[format_int(version.major(v), 10)]
-	version.less(v, fixed)
-} else := "low" if {
-	version.major(v) < 560
-	not race_fixed[format_int(version.major(v), 10)]
+# Driver releases by the state of the nvidia-peermem teardown race, as
+# [from, before) version ranges ("before" null: open-ended), read from
+# kernel-open/nvidia-peermem/nvidia-peermem.c at every release tag of
+# NVIDIA/open-gpu-kernel-modules:
+#   mitigated: nv_get_p2p_free_callback checks the context's magic
+#     (NV_MEM_CONTEXT_MAGIC, NV_MEM_CONTEXT_CHECK_OK) before touching it,
+#     the mitigation for NVIDIA bug 4272659: 535.129.03 (define line 83,
+#     check line 124) to 535.288.01, the 535.43.24-535.43.28 series (line
+#     90), every 550 and 555 tag (550.40.07 line 90). No 515, 520, 525, 530
+#     or 545 tag and no other 535 tag has it.
+#   fixed: persistent_api_support defaults to 1, so the "nv_mem" client is
+#     the persistent one, with no invalidation callback: every tag from
+#     560.28.03 (line 67) on.
+# A release in neither is unmitigated. The persistent get_pages API
+# (NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API, nv-p2p.h line 100; an extra
+# "nv_mem_nc" client) is in 525.47.22-525.47.35, 525.105.17 and later 525s,
+# every 535 from 535.43.02 and every later branch, never in 515, 520, 530 or
+# other 525s; it leaves the default "nv_mem" client's callback unchanged, so
+# it does not move the severity. A profile may replace the table with param
+# peermem_race_drivers.
+default peermem_race_drivers := {
+	"mitigated": [
+		{"from": "535.43.24", "before": "535.43.29"},
+		{"from": "535.129.03", "before": "536"},
+		{"from": "550", "before": "560"},
+	],
+	"fixed": [{"from": "560", "before": null}],
 }
+
+peermem_race_drivers := data.fleetaudit.params.peermem_race_drivers
+
+in_ranges(v, ranges) if {
+	some r in ranges
+	not version.less(v, r.from)
+	below(v, r.before)
+}
+
+below(_, null)
+
+below(v, before) if version.less(v, before)
+
+race_state(v) := "fixed" if in_ranges(v, object.get(peermem_race_drivers, "fixed", []))
+
+else := "mitigated" if in_ranges(v, object.get(peermem_race_drivers, "mitigated", []))
+
+else := "unmitigated"
+
+race_severity := {"unmitigated": "high", "mitigated": "low"}
+
+persistent_api_ranges := [
+	{"from": "525.47.22", "before": "525.53"},
+	{"from": "525.105.17", "before": "526"},
+	{"from": "535.43.02", "before": null},
+]
+
+race_detail(v) := " (the driver's nv_get_p2p_free_callback has only the context-check mitigation of 535.129.03; the full fix is R560)" if {
+	race_state(v) == "mitigated"
+} else := " (no mitigation; the driver offers the persistent nv_mem_nc client, but the default nv_mem client keeps the racy invalidation callback)" if {
+	in_ranges(v, persistent_api_ranges)
+} else := " (no mitigation and no persistent get_pages API in this release)"
 
 # METADATA
 # title: nvidia-peermem with the teardown race
@@ -118,35 +167,51 @@ race_severity(v) := "high" if {
 #   nvidia_peermem is loaded with a driver that has the race between P2P page
 #   invalidation and put_pages on memory deregistration (NVIDIA bug 4272659;
 #   Mellanox/nv_peer_memory#120): a process exit during RDMA traffic can crash
-#   or hang the host. High on R525 before 525.105.17 and R530-R535 before
-#   535.129.03; low on other branches before R560, where the fix's status is
-#   not documented. NVIDIA's maintainer names 535.129.03 as the mitigation
-#   and R560 (560.35.03) as the full fix in Mellanox/nv_peer_memory#120; the
-#   R525 boundary (525.105.17) is the hazard catalog's and no source found
-#   confirms it (that release predates the bug number), so treat a pass on
-#   R525 with suspicion.
+#   or hang the host. Per release, from kernel-open/nvidia-peermem/nvidia-peermem.c
+#   at the release tags of open-gpu-kernel-modules (a table, param
+#   peermem_race_drivers): high where the free callback has no context check
+#   (every R515, R520, R525, R530 and R545 release, R535 before 535.129.03
+#   except 535.43.24-535.43.28); low where it has the mitigation (535.129.03
+#   and later R535, every R550 and R555 release), which NVIDIA's maintainer
+#   names in Mellanox/nv_peer_memory#120; none from R560 (560.28.03), where
+#   the default nv_mem client uses the persistent API and registers no
+#   invalidation callback. The hazard catalog's R525 boundary, 525.105.17, is
+#   the release that added the persistent get_pages API (nv-p2p.h), which
+#   only adds a second, opt-in nv_mem_nc client: no R525 release has the
+#   mitigation, so every R525 is high, as are R515 and R520 (never fixed). The
+#   sources win over the catalog. An R560+ driver loaded with
+#   persistent_api_support=0 is back on the legacy client; that module option
+#   is not checked.
 # related_resources:
 # - ref: https://github.com/Mellanox/nv_peer_memory/issues/120
-#   description: teardown race between invalidation and put_pages
-# - ref: https://docs.nvidia.com/datacenter/tesla/index.html
-#   description: NVIDIA data center driver release notes
+#   description: NVIDIA's maintainer - 535.129.03 mitigates bug 4272659, R560 fixes it
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/535.129.03/kernel-open/nvidia-peermem/nvidia-peermem.c#L83
+#   description: the mitigation (NV_MEM_CONTEXT_MAGIC, checked at line 124); absent at 535.113.01 and in every 545 tag
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/560.28.03/kernel-open/nvidia-peermem/nvidia-peermem.c#L67
+#   description: persistent_api_support defaults to the persistent client from 560.28.03
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/525.105.17/kernel-open/nvidia/nv-p2p.h#L100
+#   description: NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API, added in 525.105.17 and 535.43.02 (absent in 530.41.03)
+# - ref: https://docs.nvidia.com/datacenter/tesla/tesla-release-notes-535-129-03/index.html
+#   description: 535.129.03 release notes
 # custom:
 #   id: peermem-teardown-race
 #   severity: high
 #   profiles: [gpu-training]
 #   remediation: >-
-#     Upgrade the driver to a release with the fix (525.105.17+, 535.129.03+,
-#     or R560 and later), or use DMA-BUF instead of nvidia-peermem where the
-#     open kernel module and kernel 5.12+ allow it.
+#     Upgrade the driver to R560 or later (the full fix), or at least to a
+#     release with the mitigation (535.129.03+ on R535, any R550); or use
+#     DMA-BUF instead of nvidia-peermem where the open kernel module and
+#     kernel 5.12+ allow it.
 #   facts:
 #   - modules.loaded
 #   - nvidia.driver_version
 peermem_teardown_race contains f if {
 	loaded("nvidia_peermem")
 	v := input.nvidia.driver_version
-	sev := race_severity(v)
+	version.parse(v)
+	sev := race_severity[race_state(v)]
 	f := {
-		"msg": sprintf("nvidia_peermem is loaded with driver %s, which has the peer-memory teardown race", [v]),
+		"msg": sprintf("nvidia_peermem is loaded with driver %s, which has the peer-memory teardown race%s", [v, race_detail(v)]),
 		"evidence": ["nvidia.driver_version", "modules.loaded"],
 		"severity": sev,
 	}

@@ -20,27 +20,49 @@ test_single_module_passes if {
 	count(peermem.peermem_dual_modules) == 0 with input as host(["nvidia_peermem"], {"nvidia_peermem": true}, "550.90.07")
 }
 
-test_race_high_on_old_535 if {
-	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "535.104.05")]
-	f.severity == "high"
+# Both sides of every boundary read from the tagged nvidia-peermem.c:
+# "high" unmitigated, "low" mitigated, "none" fixed.
+race_cases := {
+	"515.105.01": "high", "520.61.07": "high",
+	"525.47.18": "high", "525.47.22": "high", "525.89.02": "high",
+	"525.105.17": "high", "525.147.05": "high",
+	"530.41.03": "high",
+	"535.43.02": "high", "535.43.23": "high", "535.43.24": "low", "535.43.28": "low",
+	"535.54.03": "high", "535.104.05": "high", "535.113.01": "high",
+	"535.129.03": "low", "535.288.01": "low",
+	"545.23.06": "high", "545.29.06": "high",
+	"550.40.07": "low", "550.54.15": "low", "550.163.01": "low",
+	"555.42.02": "low", "555.58.02": "low",
+	"560.28.03": "none", "570.133.20": "none", "595.45.04": "none",
 }
 
-test_race_high_on_old_525 if {
-	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "525.85.12")]
-	f.severity == "high"
+test_race_boundaries if {
+	every v, want in race_cases {
+		got := [f.severity | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, v)]
+		got == {"none": [], "high": ["high"], "low": ["low"]}[want]
+	}
 }
 
-test_race_fixed_in_branch if {
-	count(peermem.peermem_teardown_race) == 0 with input as host(["nvidia_peermem"], {}, "535.129.03")
+test_race_message_says_why if {
+	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "525.105.17")]
+	contains(f.msg, "offers the persistent nv_mem_nc client")
+	[g] := [g | some g in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "520.61.07")]
+	contains(g.msg, "no persistent get_pages API")
+	[h] := [h | some h in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "550.90.07")]
+	contains(h.msg, "context-check mitigation")
 }
 
-test_race_low_on_other_branches_before_560 if {
-	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "550.90.07")]
+test_race_table_is_a_param if {
+	h := host(["nvidia_peermem"], {}, "545.29.06")
+	params := {"peermem_race_drivers": {"mitigated": [{"from": "545", "before": "546"}], "fixed": []}}
+	[f] := [f | some f in peermem.peermem_teardown_race with input as h with data.fleetaudit.params as params]
 	f.severity == "low"
+	[g] := [g | some g in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "570.133.20") with data.fleetaudit.params as params]
+	g.severity == "high"
 }
 
-test_race_none_from_560 if {
-	count(peermem.peermem_teardown_race) == 0 with input as host(["nvidia_peermem"], {}, "570.133.20")
+test_race_needs_a_version if {
+	count(peermem.peermem_teardown_race) == 0 with input as host(["nvidia_peermem"], {}, "")
 }
 
 test_race_needs_the_module if {
