@@ -90,6 +90,7 @@ var families = []family{
 	{"iommu", collectIOMMU},
 	{"pci", collectPCI},
 	{"nccl_config", collectNCCLConfig},
+	{"net", collectNet},
 	{"processes", collectProcesses},
 	{"pods", collectPods},
 }

@@ -13,6 +13,18 @@ func checkHazardParam(name string, v any) error {
 		return wantVersion(v)
 	case "foll_longterm_drivers":
 		return wantVersionRanges(v)
+	case "rdma_min_rate_gbps":
+		switch n := v.(type) {
+		case int:
+			if n >= 0 {
+				return nil
+			}
+		case float64:
+			if n >= 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("want a non-negative number of Gb/s, got %s", typeName(v))
 	case "peermem_race_drivers":
 		m, ok := v.(map[string]any)
 		if !ok {

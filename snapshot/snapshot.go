@@ -45,6 +45,7 @@ type Snapshot struct {
 	IOMMU      IOMMU      `json:"iommu"`
 	PCI        PCI        `json:"pci"`
 	NCCLConfig NCCLConfig `json:"nccl_config"`
+	Net        Net        `json:"net"`
 	Pods       []Pod      `json:"pods,omitempty"`
 
 	// Sources maps a fact path (e.g. "boot.configured.params.hugetlb_cma") to

@@ -155,11 +155,11 @@ persistent_api_ranges := [
 	{"from": "535.43.02", "before": null},
 ]
 
-race_detail(v) := " (the driver's nv_get_p2p_free_callback has only the context-check mitigation of 535.129.03; the full fix is R560)" if {
+race_detail(v) := " (mitigated only; the fix is R560)" if {
 	race_state(v) == "mitigated"
-} else := " (no mitigation; the driver offers the persistent nv_mem_nc client, but the default nv_mem client keeps the racy invalidation callback)" if {
+} else := " (unmitigated; only the opt-in nv_mem_nc client avoids it)" if {
 	in_ranges(v, persistent_api_ranges)
-} else := " (no mitigation and no persistent get_pages API in this release)"
+} else := " (unmitigated, and no persistent get_pages API to avoid it)"
 
 # METADATA
 # title: nvidia-peermem with the teardown race
@@ -217,8 +217,10 @@ peermem_teardown_race contains f if {
 	}
 }
 
-# Why NCCL cannot use DMA-BUF instead of a peer-memory module.
-dmabuf_impossible := {why | some kind in ["flavor", "kernel"]; why := dmabuf_blocker(kind)}
+# Why NCCL cannot use DMA-BUF instead of a peer-memory module. Each needs
+# the fact: a copy of unknown version, or a snapshot that predates a list,
+# blocks nothing.
+dmabuf_impossible := {why | some kind in ["flavor", "kernel", "cuda", "rdma-core", "nccl", "env"]; why := dmabuf_blocker(kind)}
 
 dmabuf_blocker("flavor") := "the driver is the proprietary kernel module (DMA-BUF export needs the open module)" if {
 	input.nvidia.flavor == "proprietary"
@@ -228,16 +230,76 @@ dmabuf_blocker("kernel") := sprintf("kernel %s is older than 5.12", [input.kerne
 	version.less(input.kernel.release, "5.12")
 }
 
+# NCCL gets the DMA-BUF handle with cuMemGetHandleForAddressRange, a CUDA
+# 11.7 driver API (cudawrap.h). A runtime known by its major alone ("11")
+# does not say.
+dmabuf_blocker("cuda") := sprintf("every CUDA runtime on the host is older than 11.7 (%s)", [concat(", ", sort(versions))]) if {
+	versions := all_below("cuda", "11.7", 2)
+	count(versions) > 0
+}
+
+# ibv_reg_dmabuf_mr is in libibverbs from rdma-core 34 (IBVERBS_1.12).
+dmabuf_blocker("rdma-core") := sprintf("rdma-core %s is older than 34, which added ibv_reg_dmabuf_mr", [concat(", ", sort(versions))]) if {
+	versions := all_below("verbs", "34", 1)
+	count(versions) > 0
+}
+
+dmabuf_blocker("nccl") := sprintf("every NCCL on the host is older than 2.13, which added DMA-BUF (%s)", [concat(", ", sort(versions))]) if {
+	versions := all_below("nccl", "2.13", 2)
+	count(versions) > 0
+}
+
+dmabuf_blocker("env") := "NCCL_DMABUF_ENABLE=0 in the host's NCCL configuration" if {
+	input.nccl_config.effective.NCCL_DMABUF_ENABLE == "0"
+}
+
+# all_below is the versions of libraries.<list>, when every copy has a
+# version of at least parts numbers below min; empty otherwise.
+all_below(list, min, parts) := {l.version | some l in libs} if {
+	libs := object.get(input.libraries, list, [])
+	is_array(libs)
+	count(libs) > 0
+	every l in libs {
+		count(version.parse(l.version)) >= parts
+		version.less(l.version, min)
+	}
+} else := set()
+
+# DMA-BUF is known to be possible: every prerequisite read and met.
+dmabuf_possible if {
+	input.nvidia.flavor == "open"
+	not version.less(input.kernel.release, "5.12")
+	version.parse(input.kernel.release)
+	count(dmabuf_impossible) == 0
+}
+
+# The facts behind each blocker, cited when it holds.
+blocker_fact := {
+	"flavor": "nvidia.flavor", "kernel": "kernel.release", "cuda": "libraries.cuda",
+	"rdma-core": "libraries.verbs", "nccl": "libraries.nccl", "env": "nccl_config.effective.NCCL_DMABUF_ENABLE",
+}
+
+blocker_evidence := [fact | some kind in ["flavor", "kernel", "cuda", "rdma-core", "nccl", "env"]; dmabuf_blocker(kind); fact := blocker_fact[kind]]
+
+dmabuf_evidence := array.concat(["rdma.devices", "modules.loaded"], blocker_evidence)
+
 # METADATA
 # title: No GPUDirect RDMA path
 # description: >-
 #   The host has RDMA devices, nvidia_peermem is not loaded, and DMA-BUF cannot
-#   replace it: NCCL's DMA-BUF path needs the open NVIDIA kernel module and
-#   Linux 5.12 or later. NCCL then silently stages GPU buffers through host
-#   memory, at a fraction of the bandwidth.
+#   replace it. NCCL's DMA-BUF path needs the open NVIDIA kernel module, Linux
+#   5.12 or later, CUDA 11.7 or later (cuMemGetHandleForAddressRange), rdma-core
+#   34 or later (ibv_reg_dmabuf_mr), NCCL 2.13 or later, and
+#   NCCL_DMABUF_ENABLE not set to 0. NCCL then silently stages GPU buffers
+#   through host memory, at a fraction of the bandwidth. A library whose
+#   version is unknown is not held against the host.
 # related_resources:
 # - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
-#   description: NCCL_DMABUF_ENABLE and GPUDirect RDMA requirements
+#   description: NCCL_DMABUF_ENABLE (since 2.13) and GPUDirect RDMA requirements
+# - ref: https://github.com/NVIDIA/nccl/blob/v2.30.7-1/src/include/cudawrap.h#L113-L114
+#   description: cuMemGetHandleForAddressRange, NCCL's DMA-BUF export, needs CUDA 11.7 (11070)
+# - ref: https://github.com/linux-rdma/rdma-core/blob/master/debian/libibverbs1.symbols
+#   description: ibv_reg_dmabuf_mr@IBVERBS_1.12 first in rdma-core 34
 # - ref: https://docs.nvidia.com/cuda/gpudirect-rdma/index.html
 #   description: GPUDirect RDMA
 # custom:
@@ -246,12 +308,17 @@ dmabuf_blocker("kernel") := sprintf("kernel %s is older than 5.12", [input.kerne
 #   profiles: [gpu-training]
 #   remediation: >-
 #     Load nvidia_peermem at boot (modules-load.d in the GPU fleet's layer), or
-#     move to the open kernel module on Linux 5.12+ so NCCL can use DMA-BUF.
+#     meet every DMA-BUF prerequisite (open kernel module, Linux 5.12+, CUDA
+#     11.7+, rdma-core 34+, NCCL 2.13+, NCCL_DMABUF_ENABLE unset or 1).
 #   facts:
 #   - rdma.devices
 #   - modules.loaded
 #   - nvidia.flavor
 #   - kernel.release
+#   - libraries.cuda
+#   - libraries.verbs
+#   - libraries.nccl
+#   - nccl_config.effective
 gpudirect_path_missing contains f if {
 	count(input.rdma.devices) > 0
 	input.nvidia.present == true
@@ -261,10 +328,115 @@ gpudirect_path_missing contains f if {
 	f := object.union(
 		{
 			"msg": sprintf("RDMA devices are present but neither nvidia_peermem is loaded nor DMA-BUF possible (%s)", [concat("; ", sort(dmabuf_impossible))]),
-			"evidence": ["rdma.devices", "modules.loaded", "nvidia.flavor", "kernel.release"],
+			"evidence": dmabuf_evidence,
 		},
 		load_fix,
 	)
+}
+
+# METADATA
+# title: nvidia-peermem configured to load but not loaded
+# description: >-
+#   modules-load.d (or /etc/modules) lists nvidia_peermem and modprobe.d does
+#   not block it, yet the running host has not loaded it: typically the
+#   module was loaded before the nvidia driver or the RDMA core it depends on
+#   and failed, and nothing retried. GPUDirect RDMA is then silently off. High
+#   when DMA-BUF cannot replace it (the prerequisites of
+#   gpudirect-path-missing), else medium. Live hosts only: a rendered
+#   configuration has no running modules.
+# related_resources:
+# - ref: https://docs.nvidia.com/cuda/gpudirect-rdma/index.html
+#   description: nvidia-peermem
+# - ref: https://www.freedesktop.org/software/systemd/man/latest/systemd-modules-load.service.html
+#   description: modules-load.d, loaded early in boot
+# custom:
+#   id: peermem-configured-not-loaded
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Load it now (modprobe nvidia-peermem) and find why boot did not: order
+#     it after the driver and the RDMA stack (a systemd unit with
+#     After=nvidia-persistenced.service openibd.service, or a softdep in
+#     modprobe.d), then reboot to prove it.
+#   facts:
+#   - modules.configured
+#   - modules.loaded
+#   - modules.blacklisted
+#   - modules.install
+#   - nvidia.present
+#   - nvidia.flavor
+#   - kernel.release
+#   - libraries.cuda
+#   - libraries.verbs
+#   - libraries.nccl
+#   - nccl_config.effective
+#   - source.kind
+peermem_configured_not_loaded contains f if {
+	input.source.kind != "config-repo"
+	input.nvidia.present == true
+	boot_loads("nvidia_peermem")
+	not loaded("nvidia_peermem")
+	f := {
+		"msg": sprintf("nvidia_peermem is configured to load at boot but is not loaded%s", [configured_not_loaded_why]),
+		"evidence": array.concat(["modules.configured.nvidia_peermem", "modules.loaded"], blocker_evidence),
+		"severity": configured_not_loaded_severity,
+	}
+}
+
+configured_not_loaded_severity := "high" if count(dmabuf_impossible) > 0
+
+else := "medium"
+
+configured_not_loaded_why := sprintf(", and DMA-BUF cannot replace it (%s)", [concat("; ", sort(dmabuf_impossible))]) if {
+	count(dmabuf_impossible) > 0
+} else := ": GPUDirect RDMA relies on DMA-BUF alone"
+
+# METADATA
+# title: GPUDirect RDMA by DMA-BUF only, no nvidia-peermem
+# description: >-
+#   RDMA devices are present, every DMA-BUF prerequisite is known and met
+#   (open kernel module, Linux 5.12+, and no CUDA, rdma-core, NCCL or
+#   NCCL_DMABUF_ENABLE blocker), and neither nvidia_peermem nor nv_peer_mem
+#   is loaded. NCCL uses DMA-BUF and is fine; software that registers GPU
+#   memory through the peer-memory client (MPI and UCX builds without
+#   DMA-BUF, GPUDirect Storage, older NCCL in containers) silently loses
+#   GPUDirect on such hosts.
+# related_resources:
+# - ref: https://docs.nvidia.com/cuda/gpudirect-rdma/index.html
+#   description: nvidia-peermem and DMA-BUF
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+#   description: NCCL_DMABUF_ENABLE
+# custom:
+#   id: peermem-absent-dmabuf-only
+#   severity: low
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Load nvidia_peermem at boot (modules-load.d in the GPU fleet's layer) if
+#     any workload registers GPU memory without DMA-BUF; otherwise accept the
+#     finding with a waiver.
+#   facts:
+#   - rdma.devices
+#   - modules.loaded
+#   - modules.configured
+#   - nvidia.present
+#   - nvidia.flavor
+#   - kernel.release
+#   - libraries.cuda
+#   - libraries.verbs
+#   - libraries.nccl
+#   - nccl_config.effective
+peermem_absent_dmabuf_only contains f if {
+	count(input.rdma.devices) > 0
+	input.nvidia.present == true
+	not loaded("nvidia_peermem")
+	not loaded("nv_peer_mem")
+	not boot_loads("nvidia_peermem")
+	dmabuf_possible
+	f := {
+		"msg": "RDMA devices are present and GPUDirect RDMA works only through DMA-BUF: nvidia_peermem is not loaded, so software that needs the peer-memory client falls back to host staging",
+		"evidence": ["rdma.devices", "modules.loaded", "nvidia.flavor", "kernel.release"],
+		"fix": {"kind": "modules", "load": ["nvidia_peermem"]},
+	}
 }
 
 # Configured to load and still not loaded is a module that fails to load:

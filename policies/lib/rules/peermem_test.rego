@@ -45,11 +45,11 @@ test_race_boundaries if {
 
 test_race_message_says_why if {
 	[f] := [f | some f in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "525.105.17")]
-	contains(f.msg, "offers the persistent nv_mem_nc client")
+	contains(f.msg, "(unmitigated; only the opt-in nv_mem_nc client avoids it)")
 	[g] := [g | some g in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "520.61.07")]
-	contains(g.msg, "no persistent get_pages API")
+	contains(g.msg, "(unmitigated, and no persistent get_pages API to avoid it)")
 	[h] := [h | some h in peermem.peermem_teardown_race with input as host(["nvidia_peermem"], {}, "550.90.07")]
-	contains(h.msg, "context-check mitigation")
+	contains(h.msg, "(mitigated only; the fix is R560)")
 }
 
 test_race_table_is_a_param if {
@@ -175,4 +175,92 @@ test_dual_modules_blacklisted_but_loaded if {
 test_dual_modules_nvidia_peermem_blocked if {
 	h := with_modprobe(host(["nv_peer_mem"], {"nv_peer_mem": true, "nvidia_peermem": true}, "550.90.07"), {"blacklisted": {"nvidia_peermem": true}})
 	count(peermem.peermem_dual_modules) == 0 with input as h
+}
+
+# A host where DMA-BUF works: open module, 6.8 kernel, CUDA 12.4, rdma-core
+# 50, NCCL 2.21.
+dmabuf_host(loaded, configured) := object.union(host(loaded, configured, "550.90.07"), {
+	"nvidia": {"flavor": "open"},
+	"kernel": {"release": "6.8.0-45-generic"},
+	"libraries": {
+		"cuda": [{"version": "12.4.127"}],
+		"verbs": [{"version": "50.0"}],
+		"nccl": [{"version": "2.21.5"}],
+	},
+	"nccl_config": {"effective": {}},
+	"source": {"kind": "local"},
+})
+
+with_libs(h, libs) := object.union(h, {"libraries": libs})
+
+# Both sides of each DMA-BUF prerequisite.
+test_gpudirect_dmabuf_prerequisites if {
+	h := dmabuf_host(["nvidia"], {})
+	count(peermem.gpudirect_path_missing) == 0 with input as h
+
+	# CUDA 11.7 is the first with cuMemGetHandleForAddressRange; 11.6 lacks it.
+	count(peermem.gpudirect_path_missing) == 0 with input as with_libs(h, {"cuda": [{"version": "11.7.99"}]})
+	[c] := [c | some c in peermem.gpudirect_path_missing with input as with_libs(h, {"cuda": [{"version": "11.6.55"}]})]
+	contains(c.msg, "every CUDA runtime on the host is older than 11.7 (11.6.55)")
+	"libraries.cuda" in c.evidence
+
+	# One new enough runtime, or a bare soname major, blocks nothing.
+	count(peermem.gpudirect_path_missing) == 0 with input as with_libs(h, {"cuda": [{"version": "11.4.1"}, {"version": "12.2.140"}]})
+	count(peermem.gpudirect_path_missing) == 0 with input as with_libs(h, {"cuda": [{"version": "11"}]})
+
+	# rdma-core 34 added ibv_reg_dmabuf_mr; 33 lacks it; an MLNX_OFED name is unknown.
+	count(peermem.gpudirect_path_missing) == 0 with input as with_libs(h, {"verbs": [{"version": "34.0"}]})
+	[r] := [r | some r in peermem.gpudirect_path_missing with input as with_libs(h, {"verbs": [{"version": "33.1"}]})]
+	contains(r.msg, "rdma-core 33.1 is older than 34")
+	count(peermem.gpudirect_path_missing) == 0 with input as with_libs(h, {"verbs": [{"version": "unknown"}]})
+
+	# NCCL 2.13 added DMA-BUF.
+	count(peermem.gpudirect_path_missing) == 0 with input as with_libs(h, {"nccl": [{"version": "2.13.4"}]})
+	count(peermem.gpudirect_path_missing) == 1 with input as with_libs(h, {"nccl": [{"version": "2.12.12"}]})
+
+	# NCCL_DMABUF_ENABLE=0 switches it off; 1 is the default.
+	[e] := [e | some e in peermem.gpudirect_path_missing with input as object.union(h, {"nccl_config": {"effective": {"NCCL_DMABUF_ENABLE": "0"}}})]
+	e.evidence == ["rdma.devices", "modules.loaded", "nccl_config.effective.NCCL_DMABUF_ENABLE"]
+	count(peermem.gpudirect_path_missing) == 0 with input as object.union(h, {"nccl_config": {"effective": {"NCCL_DMABUF_ENABLE": "1"}}})
+
+	# A snapshot from before libraries.verbs existed says nothing of rdma-core.
+	count(peermem.gpudirect_path_missing) == 0 with input as object.union(h, {"libraries": {"verbs": null}})
+}
+
+test_configured_not_loaded if {
+	# DMA-BUF possible: medium.
+	[m] := [m | some m in peermem.peermem_configured_not_loaded with input as dmabuf_host(["nvidia"], {"nvidia_peermem": true})]
+	m.severity == "medium"
+	m.evidence == ["modules.configured.nvidia_peermem", "modules.loaded"]
+
+	# DMA-BUF impossible (proprietary module): high, with the reason.
+	h := object.union(dmabuf_host(["nvidia"], {"nvidia_peermem": true}), {"nvidia": {"flavor": "proprietary"}})
+	[f] := [f | some f in peermem.peermem_configured_not_loaded with input as h]
+	f.severity == "high"
+	contains(f.msg, "DMA-BUF cannot replace it (the driver is the proprietary kernel module")
+	f.evidence == ["modules.configured.nvidia_peermem", "modules.loaded", "nvidia.flavor"]
+
+	# Loaded, blocked by modprobe.d, not configured, a rendered config repo,
+	# or no driver loaded: nothing.
+	count(peermem.peermem_configured_not_loaded) == 0 with input as dmabuf_host(["nvidia", "nvidia_peermem"], {"nvidia_peermem": true})
+	count(peermem.peermem_configured_not_loaded) == 0 with input as with_modprobe(dmabuf_host(["nvidia"], {"nvidia_peermem": true}), {"blacklisted": {"nvidia_peermem": true}})
+	count(peermem.peermem_configured_not_loaded) == 0 with input as dmabuf_host(["nvidia"], {})
+	count(peermem.peermem_configured_not_loaded) == 0 with input as object.union(dmabuf_host(["nvidia"], {"nvidia_peermem": true}), {"source": {"kind": "config-repo"}})
+	count(peermem.peermem_configured_not_loaded) == 0 with input as object.union(dmabuf_host(["nvidia"], {"nvidia_peermem": true}), {"nvidia": {"present": false}})
+}
+
+test_absent_dmabuf_only if {
+	[f] := [f | some f in peermem.peermem_absent_dmabuf_only with input as dmabuf_host(["nvidia"], {})]
+	f.fix == {"kind": "modules", "load": ["nvidia_peermem"]}
+	f.evidence == ["rdma.devices", "modules.loaded", "nvidia.flavor", "kernel.release"]
+
+	# Not when peermem is there or configured, DMA-BUF is impossible or not
+	# known possible, or there is no RDMA.
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as dmabuf_host(["nvidia", "nvidia_peermem"], {})
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as dmabuf_host(["nvidia", "nv_peer_mem"], {})
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as dmabuf_host(["nvidia"], {"nvidia_peermem": true})
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as with_libs(dmabuf_host(["nvidia"], {}), {"verbs": [{"version": "33.1"}]})
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as object.union(dmabuf_host(["nvidia"], {}), {"nvidia": {"flavor": ""}})
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as object.union(dmabuf_host(["nvidia"], {}), {"kernel": {"release": ""}})
+	count(peermem.peermem_absent_dmabuf_only) == 0 with input as object.union(object.remove(dmabuf_host(["nvidia"], {}), ["rdma"]), {"rdma": {"devices": {}}})
 }
