@@ -91,6 +91,7 @@ var families = []family{
 	{"pci", collectPCI},
 	{"nccl_config", collectNCCLConfig},
 	{"net", collectNet},
+	{"services", collectServices},
 	{"processes", collectProcesses},
 	{"pods", collectPods},
 }
