@@ -328,13 +328,39 @@ func dmabufNodeHost() fxHost {
 		h.nets = append(h.nets, fxNet{fmt.Sprintf("ib%d", n), state, 4092, 32, addr})
 	}
 	h.devInfiniband = append(h.devInfiniband, "rdma_cm")
-	// No eth0: the copied profile.d still names it for NCCL_SOCKET_IFNAME.
+	// No ens1f0np0: the copied profile.d/60-site.sh names it for NCCL_SOCKET_IFNAME.
 	h.nets = append(h.nets, fxNet{"lo", "unknown", 65536, 772, ""}, fxNet{"eno1", "up", 1500, 1, ""})
 	return h
 }
 
+// efaNodeHost is an EC2 GPU instance (a KVM guest on Nitro): two A100s and
+// four EFA devices on the root bus, the ENA interface eth0, no IOMMU.
+func efaNodeHost() fxHost {
+	h := fxHost{root: "efa-node"}
+	cfg := func(vendor, device uint16, class uint32) []byte {
+		return fxConfigSpace(vendor, device, class, fxEndpoint, nil)
+	}
+	h.functions = append(h.functions,
+		fxFunction{addr: "0000:00:05.0", vendor: 0x1d0f, device: 0xec20, class: 0x020000, driver: "ena", config: cfg(0x1d0f, 0xec20, 0x020000), group: -1},
+		fxFunction{addr: "0000:10:1c.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1},
+		fxFunction{addr: "0000:10:1d.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1},
+	)
+	for i, slot := range []int{0x1b, 0x1a, 0x19, 0x18} {
+		addr := fmt.Sprintf("0000:10:%02x.0", slot)
+		h.functions = append(h.functions, fxFunction{
+			addr: addr, vendor: 0x1d0f, device: 0xefa1, class: 0x020000, driver: "efa", config: cfg(0x1d0f, 0xefa1, 0x020000), group: -1,
+			ib: []fxIBDevice{{name: fmt.Sprintf("rdmap16s%d", slot), ports: []fxIBPort{
+				{"4: ACTIVE", "5: LinkUp", "Unknown", "100 Gb/sec (4X EDR)"},
+			}}},
+		})
+		h.devInfiniband = append(h.devInfiniband, fmt.Sprintf("uverbs%d", i))
+	}
+	h.nets = append(h.nets, fxNet{"lo", "unknown", 65536, 772, ""}, fxNet{"eth0", "up", 9001, 1, "0000:00:05.0"})
+	return h
+}
+
 func fxHosts() []fxHost {
-	return []fxHost{gpuNodeHost(), dropinsHost(), webNodeHost(), garbageHost(), dmabufNodeHost()}
+	return []fxHost{gpuNodeHost(), dropinsHost(), webNodeHost(), garbageHost(), dmabufNodeHost(), efaNodeHost()}
 }
 
 // fxGeneratedDirs are the trees the generator owns in each root, as globs.

@@ -35,7 +35,7 @@ func TestFixtureFleetCoversEveryRuleFamily(t *testing.T) {
 	}
 	snaps = append(snaps, "--snapshots", out)
 	args := append([]string{"audit", "--format", "json", "--fail-on", "none"}, snaps...)
-	for _, root := range []string{"web-node", "rhel-node", "garbage", "dmabuf-node"} {
+	for _, root := range []string{"web-node", "rhel-node", "garbage", "dmabuf-node", "efa-node"} {
 		args = append(args, "--root", "../../testdata/hosts/"+root)
 	}
 	r := runCLI(t, nil, args...)

@@ -232,3 +232,104 @@ else := {}
 provider_set := {"FI_PROVIDER": "efa"} if efa_problem("provider")
 
 else := {}
+
+# A host's NCCL copies with a known version, or any copy at all.
+host_nccl if count(input.libraries.nccl) > 0
+
+# METADATA
+# title: EFA host without an NCCL net plugin
+# description: >-
+#   EFA devices are present and NCCL is installed on the host, but no NCCL
+#   net plugin (libnccl-net*.so, aws-ofi-nccl for EFA) is in the loader's
+#   directories or the aws-ofi-nccl install directories. NCCL has no EFA
+#   transport of its own: without the plugin it falls back to TCP sockets
+#   at a fraction of the bandwidth, without an error. A snapshot from before
+#   plugins were collected says nothing and is not judged.
+# related_resources:
+# - ref: https://github.com/aws/aws-ofi-nccl
+#   description: aws-ofi-nccl, the NCCL net plugin for libfabric and EFA
+# - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html
+#   description: NCCL with EFA - install the aws-ofi-nccl plugin
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+#   description: NCCL_NET_PLUGIN and the libnccl-net.so lookup
+# custom:
+#   id: efa-ofi-plugin-missing
+#   severity: high
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Install aws-ofi-nccl (the EFA installer's /opt/amazon/ofi-nccl) in the
+#     EFA fleet's image and put its lib directory on the jobs' loader path, or
+#     use a container image that ships it.
+#   facts:
+#   - rdma.devices
+#   - libraries.nccl
+#   - libraries.nccl_net
+efa_ofi_plugin_missing contains f if {
+	efa_present
+	host_nccl
+	is_array(input.libraries.nccl_net)
+	count(input.libraries.nccl_net) == 0
+	f := {
+		"msg": sprintf("EFA devices are present and NCCL %s is installed, but no NCCL net plugin (libnccl-net*.so): NCCL falls back to TCP sockets", [concat(", ", sort(nccl_versions))]),
+		"evidence": ["rdma.devices", "libraries.nccl", "libraries.nccl_net"],
+	}
+}
+
+# aws-ofi-nccl supplies NCCL_TOPO_FILE itself for the EC2 types it knows
+# (platform-aws: p4d/p4de topology files).
+efa_plugin_present if {
+	efa_present
+	count(object.get(input.libraries, "nccl_net", [])) > 0
+}
+
+# METADATA
+# title: NCCL topology hidden in a virtual machine
+# description: >-
+#   The host is a virtual machine (the x86 hypervisor CPU flag or
+#   /sys/hypervisor) with GPUs and RDMA devices, and the host's NCCL
+#   configuration sets no NCCL_TOPO_FILE, or sets one that does not exist. A
+#   guest's PCI tree is flattened by the hypervisor, so NCCL cannot see which
+#   NIC shares a PCIe switch with which GPU and picks slow or cross-socket
+#   paths for GPUDirect RDMA. Not reported on an EFA host with an NCCL net
+#   plugin: aws-ofi-nccl supplies the topology for the instance types it
+#   knows. A pod may set NCCL_TOPO_FILE itself; this rule reads the host's
+#   configuration.
+# related_resources:
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+#   description: NCCL_TOPO_FILE
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
+#   description: NCCL in virtual machines - topology detection and PCI ACS
+# - ref: https://github.com/aws/aws-ofi-nccl/blob/master/src/platform-aws.cpp
+#   description: aws-ofi-nccl's per-instance topology files
+# custom:
+#   id: nccl-topology-hidden
+#   severity: medium
+#   profiles: [gpu-training]
+#   remediation: >-
+#     Ship the VM's topology (an NCCL topology XML from the cloud provider, or
+#     one dumped with NCCL_TOPO_DUMP_FILE on a reference host) in the fleet's
+#     image and set NCCL_TOPO_FILE to it in the fleet's NCCL configuration.
+#   facts:
+#   - iommu.hypervisor
+#   - nvidia.gpus
+#   - rdma.devices
+#   - nccl_config.effective
+#   - nccl_config.topo_file_missing
+#   - libraries.nccl_net
+nccl_topology_hidden contains f if {
+	input.iommu.hypervisor == true
+	count(input.nvidia.gpus) > 0
+	count(input.rdma.devices) > 0
+	not efa_plugin_present
+	why := topology_problem
+	f := {
+		"msg": sprintf("virtual machine with %d GPUs and RDMA devices: %s, so NCCL cannot see the PCI topology behind the hypervisor", [count(input.nvidia.gpus), why.text]),
+		"evidence": array.concat(["iommu.hypervisor"], why.evidence),
+	}
+}
+
+topology_problem := {"text": "NCCL_TOPO_FILE is not set", "evidence": ["nccl_config.effective"]} if {
+	not env.NCCL_TOPO_FILE
+} else := {"text": sprintf("NCCL_TOPO_FILE=%s does not exist", [env.NCCL_TOPO_FILE]), "evidence": [fact("NCCL_TOPO_FILE"), "nccl_config.topo_file_missing"]} if {
+	input.nccl_config.topo_file_missing == true
+}

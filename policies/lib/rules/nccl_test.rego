@@ -119,3 +119,51 @@ test_efa_pod_env if {
 	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({"training.kubeflow.org/job-role": "launcher"}, bad)]})
 	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, ib), {"pods": [pod({}, bad)]})
 }
+
+efa4 := {"rdmap16s24": {"driver": "efa"}, "rdmap16s25": {"driver": "efa"}}
+
+with_net(h, plugins) := object.union(h, {"libraries": {"nccl_net": plugins}})
+
+test_efa_ofi_plugin_missing if {
+	[f] := [f | some f in nccl.efa_ofi_plugin_missing with input as with_net(host({}, efa4), [])]
+	f.msg == "EFA devices are present and NCCL 2.21.5 is installed, but no NCCL net plugin (libnccl-net*.so): NCCL falls back to TCP sockets"
+	f.evidence == ["rdma.devices", "libraries.nccl", "libraries.nccl_net"]
+
+	# A plugin; InfiniBand (NCCL's own transport); no host NCCL; a snapshot
+	# from before plugins were collected: nothing.
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as with_net(host({}, efa4), [{"version": "unknown", "path": "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"}])
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as with_net(host({}, ib), [])
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as object.union(with_net(host({}, efa4), []), {"libraries": {"nccl": []}})
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as host({}, efa4)
+}
+
+vm(env, rdma) := object.union(host(env, rdma), {
+	"iommu": {"hypervisor": true},
+	"nvidia": {"gpus": [{"bus_id": "0000:10:1c.0"}, {"bus_id": "0000:10:1d.0"}]},
+	"libraries": {"nccl_net": []},
+})
+
+test_nccl_topology_hidden if {
+	[f] := [f | some f in nccl.nccl_topology_hidden with input as vm({}, ib)]
+	f.msg == "virtual machine with 2 GPUs and RDMA devices: NCCL_TOPO_FILE is not set, so NCCL cannot see the PCI topology behind the hypervisor"
+	f.evidence == ["iommu.hypervisor", "nccl_config.effective"]
+
+	# Set to a file that is missing.
+	h := object.union(vm({"NCCL_TOPO_FILE": "/etc/nccl/topo.xml"}, ib), {"nccl_config": {"topo_file_missing": true}})
+	[g] := [g | some g in nccl.nccl_topology_hidden with input as h]
+	contains(g.msg, "NCCL_TOPO_FILE=/etc/nccl/topo.xml does not exist")
+	g.evidence == ["iommu.hypervisor", "nccl_config.effective.NCCL_TOPO_FILE", "nccl_config.topo_file_missing"]
+
+	# Set and present; bare metal; no RDMA; no GPUs: nothing.
+	count(nccl.nccl_topology_hidden) == 0 with input as vm({"NCCL_TOPO_FILE": "/etc/nccl/topo.xml"}, ib)
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(vm({}, ib), {"iommu": {"hypervisor": false}})
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(object.remove(vm({}, ib), ["rdma"]), {"rdma": {"devices": {}}})
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(object.remove(vm({}, ib), ["nvidia"]), {"nvidia": {"gpus": []}})
+}
+
+# aws-ofi-nccl brings the EC2 topology: an EFA VM with it is not reported,
+# one without it is.
+test_topology_from_the_efa_plugin if {
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(vm({}, efa4), {"libraries": {"nccl_net": [{"version": "unknown"}]}})
+	count(nccl.nccl_topology_hidden) == 1 with input as vm({}, efa4)
+}
