@@ -33,6 +33,21 @@ type fxFunction struct {
 	rawClass string
 	// driverFile makes driver a regular file instead of a link (garbage).
 	driverFile bool
+	// bar1 is a GPU's BAR1 size; non-zero writes a resource file.
+	bar1 uint64
+}
+
+// fxResource is a GPU's sysfs resource file: BAR0 16 MiB, a 64-bit BAR1
+// of bar1 bytes (so line 3 is empty), BAR3 32 MiB, no ROM.
+func fxResource(bar1 uint64) []byte {
+	line := func(start, size, flags uint64) string {
+		if size == 0 {
+			return "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+		}
+		return fmt.Sprintf("0x%016x 0x%016x 0x%016x\n", start, start+size-1, flags)
+	}
+	return []byte(line(0xa0000000, 16<<20, 0x40200) + line(0x220000000000, bar1, 0x14220c) + line(0, 0, 0) +
+		line(0x222000000000, 32<<20, 0x14220c) + line(0, 0, 0) + line(0, 0, 0) + line(0, 0, 0))
 }
 
 type fxIBDevice struct {
@@ -170,6 +185,7 @@ func gpuNodeHost() fxHost {
 				addr: fmt.Sprintf("0000:%02x:00.0", p.gpu), parent: downGPU,
 				vendor: 0x10de, device: 0x2330, class: 0x030200, driver: "nvidia",
 				config: fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil), group: gpuGroup,
+				bar1: 128 << 30,
 			})
 	}
 	// The four NVSwitches hang off one switch on the first root complex.
@@ -342,8 +358,9 @@ func efaNodeHost() fxHost {
 	}
 	h.functions = append(h.functions,
 		fxFunction{addr: "0000:00:05.0", vendor: 0x1d0f, device: 0xec20, class: 0x020000, driver: "ena", config: cfg(0x1d0f, 0xec20, 0x020000), group: -1},
-		fxFunction{addr: "0000:10:1c.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1},
-		fxFunction{addr: "0000:10:1d.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1},
+		// The hypervisor passes the GPUs through with a 256 MiB BAR1.
+		fxFunction{addr: "0000:10:1c.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1, bar1: 256 << 20},
+		fxFunction{addr: "0000:10:1d.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1, bar1: 256 << 20},
 	)
 	for i, slot := range []int{0x1b, 0x1a, 0x19, 0x18} {
 		addr := fmt.Sprintf("0000:10:%02x.0", slot)
@@ -420,6 +437,9 @@ func fxWriteHost(t *testing.T, dir string, h fxHost) {
 		write(p+"/device", fmt.Appendf(nil, "0x%04x\n", f.device))
 		if f.config != nil {
 			write(p+"/config", f.config)
+		}
+		if f.bar1 != 0 {
+			write(p+"/resource", fxResource(f.bar1))
 		}
 		switch {
 		case f.driverFile:
