@@ -90,6 +90,8 @@ var families = []family{
 	{"iommu", collectIOMMU},
 	{"pci", collectPCI},
 	{"nccl_config", collectNCCLConfig},
+	{"net", collectNet},
+	{"services", collectServices},
 	{"processes", collectProcesses},
 	{"pods", collectPods},
 }

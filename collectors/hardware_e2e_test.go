@@ -104,6 +104,7 @@ func TestHardwareFamiliesEndToEnd(t *testing.T) {
 		wantGPU := snapshot.PCIDevice{
 			Kind: "gpu", Class: "0x030200", Vendor: "0x10de", Device: "0x2330", Driver: "nvidia",
 			Upstream: []string{"0000:17:01.0", "0000:16:00.0", "0000:15:01.0"}, ConfigReadable: true, IOMMUGroupType: "identity",
+			BAR1Bytes: 128 << 30,
 		}
 		if diff := cmp.Diff(wantGPU, gpu); diff != "" {
 			t.Errorf("GPU (-want +got):\n%s", diff)

@@ -33,6 +33,21 @@ type fxFunction struct {
 	rawClass string
 	// driverFile makes driver a regular file instead of a link (garbage).
 	driverFile bool
+	// bar1 is a GPU's BAR1 size; non-zero writes a resource file.
+	bar1 uint64
+}
+
+// fxResource is a GPU's sysfs resource file: BAR0 16 MiB, a 64-bit BAR1
+// of bar1 bytes (so line 3 is empty), BAR3 32 MiB, no ROM.
+func fxResource(bar1 uint64) []byte {
+	line := func(start, size, flags uint64) string {
+		if size == 0 {
+			return "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+		}
+		return fmt.Sprintf("0x%016x 0x%016x 0x%016x\n", start, start+size-1, flags)
+	}
+	return []byte(line(0xa0000000, 16<<20, 0x40200) + line(0x220000000000, bar1, 0x14220c) + line(0, 0, 0) +
+		line(0x222000000000, 32<<20, 0x14220c) + line(0, 0, 0) + line(0, 0, 0) + line(0, 0, 0))
 }
 
 type fxIBDevice struct {
@@ -51,6 +66,14 @@ type fxHost struct {
 	iommuUnits    []string
 	iommuKind     string // "intel-iommu" or "amd-iommu"
 	devInfiniband []string
+	nets          []fxNet
+}
+
+// fxNet is one /sys/class/net interface: on a PCI function, or virtual.
+type fxNet struct {
+	name, operstate string
+	mtu, typ        int
+	pci             string
 }
 
 // PCI Express port types (PCI_EXP_TYPE_*) for the capability register.
@@ -162,6 +185,7 @@ func gpuNodeHost() fxHost {
 				addr: fmt.Sprintf("0000:%02x:00.0", p.gpu), parent: downGPU,
 				vendor: 0x10de, device: 0x2330, class: 0x030200, driver: "nvidia",
 				config: fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil), group: gpuGroup,
+				bar1: 128 << 30,
 			})
 	}
 	// The four NVSwitches hang off one switch on the first root complex.
@@ -191,6 +215,13 @@ func gpuNodeHost() fxHost {
 		h.devInfiniband = append(h.devInfiniband, fmt.Sprintf("issm%d", i), fmt.Sprintf("umad%d", i), fmt.Sprintf("uverbs%d", i))
 	}
 	h.devInfiniband = append(h.devInfiniband, "rdma_cm")
+	// IPoIB on each InfiniBand port (datagram mode), the RoCE port enslaved
+	// to bond0, which carries NCCL's bootstrap (NCCL_SOCKET_IFNAME=bond0).
+	h.nets = append(h.nets, fxNet{"lo", "unknown", 65536, 772, ""}, fxNet{"bond0", "up", 9000, 1, ""},
+		fxNet{"ens9f0np0", "up", 9000, 1, "0000:a9:00.0"})
+	for i, p := range pairs {
+		h.nets = append(h.nets, fxNet{fmt.Sprintf("ib%d", i), "up", 2044, 32, fmt.Sprintf("0000:%02x:00.0", p.nic)})
+	}
 	return h
 }
 
@@ -269,13 +300,89 @@ func garbageHost() fxHost {
 	}
 }
 
+// dmabufNodeHost: two H100s and five ConnectX-7s on their own root ports,
+// no IOMMU. mlx5_3 trained at 200 Gb/s where its peers run 400; mlx5_4's
+// cable is out (DOWN, Polling).
+func dmabufNodeHost() fxHost {
+	h := fxHost{root: "dmabuf-node"}
+	port := func(i int) fxIBPort {
+		switch i {
+		case 3:
+			return fxIBPort{"4: ACTIVE", "5: LinkUp", "InfiniBand", "200 Gb/sec (4X HDR)"}
+		case 4:
+			return fxIBPort{"1: DOWN", "2: Polling", "InfiniBand", "10 Gb/sec (4X SDR)"}
+		}
+		return fxIBPort{"4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)"}
+	}
+	for i := 0; i < 7; i++ {
+		root := fmt.Sprintf("0000:%02x:01.0", 0x10*(i+1))
+		addr := fmt.Sprintf("0000:%02x:00.0", 0x10*(i+1)+1)
+		h.functions = append(h.functions, fxFunction{
+			addr: root, vendor: 0x8086, device: 0x352a, class: 0x060400, driver: "pcieport",
+			config: fxConfigSpace(0x8086, 0x352a, 0x060400, fxRootPort, fxACS(fxACSOff)), group: -1,
+		})
+		if i < 2 {
+			h.functions = append(h.functions, fxFunction{
+				addr: addr, parent: root, vendor: 0x10de, device: 0x2330, class: 0x030200, driver: "nvidia",
+				config: fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil), group: -1,
+			})
+			continue
+		}
+		n := i - 2
+		h.functions = append(h.functions, fxFunction{
+			addr: addr, parent: root, vendor: 0x15b3, device: 0x1021, class: 0x020700, driver: "mlx5_core",
+			config: fxConfigSpace(0x15b3, 0x1021, 0x020700, fxEndpoint, nil), group: -1,
+			ib: []fxIBDevice{{name: fmt.Sprintf("mlx5_%d", n), ports: []fxIBPort{port(n)}}},
+		})
+		h.devInfiniband = append(h.devInfiniband, fmt.Sprintf("umad%d", n), fmt.Sprintf("uverbs%d", n))
+		// IPoIB in connected mode here (MTU 4092 where gpu-node runs
+		// datagram 2044); ib4 follows its port down.
+		state := "up"
+		if n == 4 {
+			state = "down"
+		}
+		h.nets = append(h.nets, fxNet{fmt.Sprintf("ib%d", n), state, 4092, 32, addr})
+	}
+	h.devInfiniband = append(h.devInfiniband, "rdma_cm")
+	// No ens1f0np0: the copied profile.d/60-site.sh names it for NCCL_SOCKET_IFNAME.
+	h.nets = append(h.nets, fxNet{"lo", "unknown", 65536, 772, ""}, fxNet{"eno1", "up", 1500, 1, ""})
+	return h
+}
+
+// efaNodeHost is an EC2 GPU instance (a KVM guest on Nitro): two A100s and
+// four EFA devices on the root bus, the ENA interface eth0, no IOMMU.
+func efaNodeHost() fxHost {
+	h := fxHost{root: "efa-node"}
+	cfg := func(vendor, device uint16, class uint32) []byte {
+		return fxConfigSpace(vendor, device, class, fxEndpoint, nil)
+	}
+	h.functions = append(h.functions,
+		fxFunction{addr: "0000:00:05.0", vendor: 0x1d0f, device: 0xec20, class: 0x020000, driver: "ena", config: cfg(0x1d0f, 0xec20, 0x020000), group: -1},
+		// The hypervisor passes the GPUs through with a 256 MiB BAR1.
+		fxFunction{addr: "0000:10:1c.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1, bar1: 256 << 20},
+		fxFunction{addr: "0000:10:1d.0", vendor: 0x10de, device: 0x20b0, class: 0x030200, driver: "nvidia", config: cfg(0x10de, 0x20b0, 0x030200), group: -1, bar1: 256 << 20},
+	)
+	for i, slot := range []int{0x1b, 0x1a, 0x19, 0x18} {
+		addr := fmt.Sprintf("0000:10:%02x.0", slot)
+		h.functions = append(h.functions, fxFunction{
+			addr: addr, vendor: 0x1d0f, device: 0xefa1, class: 0x020000, driver: "efa", config: cfg(0x1d0f, 0xefa1, 0x020000), group: -1,
+			ib: []fxIBDevice{{name: fmt.Sprintf("rdmap16s%d", slot), ports: []fxIBPort{
+				{"4: ACTIVE", "5: LinkUp", "Unknown", "100 Gb/sec (4X EDR)"},
+			}}},
+		})
+		h.devInfiniband = append(h.devInfiniband, fmt.Sprintf("uverbs%d", i))
+	}
+	h.nets = append(h.nets, fxNet{"lo", "unknown", 65536, 772, ""}, fxNet{"eth0", "up", 9001, 1, "0000:00:05.0"})
+	return h
+}
+
 func fxHosts() []fxHost {
-	return []fxHost{gpuNodeHost(), dropinsHost(), webNodeHost(), garbageHost()}
+	return []fxHost{gpuNodeHost(), dropinsHost(), webNodeHost(), garbageHost(), dmabufNodeHost(), efaNodeHost()}
 }
 
 // fxGeneratedDirs are the trees the generator owns in each root, as globs.
 var fxGeneratedDirs = []string{
-	"sys/devices/pci*", "sys/devices/virtual/iommu", "sys/bus/pci", "sys/class/infiniband",
+	"sys/devices/pci*", "sys/devices/virtual/iommu", "sys/devices/virtual/net", "sys/class/net", "sys/bus/pci", "sys/class/infiniband",
 	"sys/class/iommu", "sys/kernel/iommu_groups", "dev/infiniband",
 }
 
@@ -331,6 +438,9 @@ func fxWriteHost(t *testing.T, dir string, h fxHost) {
 		if f.config != nil {
 			write(p+"/config", f.config)
 		}
+		if f.bar1 != 0 {
+			write(p+"/resource", fxResource(f.bar1))
+		}
 		switch {
 		case f.driverFile:
 			write(p+"/driver", []byte(f.driver+"\n"))
@@ -367,6 +477,17 @@ func fxWriteHost(t *testing.T, dir string, h fxHost) {
 	}
 	for _, name := range h.devInfiniband {
 		write("dev/infiniband/"+name, nil)
+	}
+	for _, n := range h.nets {
+		dir := "sys/devices/virtual/net/" + n.name
+		if n.pci != "" {
+			dir = devPath(n.pci) + "/net/" + n.name
+			link(dir+"/device", devPath(n.pci))
+		}
+		write(dir+"/operstate", []byte(n.operstate+"\n"))
+		write(dir+"/mtu", fmt.Appendf(nil, "%d\n", n.mtu))
+		write(dir+"/type", fmt.Appendf(nil, "%d\n", n.typ))
+		link("sys/class/net/"+n.name, dir)
 	}
 }
 

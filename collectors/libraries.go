@@ -34,6 +34,11 @@ var offLoaderPathGlobs = []string{
 	"usr/local/cuda*/lib64",
 	"usr/local/cuda*/targets/*/lib",
 	"opt/conda/lib",
+	// aws-ofi-nccl, the NCCL net plugin for EFA, as the EFA installer and
+	// the Deep Learning AMIs lay it out; jobs reach it by LD_LIBRARY_PATH.
+	"opt/amazon/ofi-nccl/lib",
+	"opt/amazon/ofi-nccl/lib64",
+	"opt/aws-ofi-nccl/lib",
 }
 
 // sitePackagesGlobs are the Python package directories searched for wheels:
@@ -56,6 +61,14 @@ var (
 	ncclFileName   = regexp.MustCompile(`^libnccl\.so(?:\.\d+)*$`)
 	cudartFileName = regexp.MustCompile(`^libcudart\.so(?:\.\d+)*$`)
 	nvmlFileName   = regexp.MustCompile(`^libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)*)$`)
+	// NCCL net plugins: NCCL dlopens libnccl-net.so or, with NCCL_NET_PLUGIN=x,
+	// libnccl-net-x.so (aws-ofi-nccl installs libnccl-net-ofi.so too).
+	ncclNetFileName = regexp.MustCompile(`^libnccl-net(?:-[A-Za-z0-9_.+-]+?)?\.so(?:\.\d+)*$`)
+	// rdma-core names libibverbs libibverbs.so.1.<ABI>.<PACKAGE_VERSION>
+	// (libibverbs/CMakeLists.txt, Documentation/versioning.md): the last
+	// parts are the rdma-core release, libibverbs.so.1.14.50.0 is 50.0.
+	verbsFileName = regexp.MustCompile(`^libibverbs\.so(?:\.\d+)*(?:\.[0-9A-Za-z]+)*$`)
+	verbsRelease  = regexp.MustCompile(`^libibverbs\.so\.1\.\d+\.(\d+(?:\.\d+)?)$`)
 	// Wheel names as their .dist-info directories spell them (lower-cased):
 	// nvidia-nccl-cu12 is nvidia_nccl_cu12-2.20.5.dist-info.
 	ncclDistInfo   = regexp.MustCompile(`^nvidia_nccl(?:_cu\d+)?-[^-]+\.dist-info$`)
@@ -86,6 +99,8 @@ type libraryScan struct {
 	seenDirs  map[string]bool
 	nccl      []snapshot.Library
 	cuda      []snapshot.Library
+	ncclNet   []snapshot.Library
+	verbs     []snapshot.Library
 	nvml      map[string]bool
 	nvmlFiles []string
 }
@@ -109,7 +124,11 @@ func collectLibraries(c *collection) {
 
 	libs := &c.snap.Libraries
 	libs.NCCL, libs.CUDA = sortLibraries(s.nccl), sortLibraries(s.cuda)
-	for fact, list := range map[string][]snapshot.Library{"libraries.nccl": libs.NCCL, "libraries.cuda": libs.CUDA} {
+	libs.NCCLNet, libs.Verbs = sortLibraries(s.ncclNet), sortLibraries(s.verbs)
+	for fact, list := range map[string][]snapshot.Library{
+		"libraries.nccl": libs.NCCL, "libraries.cuda": libs.CUDA,
+		"libraries.nccl_net": libs.NCCLNet, "libraries.verbs": libs.Verbs,
+	} {
 		var where []snapshot.Provenance
 		for _, l := range list {
 			where = append(where, l.Source)
@@ -208,8 +227,41 @@ func (s *libraryScan) scanLibraryDir(dir, kind string) {
 			s.addLibraryFile(&s.nccl, ncclFamily, real+"/"+name, kind)
 		case cudartFileName.MatchString(name):
 			s.addLibraryFile(&s.cuda, cudartFamily, real+"/"+name, kind)
+		case ncclNetFileName.MatchString(name):
+			s.addNamedFile(&s.ncclNet, real+"/"+name, kind, ncclNetVersion)
+		case verbsFileName.MatchString(name):
+			s.addNamedFile(&s.verbs, real+"/"+name, kind, verbsVersion)
 		}
 	}
+}
+
+// addNamedFile reports a library whose version only its real file's name
+// can carry; version returns "" when the name carries none.
+func (s *libraryScan) addNamedFile(list *[]snapshot.Library, file, kind string, version func(string) string) {
+	real, ok := s.realFile(file)
+	if !ok {
+		return
+	}
+	lib := snapshot.Library{Path: real, Kind: kind, Source: s.c.at(real, 0), Version: "unknown", How: "none"}
+	if v := version(path.Base(real)); v != "" {
+		lib.Version, lib.How = v, "file-name"
+	}
+	*list = append(*list, lib)
+}
+
+// ncclNetVersion is the numeric suffix of a plugin's file name, if any
+// (libnccl-net.so.1.9.1); most plugins carry none.
+func ncclNetVersion(name string) string {
+	_, v, _ := strings.Cut(name, ".so.")
+	return v
+}
+
+// verbsVersion is the rdma-core release of a libibverbs file name.
+func verbsVersion(name string) string {
+	if m := verbsRelease.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 func (s *libraryScan) addNVML(file, version string) {

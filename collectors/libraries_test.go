@@ -289,6 +289,18 @@ func TestCollectLibraries(t *testing.T) {
 		"opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2":                                 "\x7fELF",
 		"opt/conda/envs/old/lib/python3.8/site-packages/nvidia_cuda_runtime_cu11-11.7.99.dist-info/METADATA": "Version: 11.7.99\n",
 		"opt/conda/envs/old/lib/python3.8/site-packages/torch/lib/libnccl.so.2.10.3":                         "\x7fELF",
+		// rdma-core: the release is in the real file's name; MLNX_OFED's
+		// build names no number the rules can compare.
+		"usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.39.0": "\x7fELF",
+		"usr/lib/x86_64-linux-gnu/libibverbs.so.1":         "-> libibverbs.so.1.14.39.0",
+		"usr/lib/x86_64-linux-gnu/libibverbs.so":           "-> libibverbs.so.1",
+		"opt/site/lib/libibverbs.so.1.14.2307mlnx47":       "\x7fELF",
+		// NCCL net plugins: aws-ofi-nccl's two names for one file, a
+		// versioned SHARP plugin; libnccl-netfoo.so is no plugin NCCL loads.
+		"opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so": "\x7fELF",
+		"opt/amazon/ofi-nccl/lib/libnccl-net.so":     "-> libnccl-net-ofi.so",
+		"opt/site/lib/libnccl-net.so.0.0.0":          "\x7fELF",
+		"opt/site/lib/libnccl-netfoo.so":             "\x7fELF",
 	})
 	c := versionsTestCollection(Dir(root))
 	collectLibraries(c)
@@ -307,6 +319,14 @@ func TestCollectLibraries(t *testing.T) {
 			{Version: "12", Path: "/opt/conda/lib/libcudart.so.12", Kind: "other", How: "file-name", Source: snapshot.ParseProvenance("/opt/conda/lib/libcudart.so.12")},
 			{Version: "12.2.140", Path: "/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140", Kind: "other", How: "file-name", Source: snapshot.ParseProvenance("/usr/local/cuda-12.2/targets/x86_64-linux/lib/libcudart.so.12.2.140")},
 			{Version: "13.0.96", Path: "/" + site + "nvidia/cu13/lib/libcudart.so.13", Kind: "wheel", How: "dist-info", Source: snapshot.ParseProvenance("/" + site + "nvidia_cuda_runtime_cu13-13.0.96.dist-info/METADATA:2")},
+		},
+		NCCLNet: []snapshot.Library{
+			{Version: "0.0.0", Path: "/opt/site/lib/libnccl-net.so.0.0.0", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/opt/site/lib/libnccl-net.so.0.0.0")},
+			{Version: "unknown", Path: "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", Kind: "other", How: "none", Source: snapshot.ParseProvenance("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")},
+		},
+		Verbs: []snapshot.Library{
+			{Version: "39.0", Path: "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.39.0", Kind: "system", How: "file-name", Source: snapshot.ParseProvenance("/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.39.0")},
+			{Version: "unknown", Path: "/opt/site/lib/libibverbs.so.1.14.2307mlnx47", Kind: "system", How: "none", Source: snapshot.ParseProvenance("/opt/site/lib/libibverbs.so.1.14.2307mlnx47")},
 		},
 	}
 	if diff := cmp.Diff(want, c.snap.Libraries); diff != "" {

@@ -1,7 +1,9 @@
 package collectors
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"strings"
 
@@ -362,6 +364,18 @@ func collectNCCLConfig(c *collection) {
 	cfg.File = recordNCCLSettings(c, "nccl_config.file.", file)
 	cfg.Env = recordNCCLSettings(c, "nccl_config.env.", env)
 	cfg.Effective = recordNCCLSettings(c, "nccl_config.effective.", effective)
+
+	// NCCL_TOPO_FILE names a file on this host: say when it is not there.
+	// (A relative path is relative to the job's directory: not judged.)
+	if topo, ok := effective["NCCL_TOPO_FILE"]; ok && strings.HasPrefix(topo.value, "/") {
+		switch _, err := c.src.Stat(rel(topo.value)); {
+		case errors.Is(err, fs.ErrNotExist):
+			cfg.TopoFileMissing = true
+			c.from("nccl_config.topo_file_missing", topo.file, topo.line)
+		case err != nil:
+			c.fail(collector, topo.value, err)
+		}
+	}
 }
 
 // recordNCCLSettings returns the values of settings and records where each

@@ -274,6 +274,16 @@ func readPCIFunction(c *collection, addr string, dev snapshot.PCIDevice) (snapsh
 			c.from(fact+".acs", dir+"/config", 0)
 		}
 	}
+	if dev.Kind == "gpu" {
+		if data, ok := c.read(collector, dir+"/resource"); ok {
+			if size, err := parsePCIResourceSize(data, 1); err != nil {
+				c.fail(collector, dir+"/resource", err)
+			} else if size > 0 {
+				dev.BAR1Bytes = size
+				c.from(fact+".bar1_bytes", dir+"/resource", 2)
+			}
+		}
+	}
 	// The iommu family reads every group and reports a bad type file.
 	if data, err := readCapped(c.src, dir+"/iommu_group/type", c.opts.MaxFileSize); err == nil {
 		if typ := strings.TrimSpace(string(data)); typ != "" {

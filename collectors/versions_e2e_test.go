@@ -25,8 +25,14 @@ var versionCollectors = map[string]bool{"os": true, "kernel": true, "nvidia": tr
 func versionFactsOf(s *snapshot.Snapshot) versionFacts {
 	f := versionFacts{Kernel: s.Kernel, OS: s.OS, NVIDIA: s.NVIDIA, Modules: s.Modules, Libraries: s.Libraries, Sources: map[string]string{}}
 	f.NVIDIA.Persistenced = false // the processes collector's
+	// NCCL net plugins and libibverbs have their own test (TestCollectLibraries)
+	// and the goldens; these wants pin NCCL and CUDA.
+	f.Libraries.NCCLNet, f.Libraries.Verbs = nil, nil
 	for k, v := range s.Sources {
 		family, _, _ := strings.Cut(k, ".")
+		if k == "libraries.nccl_net" || k == "libraries.verbs" {
+			continue
+		}
 		if versionCollectors[family] && k != "nvidia.persistenced" {
 			f.Sources[k] = v.String()
 		}
@@ -179,7 +185,7 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 				},
 				Modules: snapshot.Modules{
 					Loaded:      []string{"drm_kms_helper", "nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "xfs"},
-					Configured:  map[string]bool{},
+					Configured:  map[string]bool{"nvidia_peermem": true},
 					Blacklisted: map[string]bool{},
 					Install:     map[string]string{},
 				},
@@ -191,15 +197,16 @@ func TestVersionFamiliesEndToEnd(t *testing.T) {
 					"os.id": "/etc/os-release:3", "os.id_like": "/etc/os-release:4",
 					"os.pretty_name": "/etc/os-release:7", "os.version_id": "/etc/os-release:5",
 					"kernel.release": "/proc/sys/kernel/osrelease", "kernel.version": "/proc/sys/kernel/version", "kernel.arch": "/proc/sys/kernel/osrelease",
-					"modules.loaded":        "/proc/modules",
-					"nvidia.present":        "/sys/module/nvidia",
-					"nvidia.driver_version": "/proc/driver/nvidia/version:1",
-					"nvidia.flavor":         "/proc/driver/nvidia/version:1",
-					"nvidia.module_version": "/sys/module/nvidia/version",
-					"nvidia.gpus":           "/proc/driver/nvidia/gpus",
-					"nvidia.nvml_versions":  "/usr/lib64/libnvidia-ml.so.550.90.07",
-					"libraries.nccl":        "/usr/lib64/libnccl.so.2.21.5",
-					"libraries.cuda":        "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127",
+					"modules.loaded":                    "/proc/modules",
+					"modules.configured.nvidia_peermem": "/etc/modules-load.d/nvidia-peermem.conf:2",
+					"nvidia.present":                    "/sys/module/nvidia",
+					"nvidia.driver_version":             "/proc/driver/nvidia/version:1",
+					"nvidia.flavor":                     "/proc/driver/nvidia/version:1",
+					"nvidia.module_version":             "/sys/module/nvidia/version",
+					"nvidia.gpus":                       "/proc/driver/nvidia/gpus",
+					"nvidia.nvml_versions":              "/usr/lib64/libnvidia-ml.so.550.90.07",
+					"libraries.nccl":                    "/usr/lib64/libnccl.so.2.21.5",
+					"libraries.cuda":                    "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127",
 				},
 			},
 		},

@@ -297,6 +297,8 @@ func checkKnownParam(name string, v any) error {
 				return fmt.Errorf("unknown key %q (known: boot_params, driver_version, kernel_release, nccl_version, sysctl)", k)
 			}
 		}
+	default:
+		return checkHazardParam(name, v)
 	}
 	return nil
 }

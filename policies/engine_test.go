@@ -113,7 +113,7 @@ func TestParamsArePerFleet(t *testing.T) {
 		"newer":   {Select: ruleProfiles("gpu-training"), Params: map[string]any{"foll_longterm_min_driver": "530.30.02"}},
 		"demoted": {Select: ruleProfiles("gpu-training"), Severity: map[string]string{"hugetlb-cma-on-gpu": "info"}},
 	}})
-	doc := host{name: "h", hugetlbCMA: "6G", driver: "535.104.05"}.doc(t)
+	doc := host{name: "h", hugetlbCMA: "6G", driver: "535.104.05", rdma: 2}.doc(t)
 	for fleet, want := range map[string][]string{
 		"strict":  {"hugetlb-cma-on-gpu:critical"},
 		"relaxed": nil,

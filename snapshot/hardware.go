@@ -99,6 +99,10 @@ type PCIDevice struct {
 	// ConfigReadable is false when config space could not be read past the
 	// standard header (unprivileged reads stop at 64 bytes).
 	ConfigReadable bool `json:"config_readable"`
+	// BAR1Bytes is the size of a GPU's BAR1, the aperture peers (RDMA NICs)
+	// map its memory through: line 2 of the sysfs resource file. 0 when
+	// unknown or not a GPU.
+	BAR1Bytes int64 `json:"bar1_bytes,omitempty"`
 	// IOMMUGroupType is the default domain type of the function's IOMMU group.
 	IOMMUGroupType string `json:"iommu_group_type,omitempty"`
 }

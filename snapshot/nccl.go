@@ -11,4 +11,7 @@ type NCCLConfig struct {
 	// Effective is File overlaid by Env: NCCL never overrides a variable
 	// that is already in the environment with one from nccl.conf.
 	Effective map[string]string `json:"effective"`
+	// TopoFileMissing is true when the effective NCCL_TOPO_FILE is an
+	// absolute path with no file there; its source is the line that set it.
+	TopoFileMissing bool `json:"topo_file_missing,omitempty"`
 }

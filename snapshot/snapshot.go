@@ -45,6 +45,8 @@ type Snapshot struct {
 	IOMMU      IOMMU      `json:"iommu"`
 	PCI        PCI        `json:"pci"`
 	NCCLConfig NCCLConfig `json:"nccl_config"`
+	Net        Net        `json:"net"`
+	Services   Services   `json:"services"`
 	Pods       []Pod      `json:"pods,omitempty"`
 
 	// Sources maps a fact path (e.g. "boot.configured.params.hugetlb_cma") to

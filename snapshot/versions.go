@@ -7,7 +7,8 @@ package snapshot
 // nvidia.gpus.<i>.persistence_mode; modules.loaded is /proc/modules and each
 // modules.configured.<name> the file and line that loads it, and
 // modules.blacklisted.<name> and modules.install.<name> the modprobe.d line;
-// libraries.nccl and libraries.cuda list their entries' Source fields.
+// libraries.nccl, libraries.cuda, libraries.nccl_net and libraries.verbs
+// list their entries' Source fields.
 
 // Kernel is the running kernel.
 type Kernel struct {
@@ -93,6 +94,14 @@ type Libraries struct {
 	// by version then path; one physical file appears once.
 	NCCL []Library `json:"nccl"`
 	CUDA []Library `json:"cuda"`
+	// NCCLNet are NCCL net plugins (libnccl-net*.so: aws-ofi-nccl for EFA,
+	// nccl-rdma-sharp-plugins, ...), Version from a numeric file name
+	// suffix or "unknown". Written by every collector since this field was
+	// added: a snapshot without it predates it and says nothing of plugins.
+	NCCLNet []Library `json:"nccl_net"`
+	// Verbs are the libibverbs copies; Version is the rdma-core release the
+	// real file's name carries (libibverbs.so.1.14.50.0 is rdma-core 50.0).
+	Verbs []Library `json:"verbs"`
 }
 
 // Library is one installed copy of a library.

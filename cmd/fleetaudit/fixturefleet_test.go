@@ -13,13 +13,13 @@ import (
 )
 
 // TestFixtureFleetCoversEveryRuleFamily audits the fixture hosts of
-// testdata/hosts (two of them with the pods of testdata/pods) end to end,
+// testdata/hosts (three of them with the pods of testdata/pods) end to end,
 // pins every finding in testdata/fixture-fleet.txt, and checks that each
 // family of built-in rules (one Rego package) fires on some host.
 func TestFixtureFleetCoversEveryRuleFamily(t *testing.T) {
 	dir := t.TempDir()
 	var snaps []string
-	for host, root := range map[string]string{"gpu-a-001": "gpu-node", "gpu-b-007": "dropins"} {
+	for host, root := range map[string]string{"gpu-a-001": "gpu-node", "gpu-b-007": "dropins", "gpu-e-001": "efa-node"} {
 		out := filepath.Join(dir, host+".json")
 		r := runCLI(t, nil, "collect", "--root", "../../testdata/hosts/"+root, "--pods", "../../testdata/pods/"+host+".json", "-o", out)
 		if r.code != exitOK {
@@ -35,7 +35,7 @@ func TestFixtureFleetCoversEveryRuleFamily(t *testing.T) {
 	}
 	snaps = append(snaps, "--snapshots", out)
 	args := append([]string{"audit", "--format", "json", "--fail-on", "none"}, snaps...)
-	for _, root := range []string{"web-node", "rhel-node", "garbage"} {
+	for _, root := range []string{"web-node", "rhel-node", "garbage", "dmabuf-node"} {
 		args = append(args, "--root", "../../testdata/hosts/"+root)
 	}
 	r := runCLI(t, nil, args...)

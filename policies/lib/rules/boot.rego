@@ -8,42 +8,95 @@ import data.fleetaudit.lib.version
 # Boot params that reserve a CMA area when non-zero.
 cma_params := ["hugetlb_cma", "cma"]
 
-# First driver release whose os_lock_user_pages is known to pin with
-# FOLL_LONGTERM on x86 (public source: present in 550.90.07, absent in
-# 535.104.05). A profile may move it with param foll_longterm_min_driver.
-default foll_longterm_min_driver := "550.90.07"
+# Driver releases whose os_lock_user_pages pins with FOLL_LONGTERM on x86,
+# as [from, before) version ranges ("before" null: open-ended), read from
+# kernel-open/nvidia/os-mlock.c at every release tag of
+# NVIDIA/open-gpu-kernel-modules ("gup_flags |= FOLL_LONGTERM" under
+# NVCPU_FAMILY_X86 && NV_FOLL_LONGTERM_PRESENT):
+#   535: absent through 535.161.08; present from 535.171.04 (line 179) to
+#        535.288.01 (line 233).
+#   545: absent in every tag (545.23.06 to 545.29.06).
+#   550: absent in 550.40.07 and 550.40.53; present 550.40.55 (line 179) to
+#        550.40.85 (line 197); absent again in 550.54.14 and 550.54.15;
+#        present from 550.67 (line 179) to 550.163.01 (line 233).
+#   555 and later: present in every tag (555.42.02 line 179 to 595.45.04).
+#   530 and older (515, 520, 525, 530): absent in every tag.
+# A branch not listed (540, 551-554) is treated as without the flag. A
+# profile may replace the table with param foll_longterm_drivers.
+default foll_longterm_drivers := [
+	{"from": "535.171.04", "before": "536"},
+	{"from": "550.40.55", "before": "550.54"},
+	{"from": "550.67", "before": "551"},
+	{"from": "555", "before": null},
+]
 
-foll_longterm_min_driver := data.fleetaudit.params.foll_longterm_min_driver
+foll_longterm_drivers := data.fleetaudit.params.foll_longterm_drivers
+
+# The single boundary earlier profiles set (foll_longterm_min_driver: every
+# release from it on has the flag) still works, and wins over the table.
+pins_longterm(v) if {
+	min := data.fleetaudit.params.foll_longterm_min_driver
+	not version.less(v, min)
+}
+
+pins_longterm(v) if {
+	not data.fleetaudit.params.foll_longterm_min_driver
+	some r in foll_longterm_drivers
+	not version.less(v, r.from)
+	below(v, r.before)
+}
+
+below(_, null)
+
+below(v, before) if version.less(v, before)
 
 # METADATA
 # title: CMA area reserved on a GPU training host
 # description: >-
 #   hugetlb_cma (or cma) is non-zero on the running or configured kernel command
-#   line. The kernel then serves movable allocations, NCCL host buffers among
-#   them, from MIGRATE_CMA pageblocks. When the NVIDIA driver pins such a page
-#   without FOLL_LONGTERM and RDMA later registers it with FOLL_LONGTERM, Linux
-#   must migrate the page out of CMA, the existing pin blocks the migration, and
-#   ibv_reg_mr fails with ENOMEM ("ibv_reg_mr_iova2 ... Cannot allocate memory").
-#   Critical when RDMA devices are present or the driver pins without
-#   FOLL_LONGTERM (x86 before param foll_longterm_min_driver, default 550.90.07;
-#   aarch64 at any version), else high. The incident write-up names R555.42.02
-#   as the first release with the flag, but the public 550.90.07 source already
-#   sets it on x86; the source wins. The first release with it is not pinned
-#   down, so releases before 550.90.07 are treated as affected.
+#   line, or /proc/meminfo shows a CMA area no boot parameter explains (a
+#   distribution kernel's CONFIG_CMA_SIZE_MBYTES or CONFIG_CMA_SIZE_PERCENTAGE
+#   default). The kernel then serves movable allocations, NCCL host buffers
+#   among them, from MIGRATE_CMA pageblocks. When the NVIDIA driver pins such a
+#   page without FOLL_LONGTERM and RDMA later registers it with FOLL_LONGTERM,
+#   Linux must migrate the page out of CMA, the existing pin blocks the
+#   migration, and ibv_reg_mr fails with ENOMEM ("ibv_reg_mr_iova2 ... Cannot
+#   allocate memory"). Critical when both hold: RDMA devices are present and
+#   the driver pins without FOLL_LONGTERM; else high. Whether a driver pins with
+#   the flag on x86 is a table per branch (param foll_longterm_drivers), read
+#   from kernel-open/nvidia/os-mlock.c, os_lock_user_pages, at the release tags
+#   of open-gpu-kernel-modules: present from 535.171.04 in R535 (absent in
+#   535.161.08), in 550.40.55-550.40.85 and from 550.67 in R550 (absent in
+#   550.40.53 and in 550.54.14/550.54.15), in every 555 and later release;
+#   absent in every 545 release and in 530 and older. On aarch64 the driver
+#   never sets it. The incident write-up names R555.42.02 and the hazard
+#   catalog 550.90.07 as the first release with the flag; the tagged sources
+#   show the per-branch boundaries above, and the sources win.
 # related_resources:
 # - ref: https://docs.kernel.org/core-api/pin_user_pages.html
 #   description: FOLL_LONGTERM pins and why they must not stay in CMA
-# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/kernel-open/nvidia/os-mlock.c
-#   description: os_lock_user_pages, where the driver adds FOLL_LONGTERM on x86
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/535.171.04/kernel-open/nvidia/os-mlock.c#L178-L180
+#   description: first R535 release whose os_lock_user_pages adds FOLL_LONGTERM on x86 (absent at tag 535.161.08)
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/550.40.55/kernel-open/nvidia/os-mlock.c#L178-L180
+#   description: first R550 release with the flag (absent at 550.40.53)
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/550.54.15/kernel-open/nvidia/os-mlock.c
+#   description: the R550 production releases 550.54.14 and 550.54.15 lack it; 550.67 has it again (line 179)
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/545.29.06/kernel-open/nvidia/os-mlock.c
+#   description: no R545 release has it
+# - ref: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/555.42.02/kernel-open/nvidia/os-mlock.c#L178-L180
+#   description: every R555 and later release has it
 # - ref: https://docs.kernel.org/admin-guide/kernel-parameters.html
-#   description: hugetlb_cma and cma boot parameters
+#   description: hugetlb_cma and cma boot parameters; cma=0 disables the default CMA area
+# - ref: https://github.com/torvalds/linux/blob/master/kernel/dma/Kconfig
+#   description: CMA_SIZE_MBYTES and CMA_SIZE_PERCENTAGE, the build-time default CMA area
 # custom:
 #   id: hugetlb-cma-on-gpu
 #   severity: critical
 #   profiles: [gpu-training]
 #   remediation: >-
-#     Set hugetlb_cma=0 (drop cma=) in the GPU fleet's own boot configuration
-#     layer, not in a base layer other fleets share, then reboot.
+#     Set hugetlb_cma=0 (and cma=0, which also disables a kernel's built-in
+#     default CMA area) in the GPU fleet's own boot configuration layer, not in
+#     a base layer other fleets share, then reboot.
 #   facts:
 #   - boot.running.params.hugetlb_cma
 #   - boot.configured.params.hugetlb_cma
@@ -52,6 +105,7 @@ foll_longterm_min_driver := data.fleetaudit.params.foll_longterm_min_driver
 #   - boot.configured.present
 #   - rdma.devices
 #   - nvidia.driver_version
+#   - nvidia.present
 #   - kernel.arch
 #   - memory.cma_total_kb
 hugetlb_cma_on_gpu contains f if {
@@ -68,6 +122,29 @@ hugetlb_cma_on_gpu contains f if {
 		},
 		boot_fix(where, {"kind": "boot-param", "set": {param: "0"}}),
 	)
+}
+
+# A CMA area no boot parameter explains: the kernel's build-time default
+# (CONFIG_CMA_SIZE_MBYTES / _PERCENTAGE), or one set on a command line that
+# was not read. cma=0 disables the default area (kernel/dma/contiguous.c:
+# a size given on the command line replaces the Kconfig one).
+hugetlb_cma_on_gpu contains f if {
+	not data.fleetaudit.params.hugetlb_cma_allowed
+	input.memory.cma_total_kb > 0
+	input.boot.running.present == true
+	not cma_param_explains
+	f := {
+		"msg": sprintf("/proc/meminfo shows a %d KiB CMA area that no hugetlb_cma= or cma= boot parameter sets (a kernel build default): NCCL host buffers can land in it and RDMA registration then fails with ENOMEM%s", [input.memory.cma_total_kb, reasons_text]),
+		"evidence": array.concat(["memory.cma_total_kb", "boot.running.params"], [p | some p in pin_evidence; p != "memory.cma_total_kb"]),
+		"severity": cma_severity,
+		"fix": {"kind": "boot-param", "set": {"cma": "0"}},
+	}
+}
+
+cma_param_explains if {
+	some param in cma_params
+	some w in ["running", "configured"]
+	reserves(param, input.boot[w].params[param])
 }
 
 # boot_fix is a boot-param finding's fix, unless only the running command
@@ -138,16 +215,30 @@ reached(parts, i) if {
 	]) == 0
 }
 
-# Why a pinned page in CMA turns into a failed registration on this host.
-# (A helper, so a complete rule: every multi-value rule here is a finding rule.)
+# Why a pinned page in CMA turns into a failed registration on this host:
+# the long-term RDMA pin (RDMA devices) and a driver pin without
+# FOLL_LONGTERM. Critical needs both.
+rdma_present if count(input.rdma.devices) > 0
+
+pin_without_flag if {
+	v := input.nvidia.driver_version
+	not arm64
+	not pins_longterm(v)
+}
+
+pin_without_flag if {
+	input.nvidia.present == true
+	arm64
+}
+
 pin_reasons := {why | some kind in ["rdma", "driver", "arm64"]; why := pin_reason(kind)}
 
-pin_reason("rdma") := "RDMA devices are present" if count(input.rdma.devices) > 0
+pin_reason("rdma") := "RDMA devices are present" if rdma_present
 
 pin_reason("driver") := sprintf("driver %s pins host pages without FOLL_LONGTERM", [v]) if {
 	v := input.nvidia.driver_version
 	not arm64
-	version.less(v, foll_longterm_min_driver)
+	not pins_longterm(v)
 }
 
 pin_reason("arm64") := "the driver pins host pages without FOLL_LONGTERM on aarch64" if {
@@ -157,8 +248,10 @@ pin_reason("arm64") := "the driver pins host pages without FOLL_LONGTERM on aarc
 
 arm64 if input.kernel.arch in {"aarch64", "arm64"}
 
-cma_severity := "critical" if count(pin_reasons) > 0
-else := "high"
+cma_severity := "critical" if {
+	rdma_present
+	pin_without_flag
+} else := "high"
 
 reasons_text := sprintf(" (%s)", [concat("; ", pin_reasons)]) if count(pin_reasons) > 0
 else := ""
@@ -166,7 +259,7 @@ else := ""
 # Facts that explain the severity, cited when they apply.
 pin_evidence := [path | some path in ["rdma.devices", "nvidia.driver_version", "kernel.arch", "memory.cma_total_kb"]; cites(path)]
 
-cites("rdma.devices") if count(input.rdma.devices) > 0
+cites("rdma.devices") if rdma_present
 
 cites("nvidia.driver_version") if input.nvidia.driver_version != ""
 

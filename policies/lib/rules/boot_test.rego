@@ -46,27 +46,107 @@ test_no_rdma_new_driver_is_high if {
 	f.evidence == ["boot.running.params.hugetlb_cma", "boot.configured.params.hugetlb_cma", "nvidia.driver_version"]
 }
 
-test_old_driver_without_rdma_is_critical if {
+# Critical needs both halves of the seed's failure: the RDMA long-term pin
+# and a driver pin without FOLL_LONGTERM.
+test_old_driver_without_rdma_is_high if {
 	host := patched(incident, {"rdma": {"devices": {}}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
 	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
-	f.severity == "critical"
+	f.severity == "high"
+	contains(f.msg, "driver 550.54.14 pins host pages without FOLL_LONGTERM")
 }
 
-test_driver_boundary_is_a_param if {
-	host := patched(incident, {"rdma": {"devices": {}}, "nvidia": {"present": true, "driver_version": "550.54.14"}})
+test_rdma_with_flag_driver_is_high if {
+	host := patched(incident, {"nvidia": {"present": true, "driver_version": "535.171.04"}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.severity == "high"
+	contains(f.msg, "(RDMA devices are present)")
+}
+
+# Both sides of every boundary read from the tagged os-mlock.c.
+foll_longterm_cases := {
+	# 530 and older: never.
+	"515.105.01": false, "520.61.07": false, "525.147.05": false, "530.41.03": false,
+	# 535: from 535.171.04.
+	"535.43.02": false, "535.104.05": false, "535.161.08": false,
+	"535.171.04": true, "535.179": true, "535.288.01": true,
+	# 545: never.
+	"545.23.06": false, "545.29.06": false,
+	# 550: 550.40.55 to 550.40.85, not 550.54.x, from 550.67.
+	"550.40.07": false, "550.40.53": false,
+	"550.40.55": true, "550.40.85": true,
+	"550.54.14": false, "550.54.15": false,
+	"550.67": true, "550.90.07": true, "550.163.01": true,
+	# 555 and later: always.
+	"555.42.02": true, "560.35.03": true, "570.86.15": true, "595.45.04": true,
+}
+
+test_foll_longterm_table_boundaries if {
+	every v, want in foll_longterm_cases {
+		host := patched(incident, {"nvidia": {"present": true, "driver_version": v}})
+		[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+		f.severity == {true: "high", false: "critical"}[want]
+	}
+}
+
+test_driver_table_is_a_param if {
+	host := patched(incident, {"nvidia": {"present": true, "driver_version": "550.54.14"}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host with data.fleetaudit.params as {"foll_longterm_drivers": [{"from": "550.54", "before": "551"}]}]
+	f.severity == "high"
+	[g] := [g | some g in boot.hugetlb_cma_on_gpu with input as host with data.fleetaudit.params as {"foll_longterm_drivers": []}]
+	g.severity == "critical"
+}
+
+# The single boundary of earlier profiles still works.
+test_driver_min_is_a_param if {
+	host := patched(incident, {"nvidia": {"present": true, "driver_version": "550.54.14"}})
 	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host with data.fleetaudit.params as {"foll_longterm_min_driver": "545.23.06"}]
 	f.severity == "high"
 }
 
-test_aarch64_is_critical_at_any_driver if {
+test_aarch64_with_rdma_is_critical_at_any_driver if {
 	host := patched(incident, {
-		"rdma": {"devices": {}},
 		"nvidia": {"present": true, "driver_version": "570.86.15"},
 		"kernel": {"arch": "aarch64"},
 	})
 	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
 	f.severity == "critical"
 	"kernel.arch" in f.evidence
+}
+
+test_aarch64_without_rdma_is_high if {
+	host := patched(incident, {
+		"rdma": {"devices": {}},
+		"nvidia": {"present": true, "driver_version": "570.86.15"},
+		"kernel": {"arch": "aarch64"},
+	})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.severity == "high"
+}
+
+# A CMA area in meminfo that no boot parameter explains: a kernel default.
+test_default_cma_area_is_reported if {
+	host := patched(incident, {
+		"boot": {"running": {"present": true, "params": {"iommu": "pt"}}, "configured": {"present": true, "params": {"iommu": "pt"}}},
+		"memory": {"cma_total_kb": 65536},
+	})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as host]
+	f.severity == "critical"
+	f.evidence[0] == "memory.cma_total_kb"
+	f.fix == {"kind": "boot-param", "set": {"cma": "0"}}
+	contains(f.msg, "65536 KiB CMA area that no hugetlb_cma= or cma= boot parameter sets")
+}
+
+test_default_cma_area_not_reported_twice_or_without_one if {
+	# The boot parameter explains the area: one finding, the parameter's.
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as patched(incident, {"boot": {"running": {"present": true, "params": {"hugetlb_cma": "6G"}}, "configured": {"present": true, "params": {"hugetlb_cma": "6G"}}}})]
+	f.evidence[0] == "boot.running.params.hugetlb_cma"
+
+	# No area, or a cma=0 that removed it.
+	clean := {"running": {"present": true, "params": {"cma": "0"}}, "configured": {"present": true, "params": {"cma": "0"}}}
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as patched(incident, {"boot": clean, "memory": {"cma_total_kb": 0}})
+
+	# The running command line was not read: nothing says what set the area.
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as patched(incident, {"boot": {"configured": {"present": true, "params": {}}}})
 }
 
 test_configured_only_is_reported if {

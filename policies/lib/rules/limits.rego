@@ -55,13 +55,22 @@ limit_text(v) := v if v != ""
 # title: Locked-memory limit too low for RDMA
 # description: >-
 #   The effective pam_limits memlock for the wildcard domain, or for the
-#   fleet's job user (param job_user), is below param memlock_min_kb (default
-#   unlimited). RDMA verbs pin every registered buffer against RLIMIT_MEMLOCK:
-#   ibv_reg_mr and ibv_create_cq fail with ENOMEM and NCCL falls back or
-#   aborts. An unset limit is the kernel default (8 MiB since Linux 5.16, 64 KiB
-#   before). Systemd services take LimitMEMLOCK= instead; this rule audits the
-#   login path jobs use.
+#   fleet's job user (param job_user), is below param memlock_min_kb. RDMA
+#   verbs pin every registered buffer against RLIMIT_MEMLOCK: ibv_reg_mr and
+#   ibv_create_cq fail with ENOMEM and NCCL falls back or aborts. An unset
+#   limit is the kernel default (8 MiB since Linux 5.16, 64 KiB before). The
+#   default minimum is unlimited, from NCCL's own troubleshooting guide, which
+#   gives "the solution is to remove the user limits on registering pinned
+#   memory" with "* soft/hard memlock unlimited" (networking_troubleshooting.rst,
+#   lines 238-244 at v2.30.7-1). The incident write-ups accept 8388608 KiB
+#   (8 GiB) as an EFA field workaround; a fleet that chooses it sets
+#   memlock_min_kb: 8388608. Systemd services take LimitMEMLOCK= instead
+#   (service-memlock-too-low); this rule audits the login path jobs use.
 # related_resources:
+# - ref: https://github.com/NVIDIA/nccl/blob/v2.30.7-1/docs/userguide/source/troubleshooting/networking_troubleshooting.rst#L238-L244
+#   description: NCCL - remove the memlock limit (unlimited), the source of the default
+# - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/networking_troubleshooting.html
+#   description: NCCL networking troubleshooting, InfiniBand pinned memory
 # - ref: https://github.com/NVIDIA/nccl-tests/issues/206
 #   description: ibv_create_cq ENOMEM from a low memlock limit
 # - ref: https://man7.org/linux/man-pages/man5/limits.conf.5.html

@@ -75,3 +75,95 @@ test_efa_without_socket_ifname_has_no_fix if {
 	[f] := [f | some f in nccl.efa_nccl_env with input as host({"NCCL_COLLNET_ENABLE": "1"}, efa)]
 	not f.fix
 }
+
+test_nchannels_message_says_it_still_applies if {
+	[f] := [f | some f in nccl.nccl_nchannels_superseded with input as host({"NCCL_MAX_NCHANNELS": "8"}, ib)]
+	contains(f.msg, "still applies it on top of them")
+
+	# 2.17.1 is the first release with NCCL_MIN/MAX_CTAS; 2.16.5 the last without.
+	count(nccl.nccl_nchannels_superseded) == 1 with input as object.union(host({"NCCL_MAX_NCHANNELS": "8"}, ib), {"libraries": {"nccl": [{"version": "2.17.1"}]}})
+	count(nccl.nccl_nchannels_superseded) == 0 with input as object.union(host({"NCCL_MAX_NCHANNELS": "8"}, ib), {"libraries": {"nccl": [{"version": "2.16.5"}]}})
+}
+
+efa_ok := {"NCCL_SOCKET_IFNAME": "ens32", "FI_EFA_USE_DEVICE_RDMA": "1"}
+
+test_efa_fi_provider if {
+	[f] := [f | some f in nccl.efa_nccl_env with input as host(object.union(efa_ok, {"FI_PROVIDER": "tcp"}), efa)]
+	contains(f.msg, "FI_PROVIDER=tcp")
+	f.fix == {"kind": "nccl-env", "set": {"FI_PROVIDER": "efa"}}
+	count(nccl.efa_nccl_env) == 1 with input as host(object.union(efa_ok, {"FI_PROVIDER": "^efa"}), efa)
+	every v in ["efa", "efa,tcp", "EFA", "tcp, efa"] {
+		count(nccl.efa_nccl_env) == 0 with input as host(object.union(efa_ok, {"FI_PROVIDER": v}), efa)
+	}
+
+	# Not an EFA host: FI_PROVIDER is not this rule's business.
+	count(nccl.efa_nccl_env) == 0 with input as host({"FI_PROVIDER": "verbs"}, ib)
+}
+
+pod(labels, env) := {
+	"metadata": {"name": "w-0", "namespace": "ml", "labels": labels},
+	"spec": {"containers": [{"name": "trainer", "env": env}]},
+}
+
+test_efa_pod_env if {
+	bad := [{"name": "FI_PROVIDER", "value": "tcp"}, {"name": "NCCL_COLLNET_ENABLE", "value": "1"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "0"}]
+	h := object.union(host(efa_ok, efa), {"pods": [pod({}, bad)]})
+	[f] := [f | some f in nccl.efa_nccl_env with input as h]
+	f.evidence == ["rdma.devices", "pods.0"]
+	f.msg == "EFA host: container trainer of pod ml/w-0 sets FI_EFA_USE_DEVICE_RDMA=0 (GPUDirect off); FI_PROVIDER=tcp (not the EFA provider); NCCL_COLLNET_ENABLE=1 (EFA has no CollNet)"
+	not f.fix
+
+	# Right values, a launcher, or an InfiniBand host: nothing.
+	good := [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "NCCL_COLLNET_ENABLE", "value": "0"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}]
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({}, good)]})
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({"training.kubeflow.org/job-role": "launcher"}, bad)]})
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, ib), {"pods": [pod({}, bad)]})
+}
+
+efa4 := {"rdmap16s24": {"driver": "efa"}, "rdmap16s25": {"driver": "efa"}}
+
+with_net(h, plugins) := object.union(h, {"libraries": {"nccl_net": plugins}})
+
+test_efa_ofi_plugin_missing if {
+	[f] := [f | some f in nccl.efa_ofi_plugin_missing with input as with_net(host({}, efa4), [])]
+	f.msg == "EFA devices are present and NCCL 2.21.5 is installed, but no NCCL net plugin (libnccl-net*.so): NCCL falls back to TCP sockets"
+	f.evidence == ["rdma.devices", "libraries.nccl", "libraries.nccl_net"]
+
+	# A plugin; InfiniBand (NCCL's own transport); no host NCCL; a snapshot
+	# from before plugins were collected: nothing.
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as with_net(host({}, efa4), [{"version": "unknown", "path": "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"}])
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as with_net(host({}, ib), [])
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as object.union(with_net(host({}, efa4), []), {"libraries": {"nccl": []}})
+	count(nccl.efa_ofi_plugin_missing) == 0 with input as host({}, efa4)
+}
+
+vm(env, rdma) := object.union(host(env, rdma), {
+	"iommu": {"hypervisor": true},
+	"nvidia": {"gpus": [{"bus_id": "0000:10:1c.0"}, {"bus_id": "0000:10:1d.0"}]},
+	"libraries": {"nccl_net": []},
+})
+
+test_nccl_topology_hidden if {
+	[f] := [f | some f in nccl.nccl_topology_hidden with input as vm({}, ib)]
+	f.msg == "virtual machine with 2 GPUs and RDMA devices: NCCL_TOPO_FILE is not set, so NCCL cannot see the PCI topology behind the hypervisor"
+	f.evidence == ["iommu.hypervisor", "nccl_config.effective"]
+
+	# Set to a file that is missing.
+	h := object.union(vm({"NCCL_TOPO_FILE": "/etc/nccl/topo.xml"}, ib), {"nccl_config": {"topo_file_missing": true}})
+	[g] := [g | some g in nccl.nccl_topology_hidden with input as h]
+	contains(g.msg, "NCCL_TOPO_FILE=/etc/nccl/topo.xml does not exist")
+	g.evidence == ["iommu.hypervisor", "nccl_config.effective.NCCL_TOPO_FILE", "nccl_config.topo_file_missing"]
+
+	# Set and present; bare metal; no RDMA; no GPUs: nothing.
+	count(nccl.nccl_topology_hidden) == 0 with input as vm({"NCCL_TOPO_FILE": "/etc/nccl/topo.xml"}, ib)
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(vm({}, ib), {"iommu": {"hypervisor": false}})
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(object.remove(vm({}, ib), ["rdma"]), {"rdma": {"devices": {}}})
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(object.remove(vm({}, ib), ["nvidia"]), {"nvidia": {"gpus": []}})
+}
+
+# aws-ofi-nccl brings the EC2 topology: an EFA VM with it is not reported,
+# one without it is.
+test_topology_from_the_efa_plugin if {
+	count(nccl.nccl_topology_hidden) == 0 with input as object.union(vm({}, efa4), {"libraries": {"nccl_net": [{"version": "unknown"}]}})
+	count(nccl.nccl_topology_hidden) == 1 with input as vm({}, efa4)
+}
