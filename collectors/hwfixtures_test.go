@@ -376,8 +376,37 @@ func efaNodeHost() fxHost {
 	return h
 }
 
+// rocky9BLSHost is the grubby story's GPU node: one H100 and one ConnectX-7
+// InfiniBand port, each on its own root port, so the pending hugetlb_cma
+// meets RDMA as in the incident.
+func rocky9BLSHost() fxHost {
+	h := fxHost{root: "rocky9-bls"}
+	rootPort := func(addr string) fxFunction {
+		return fxFunction{
+			addr: addr, vendor: 0x8086, device: 0x352a, class: 0x060400, driver: "pcieport",
+			config: fxConfigSpace(0x8086, 0x352a, 0x060400, fxRootPort, fxACS(fxACSOff)), group: -1,
+		}
+	}
+	h.functions = append(h.functions,
+		rootPort("0000:10:01.0"),
+		fxFunction{
+			addr: "0000:11:00.0", parent: "0000:10:01.0", vendor: 0x10de, device: 0x2330, class: 0x030200, driver: "nvidia",
+			config: fxConfigSpace(0x10de, 0x2330, 0x030200, fxEndpoint, nil), group: -1,
+		},
+		rootPort("0000:20:01.0"),
+		fxFunction{
+			addr: "0000:21:00.0", parent: "0000:20:01.0", vendor: 0x15b3, device: 0x1021, class: 0x020700, driver: "mlx5_core",
+			config: fxConfigSpace(0x15b3, 0x1021, 0x020700, fxEndpoint, nil), group: -1,
+			ib: []fxIBDevice{{name: "mlx5_0", ports: []fxIBPort{{"4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)"}}}},
+		},
+	)
+	h.devInfiniband = append(h.devInfiniband, "umad0", "uverbs0", "rdma_cm")
+	h.nets = append(h.nets, fxNet{"lo", "unknown", 65536, 772, ""}, fxNet{"ib0", "up", 4092, 32, "0000:21:00.0"})
+	return h
+}
+
 func fxHosts() []fxHost {
-	return []fxHost{gpuNodeHost(), dropinsHost(), webNodeHost(), garbageHost(), dmabufNodeHost(), efaNodeHost()}
+	return []fxHost{gpuNodeHost(), dropinsHost(), webNodeHost(), garbageHost(), dmabufNodeHost(), efaNodeHost(), rocky9BLSHost()}
 }
 
 // fxGeneratedDirs are the trees the generator owns in each root, as globs.
