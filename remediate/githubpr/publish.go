@@ -425,12 +425,21 @@ func (p *Publisher) createPR(ctx context.Context, prop remediate.Proposal, body 
 	return pr, err
 }
 
+// maxPages bounds the pages of pull requests read for one question: GitHub
+// filters by head, so one page is the rule; Gitea ignores that filter and
+// pages by its own size (30 by default), so this is some 3000 there.
+const maxPages = 100
+
 // listPRs returns the pull requests, open or closed, whose head is branch
 // in this repository, newest first.
 func (p *Publisher) listPRs(ctx context.Context, branch string) ([]*github.PullRequest, error) {
 	var out []*github.PullRequest
 	opt := &github.PullRequestListOptions{State: "all", Head: p.owner + ":" + branch, ListOptions: github.ListOptions{PerPage: 100}}
-	for page := 0; page < 10; page++ {
+	for page := 0; ; page++ {
+		if page == maxPages {
+			// Not knowing whether a PR exists could open a duplicate or reopen a "no".
+			return nil, fmt.Errorf("more than %d pages of pull requests to look through for branch %s (the server ignores the head filter): cannot tell whether fleetaudit already opened one", maxPages, branch)
+		}
 		prs, err := call(ctx, p, "list pull requests", func() ([]*github.PullRequest, *github.Response, error) {
 			prs, resp, err := p.gh.PullRequests.List(ctx, p.owner, p.repo, opt)
 			if err == nil {
@@ -465,7 +474,10 @@ func (p *Publisher) listPRs(ctx context.Context, branch string) ([]*github.PullR
 func (p *Publisher) countOpen(ctx context.Context) (int, error) {
 	n := 0
 	opt := &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: 100}}
-	for page := 0; page < 20; page++ {
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return 0, fmt.Errorf("more than %d pages of open pull requests: cannot count fleetaudit's against the cap", maxPages)
+		}
 		prs, err := call(ctx, p, "list open pull requests", func() ([]*github.PullRequest, *github.Response, error) {
 			prs, resp, err := p.gh.PullRequests.List(ctx, p.owner, p.repo, opt)
 			if err == nil {
