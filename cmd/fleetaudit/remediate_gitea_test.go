@@ -58,6 +58,13 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 		return strings.TrimSpace(string(out))
 	}
 	git("push", "-q", cloneURL, "main:refs/heads/main")
+	// Gitea marks the repository non-empty (and so allows pull requests)
+	// from its push queue, after the push returned.
+	srv.WaitFor(t, "the repository is no longer empty", func() bool {
+		var repo struct{ Empty bool }
+		_, err := srv.API(ctx, "GET", repoAPI, nil, &repo)
+		return err == nil && !repo.Empty
+	})
 
 	remediate := func(want string) string {
 		t.Helper()
@@ -67,7 +74,7 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 			t.Fatal("the token was printed")
 		}
 		if r.code != exitOK || !strings.Contains(r.stdout, "\npull request: "+want) {
-			t.Fatalf("exit %d, want 0 and \"pull request: %s\"\nstdout:\n%s\nstderr:\n%s\ngitea log: %s", r.code, want, r.stdout, r.stderr, srv.Log)
+			t.Fatalf("exit %d, want 0 and \"pull request: %s\"\nstdout:\n%s\nstderr:\n%s\ngitea log %s:\n%s", r.code, want, r.stdout, r.stderr, srv.Log, srv.LogTail())
 		}
 		return r.stdout
 	}
@@ -124,9 +131,9 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 	}
 	for _, want := range []string{
 		"## hugetlb-cma-on-gpu in fleet gpu-training",
-		"**Finding** (critical): hugetlb\\_cma=6G on the configured kernel command line",
+		"**Finding** (critical): hugetlb_cma=6G on the configured kernel command line",
 		"**Evidence**", "layers/base/etc/default/grub.d/60-hugetlb.cfg",
-		"**Fix**: boot-param: set hugetlb\\_cma=0",
+		"**Fix**: boot-param: set hugetlb_cma=0",
 		"**Placement**: layer gpu is the last layer of gpu-training's stack",
 		"- `" + dropIn + "`",
 		"**Blast radius**: fleets whose rendered files change: gpu-training",
@@ -153,6 +160,9 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 
 	t.Run("changed fix: own branch rewritten on the new main, pull request edited", func(t *testing.T) {
 		// Someone adds the drop-in with another parameter: the fix now edits it.
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, dropIn)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, dropIn), []byte("GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt\"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -168,9 +178,13 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 		if got := git("show", h+":"+dropIn); !strings.Contains(got, "iommu=pt") || !strings.Contains(got, "hugetlb_cma=0") {
 			t.Errorf("%s on the branch:\n%s", dropIn, got)
 		}
-		prs := pulls()
-		if len(prs) != 1 || prs[0].Head.SHA != h || !strings.Contains(prs[0].Body, "at "+main[:12]) {
-			t.Errorf("pull requests: %+v", prs)
+		// The pull request's head follows the push in Gitea's queue.
+		srv.WaitFor(t, "pull request #1's head moves to "+h, func() bool {
+			prs := pulls()
+			return len(prs) == 1 && prs[0].Head.SHA == h
+		})
+		if prs := pulls(); !strings.Contains(prs[0].Body, "at "+main[:12]) {
+			t.Errorf("pull request body does not name the new base %s:\n%s", main[:12], prs[0].Body)
 		}
 	})
 

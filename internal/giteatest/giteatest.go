@@ -55,7 +55,8 @@ func Dir() string {
 }
 
 // Start starts Gitea for tb and stops it when tb ends. Without a build it
-// skips tb, or fails it under CI=true, where .ci/run builds one first.
+// skips tb, or fails it under CI=true or FLEETAUDIT_REQUIRE_GITEA (.ci/run
+// builds one first and sets that).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	gittest.Require(tb)
@@ -64,7 +65,7 @@ func Start(tb testing.TB) *Server {
 	ver, _ := os.ReadFile(filepath.Join(dir, "VERSION"))
 	if _, err := os.Stat(bin); err != nil || strings.TrimSpace(string(ver)) != Version {
 		msg := fmt.Sprintf("no Gitea %s build in %s (run scripts/gitea/build.sh; it takes a while)", Version, dir)
-		if os.Getenv("CI") == "true" {
+		if os.Getenv("CI") == "true" || os.Getenv("FLEETAUDIT_REQUIRE_GITEA") != "" {
 			tb.Fatal(msg)
 		}
 		tb.Skip(msg)
@@ -268,4 +269,21 @@ func tail(path string) string {
 		data = data[len(data)-4000:]
 	}
 	return redact(data)
+}
+
+// LogTail is the end of Gitea's log, tokens hidden, for a failing test.
+func (s *Server) LogTail() string { return tail(s.Log) }
+
+// WaitFor polls cond until it holds, for what Gitea does after a push in
+// its queues (a repository stops being empty, a pull request's head
+// moves); past a minute it fails tb, saying what did not happen.
+func (s *Server) WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("gitea: %s did not happen within a minute; its log %s:\n%s", what, s.Log, s.LogTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

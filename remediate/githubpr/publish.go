@@ -166,6 +166,11 @@ func (p *Publisher) Publish(ctx context.Context, proposals []remediate.Proposal)
 			return results, err
 		}
 		r := Result{Rule: prop.Rule, Fleet: prop.Fleet, Branch: prop.Branch}
+		if prop.Base == "" {
+			// Proven at a commit no branch names: the default branch, which
+			// checkProvenBase then checks holds that commit.
+			prop.Base = repo.GetDefaultBranch()
+		}
 		err := p.publishOne(ctx, prop, &r, &open)
 		if err != nil {
 			r.Action, r.Reason = ActionFailed, err.Error()
@@ -295,7 +300,7 @@ func validate(prop remediate.Proposal) error {
 	case !strings.HasPrefix(prop.Branch, BranchPrefix) || strings.ContainsAny(prop.Branch, " ~^:?*[\\") || strings.Contains(prop.Branch, ".."):
 		return fmt.Errorf("branch %q: not a fleetaudit branch name (%s<rule>/<fleet>)", prop.Branch, BranchPrefix)
 	case prop.Base == "":
-		return errors.New("proposal has no base branch")
+		return errors.New("proposal has no base branch and the repository names no default branch")
 	case prop.Fingerprint == "" || strings.ContainsAny(prop.Fingerprint, "\r\n"):
 		return errors.New("proposal has no fingerprint (one line)")
 	case len(prop.Files) == 0:

@@ -685,3 +685,16 @@ func TestTooManyPullRequestPagesFails(t *testing.T) {
 		t.Error("wrote a branch or a pull request without knowing")
 	}
 }
+
+// A fix proven at a commit no branch names targets the repository's
+// default branch (the API's default_branch), which must hold that commit.
+func TestNoBaseBranchTargetsTheDefaultBranch(t *testing.T) {
+	f := newFakeGitHub(t, testToken)
+	p, _ := newPublisher(t, f, Options{})
+	prop := gpuProposal(f, gpuContent, "fp1")
+	prop.Base = ""
+	res := publish(t, p, prop)
+	if res[0].Action != ActionCreated || f.prs[0].Base != "main" {
+		t.Errorf("result %+v, PR base %q; want created on main", res[0], f.prs[0].Base)
+	}
+}

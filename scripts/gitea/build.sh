@@ -20,7 +20,7 @@ cd "$HERE/server"
 start=$(date +%s)
 go mod download
 # TAGS empty and CGO_ENABLED=0: Gitea's Makefile defaults (modernc sqlite, no bindata).
-CGO_ENABLED=0 go build -trimpath -tags '' \
+CGO_ENABLED=0 go build -buildvcs=false -trimpath -tags '' \
 	-ldflags "-s -w -X main.Version=${VERSION#v} -X main.Tags=" \
 	-o "$DEST/bin/gitea.tmp" .
 mv "$DEST/bin/gitea.tmp" "$DEST/bin/gitea"
