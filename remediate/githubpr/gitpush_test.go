@@ -3,6 +3,9 @@ package githubpr
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -202,5 +205,31 @@ func TestGitTransportCloneURL(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("clone URL %q: %v, want %q", tc.url, err, tc.want)
 		}
+	}
+}
+
+// Through the Git Data API a Gitea server answers 404 for every ref: the
+// failure says to push with git instead.
+func TestGitDataAPIOnGiteaSaysPushWithGit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/repos/acme/fleet-config" {
+			io.WriteString(w, `{"full_name": "acme/fleet-config", "default_branch": "main"}`)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound) // Gitea has no GET /git/ref/{ref}
+		io.WriteString(w, `{"message": "not found"}`)
+	}))
+	defer srv.Close()
+	gh, err := NewClient(context.Background(), testToken, srv.URL+"/api/v1/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := New(gh, "acme", "fleet-config", Options{}).Publish(context.Background(), []remediate.Proposal{{
+		Rule: "r", Fleet: "f", Branch: BranchPrefix + "r/f", Base: "main", Fingerprint: "fp",
+		Files: []remediate.FileChange{{Path: "a", Content: []byte("b\n")}},
+	}})
+	if err != nil || len(res) != 1 || !strings.Contains(res[0].Reason, "--push git") {
+		t.Errorf("results %+v, err %v; want a hint to push with git", res, err)
 	}
 }

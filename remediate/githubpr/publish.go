@@ -193,7 +193,12 @@ func (p *Publisher) publishOne(ctx context.Context, prop remediate.Proposal, r *
 		return err
 	}
 	if base == "" {
-		return fmt.Errorf("base branch %q not found in %s/%s", prop.Base, p.owner, p.repo)
+		hint := ""
+		if _, api := p.br.(apiBranches); api && strings.HasSuffix(p.gh.BaseURL.Path, "/api/v1/") {
+			// Gitea and Forgejo have no GET /git/ref/: every branch looks missing.
+			hint = " (a Gitea or Forgejo API answers no Git Data API ref: write branches with git, --push git)"
+		}
+		return fmt.Errorf("base branch %q not found in %s/%s%s", prop.Base, p.owner, p.repo, hint)
 	}
 	if err := p.checkProvenBase(ctx, prop, base); err != nil {
 		return err
