@@ -66,10 +66,10 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 		return err == nil && !repo.Empty
 	})
 
-	remediate := func(want string) string {
+	remediate := func(want string, extra ...string) string {
 		t.Helper()
-		r := runCLI(t, map[string]string{"GITHUB_TOKEN": srv.Token, "COLUMNS": "400"}, "remediate", "--repo", dir,
-			"--rule", "hugetlb-cma-on-gpu", "--github", owner+"/"+name, "--github-api", srv.URL+"api/v1/")
+		r := runCLI(t, map[string]string{"GITHUB_TOKEN": srv.Token, "COLUMNS": "400"}, append([]string{"remediate", "--repo", dir,
+			"--rule", "hugetlb-cma-on-gpu", "--github", owner + "/" + name, "--github-api", srv.URL + "api/v1/"}, extra...)...)
 		if strings.Contains(r.stdout+r.stderr, srv.Token) {
 			t.Fatal("the token was printed")
 		}
@@ -226,5 +226,11 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 		if len(prs) != 2 {
 			t.Errorf("%d pull requests, want the closed #1 and a new #2", len(prs))
 		}
+	})
+
+	t.Run("at the cap of open pull requests its own is still kept up to date", func(t *testing.T) {
+		// Counting the open ones (GET /pulls?state=open) finds #2; it is
+		// fleetaudit's own, so the cap holds no new one back.
+		remediate("unchanged", "--max-open-prs", "1")
 	})
 }

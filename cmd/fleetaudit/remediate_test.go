@@ -141,6 +141,7 @@ func TestRemediateUsageErrors(t *testing.T) {
 		{"bad github", map[string]string{"GITHUB_TOKEN": "t0ken"}, []string{"--repo", dir, "--github", "acme"}, "want OWNER/REPO"},
 		{"no token", nil, []string{"--repo", dir, "--github", "acme/cfg"}, "GITHUB_TOKEN"},
 		{"format", nil, []string{"--repo", dir, "--dry-run", "--format", "sarif"}, "--format"},
+		{"push", map[string]string{"GITHUB_TOKEN": "t0ken"}, []string{"--repo", dir, "--github", "acme/cfg", "--push", "ssh"}, "--push \"ssh\": want auto, api or git"},
 		{"findings not a report", nil, []string{"--repo", dir, "--dry-run", "--findings", "testdata/gate-example.json"}, "want \"fleetaudit.findings/v1\""},
 		{"unknown fleet", nil, []string{"--repo", dir, "--dry-run", "--fleet", "nope"}, "--fleet nope: not a fleet"},
 	} {
