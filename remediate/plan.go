@@ -35,6 +35,10 @@ type Options struct {
 	PolicyDirs []string
 	Version    string
 	Log        *slog.Logger
+
+	// Set by MakePlan: the config repo's directory in its git repository
+	// and the branch Base names (see Proposal.Base).
+	prefix, branch string
 }
 
 // Plan is every (rule, fleet) group: proven into a Proposal, or refused
@@ -118,6 +122,10 @@ func MakePlan(ctx context.Context, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Repo, err)
 	}
+	if opts.prefix, err = repoPrefix(ctx, opts.Repo); err != nil {
+		return nil, err
+	}
+	opts.branch = baseBranch(ctx, opts.Repo, opts.Base)
 	mf, ok := base.Files[configrepo.ManifestFile]
 	if !ok {
 		return nil, fmt.Errorf("%s at %s: no %s: not a fleetaudit config repo", opts.Repo, opts.Base, configrepo.ManifestFile)
@@ -356,13 +364,16 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 	if len(proof) > 0 {
 		return refuse("the gate does not prove the fix: %s", strings.Join(proof, "; "))
 	}
-	old := map[string][]byte{}
-	for name := range p.Files {
+	// The diff and the files name paths from the git repository's top, so
+	// git apply and a pull request put them where the config repo is.
+	old, files := map[string][]byte{}, map[string][]byte{}
+	for name, data := range p.Files {
+		files[opts.prefix+name] = data
 		if f, ok := base.Files[name]; ok {
-			old[name] = f.Data
+			old[opts.prefix+name] = f.Data
 		}
 	}
-	diff, err := unifiedDiff(ctx, old, p.Files)
+	diff, err := unifiedDiff(ctx, old, files)
 	if err != nil {
 		return err
 	}
@@ -370,7 +381,7 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 		Rule:        g.Rule,
 		Fleet:       g.Fleet,
 		Branch:      BranchName(g.Rule, g.Fleet),
-		Base:        opts.Base,
+		Base:        opts.branch,
 		BaseCommit:  base.Commit,
 		Title:       title(g, p),
 		Diff:        diff,
@@ -382,7 +393,7 @@ func (opts Options) propose(ctx context.Context, base *configrepo.Checkout, m *c
 		if f, ok := base.Files[name]; ok && f.Mode&0o111 != 0 {
 			mode = "100755" // kept as the repo has it
 		}
-		prop.Files = append(prop.Files, FileChange{Path: name, Content: p.Files[name], Mode: mode})
+		prop.Files = append(prop.Files, FileChange{Path: opts.prefix + name, Content: p.Files[name], Mode: mode})
 	}
 	prop.Body = body(g, res, prop)
 	g.Proposal = prop

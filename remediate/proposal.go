@@ -13,8 +13,11 @@ type Proposal struct {
 	// Branch is deterministic for (Rule, Fleet), so a rerun finds its own
 	// branch and pull request: "fleetaudit/fix/<rule>/<fleet>".
 	Branch string `json:"branch"`
-	// Base is the ref the fix applies to and BaseCommit the commit it was
-	// proven against.
+	// Base is the branch the pull request targets: the branch the ref the
+	// fix was proven at names (HEAD on main names main, origin/main names
+	// main); "" when that ref names none (a detached HEAD, a commit, a
+	// tag), and a publisher then targets the repository's default branch.
+	// BaseCommit is the commit the fix was proven against.
 	Base       string `json:"base"`
 	BaseCommit string `json:"base_commit"`
 	// Title and Body are the pull request's (Body is Markdown: finding,
@@ -33,8 +36,9 @@ type Proposal struct {
 	Hosts []string `json:"hosts,omitempty"`
 }
 
-// FileChange is one file of a Proposal: its path in the repo
-// (slash-separated, relative to the repo root) and its whole new content.
+// FileChange is one file of a Proposal: its path in the git repository
+// (slash-separated, from its top level: a config repo in a subdirectory
+// has that directory in front) and its whole new content.
 type FileChange struct {
 	Path    string `json:"path"`
 	Content []byte `json:"content"`

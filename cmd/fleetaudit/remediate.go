@@ -45,6 +45,9 @@ that git apply takes on --base; nothing is written. --github OWNER/REPO pushes o
 (fleetaudit/fix/<rule>/<fleet>) and opens or updates one pull request per proven group, with
 the token from GITHUB_TOKEN (never a flag; never printed). A rerun updates its own branch and
 PR; a branch holding a person's commit or a PR closed unmerged is left alone and said so.
+Branches are written through GitHub's Git Data API, or with --push git by git itself over
+HTTPS (the token in git's environment, never its arguments), which Gitea and Forgejo need:
+their Git Data API cannot write. --push auto picks git for an API URL ending in /api/v1.
 
 Exit status: 0 when every group was proven (or there was nothing to fix), 1 when a group was
 refused (the reason is printed: a person must fix it), 2 on a usage error, when the repo could
@@ -60,7 +63,10 @@ not be read, or when a pull request could not be published.`,
   fleetaudit remediate --repo . --findings audit.json --dry-run
 
   # Open the pull requests (GITHUB_TOKEN needs contents:write and pull_requests:write)
-  GITHUB_TOKEN=... fleetaudit remediate --repo . --findings audit.json --github acme/fleet-config --max-open-prs 5`,
+  GITHUB_TOKEN=... fleetaudit remediate --repo . --findings audit.json --github acme/fleet-config --max-open-prs 5
+
+  # The same on a Gitea server (branches pushed with git, pull requests through its API)
+  GITHUB_TOKEN=... fleetaudit remediate --repo . --github ops/fleet-config --github-api https://git.example.com/api/v1/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runRemediate(cmd) },
 	}
@@ -74,6 +80,7 @@ not be read, or when a pull request could not be published.`,
 	f.String("format", "table", "output format: "+strings.Join(remediateFormats, ", "))
 	f.String("github", "", "OWNER/REPO: push a branch and open or update a pull request per proven fix (token from GITHUB_TOKEN)")
 	f.String("github-api", "", "API URL of GitHub Enterprise Server or a GitHub-compatible forge (default: api.github.com)")
+	f.String("push", "auto", "how branches are written: api (GitHub's Git Data API), git (git push over HTTPS with the token; Gitea, Forgejo), auto (git when --github-api ends in /api/v1, else api)")
 	f.Int("max-open-prs", 0, "open no new pull request while this many fleetaudit pull requests are open (0: no cap)")
 	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
@@ -102,6 +109,18 @@ func (a *app) runRemediate(cmd *cobra.Command) error {
 		if a.getenv("GITHUB_TOKEN") == "" {
 			return usageError{errors.New("--github needs a token in GITHUB_TOKEN (contents:write and pull_requests:write)")}
 		}
+	}
+	push := v.GetString("push")
+	switch push {
+	case "auto":
+		if strings.HasSuffix(strings.TrimSuffix(v.GetString("github-api"), "/"), "/api/v1") {
+			push = "git"
+		} else {
+			push = "api"
+		}
+	case "api", "git":
+	default:
+		return usageError{fmt.Errorf("--push %q: want auto, api or git", push)}
 	}
 	if n := v.GetInt("max-open-prs"); n < 0 {
 		return usageError{fmt.Errorf("--max-open-prs %d: want 0 (no cap) or more", n)}
@@ -140,15 +159,16 @@ func (a *app) runRemediate(cmd *cobra.Command) error {
 		if err != nil {
 			return usageError{fmt.Errorf("--github-api: %w", err)}
 		}
-		published, publishErr = githubpr.New(client, owner, repoName, githubpr.Options{
-			MaxOpenPRs: v.GetInt("max-open-prs"),
-			Log:        a.log,
-		}).Publish(cmd.Context(), plan.Proposals())
+		popts := githubpr.Options{MaxOpenPRs: v.GetInt("max-open-prs"), Log: a.log}
+		if push == "git" {
+			popts.Git = &githubpr.GitTransport{Token: a.getenv("GITHUB_TOKEN")}
+		}
+		published, publishErr = githubpr.New(client, owner, repoName, popts).Publish(cmd.Context(), plan.Proposals())
 	}
 	if format == "json" {
 		err = writeRemediateJSON(a.out, plan, published, gh != "")
 	} else {
-		err = writeRemediateTable(a.out, plan, published, gh != "")
+		err = writeRemediateTable(a.out, plan, published, gh != "", a.humanOptions("-").Width)
 	}
 	if err != nil {
 		return err
@@ -224,59 +244,73 @@ func writeRemediateJSON(w io.Writer, plan *remediate.Plan, published []githubpr.
 	return err
 }
 
-func writeRemediateTable(w io.Writer, plan *remediate.Plan, published []githubpr.Result, github bool) error {
+// writeRemediateTable writes the proposals for a person: every line but
+// the diff's wraps to width with a hanging indent; the diff is printed as
+// it is, so that it still applies with git apply when copied.
+func writeRemediateTable(w io.Writer, plan *remediate.Plan, published []githubpr.Result, github bool, width int) error {
 	esc := reports.Escape
 	var b strings.Builder
+	// line writes text (escaped already) after indent, wrapped to width;
+	// its continuation lines are indented two more.
+	line := func(indent, text string) {
+		for i, l := range reports.Wrap(text, max(width-len(indent)-2, 20)) {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(strings.TrimRight(indent+l, " ") + "\n")
+		}
+	}
 	byBranch := map[string]githubpr.Result{}
 	for _, r := range published {
 		byBranch[r.Branch] = r
 	}
-	fmt.Fprintf(&b, "base %s (%s)\n", esc(plan.Base), esc(shortHash(plan.BaseCommit)))
+	line("", fmt.Sprintf("base %s (%s)", esc(plan.Base), esc(shortHash(plan.BaseCommit))))
 	for _, wn := range plan.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", esc(wn))
+		line("", "warning: "+esc(wn))
 	}
 	for _, g := range plan.Groups {
 		verdict := "proven"
 		if g.Proposal == nil {
 			verdict = "refused"
 		}
-		fmt.Fprintf(&b, "\n== %s in fleet %s: %s\n", esc(g.Rule), esc(g.Fleet), verdict)
-		writeFindings(&b, g.Findings)
+		b.WriteString("\n")
+		line("", fmt.Sprintf("== %s in fleet %s: %s", esc(g.Rule), esc(g.Fleet), verdict))
+		writeFindings(line, g.Findings)
 		if len(g.Hosts) > 0 {
-			fmt.Fprintf(&b, "hosts (%d): %s\n", len(g.Hosts), esc(strings.Join(g.Hosts, ", ")))
+			line("", fmt.Sprintf("hosts (%d): %s", len(g.Hosts), esc(strings.Join(g.Hosts, ", "))))
 		}
 		if g.Fix != nil {
-			fmt.Fprintf(&b, "fix: %s\n", esc(g.Fix.String()))
+			line("", "fix: "+esc(g.Fix.String()))
 		}
 		if g.Placement != nil {
-			fmt.Fprintf(&b, "placement: %s\n", esc(g.Placement.Why))
+			line("", "placement: "+esc(g.Placement.Why))
 			for _, p := range g.Placement.Paths() {
-				fmt.Fprintf(&b, "  writes %s\n", esc(p))
+				line("  ", "writes "+esc(p))
 			}
 		}
 		if len(g.Proof) > 0 {
-			fmt.Fprintf(&b, "gate proof (%s -> with the fix):\n", esc(plan.Base))
+			line("", fmt.Sprintf("gate proof (%s -> with the fix):", esc(plan.Base)))
 			for _, l := range g.Proof {
-				fmt.Fprintf(&b, "  %s\n", esc(l))
+				line("  ", esc(l))
 			}
 		}
 		if g.Proposal == nil {
-			fmt.Fprintf(&b, "refused: %s\n", esc(g.Refused))
+			line("", "refused: "+esc(g.Refused))
 			continue
 		}
-		fmt.Fprintf(&b, "branch: %s\n", esc(g.Proposal.Branch))
+		line("", "branch: "+esc(g.Proposal.Branch))
 		if github {
 			if r, ok := byBranch[g.Proposal.Branch]; ok {
-				fmt.Fprintf(&b, "pull request: %s", esc(r.Action))
+				text := "pull request: " + esc(r.Action)
 				if r.URL != "" {
-					fmt.Fprintf(&b, " %s", esc(r.URL))
+					text += " " + esc(r.URL)
 				}
 				if r.Reason != "" {
-					fmt.Fprintf(&b, " (%s)", esc(r.Reason))
+					text += " (" + esc(r.Reason) + ")"
 				}
-				b.WriteString("\n")
+				line("", text)
 			} else {
-				b.WriteString("pull request: not attempted (the run stopped before it)\n")
+				line("", "pull request: not attempted (the run stopped before it)")
 			}
 		} else {
 			fmt.Fprintf(&b, "diff:\n%s", reports.EscapeText(g.Proposal.Diff))
@@ -289,16 +323,17 @@ func writeRemediateTable(w io.Writer, plan *remediate.Plan, published []githubpr
 			if len(s.Hosts) > 0 {
 				hosts = fmt.Sprintf(" (%d %s: %s)", len(s.Hosts), plural(len(s.Hosts), "host", "hosts"), strings.Join(s.Hosts, ", "))
 			}
-			fmt.Fprintf(&b, "  %s in fleet %s%s: %s\n", esc(s.Rule), esc(s.Fleet), esc(hosts), esc(s.Reason))
+			line("  ", fmt.Sprintf("%s in fleet %s%s: %s", esc(s.Rule), esc(s.Fleet), esc(hosts), esc(s.Reason)))
 		}
 	}
 	n := len(plan.Proposals())
-	fmt.Fprintf(&b, "\n%d %s proven, %d refused, %d skipped\n", n, plural(n, "fix", "fixes"), plan.Refused(), len(plan.Skipped))
+	b.WriteString("\n")
+	line("", fmt.Sprintf("%d %s proven, %d refused, %d skipped", n, plural(n, "fix", "fixes"), plan.Refused(), len(plan.Skipped)))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeFindings(b *strings.Builder, fs []policies.Finding) {
+func writeFindings(line func(indent, text string), fs []policies.Finding) {
 	esc := reports.Escape
 	const maxShown = 5 // distinct messages; thousands of hosts may differ in a detail
 	seen := map[string]bool{}
@@ -307,16 +342,16 @@ func writeFindings(b *strings.Builder, fs []policies.Finding) {
 			continue // the same finding on another host
 		}
 		if len(seen) == maxShown {
-			fmt.Fprintf(b, "  (and more findings of the rule on other hosts)\n")
+			line("  ", "(and more findings of the rule on other hosts)")
 			break
 		}
 		seen[f.Message] = true
-		fmt.Fprintf(b, "finding (%s): %s\n", esc(f.Severity), esc(f.Message))
+		line("", fmt.Sprintf("finding (%s): %s", esc(f.Severity), esc(f.Message)))
 		for _, e := range f.Evidence {
 			if e.Source == "" {
 				continue
 			}
-			fmt.Fprintf(b, "  %s set at %s\n", esc(e.Fact), esc(e.Source))
+			line("  ", fmt.Sprintf("%s set at %s", esc(e.Fact), esc(e.Source)))
 		}
 	}
 }

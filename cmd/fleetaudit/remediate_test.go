@@ -92,7 +92,8 @@ func TestRemediateFindingsGroupsHosts(t *testing.T) {
 	if err := os.WriteFile(file, []byte(audit), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := runCLI(t, nil, "remediate", "--repo", dir, "--dry-run", "--findings", file, "--fleet", "gpu-training")
+	// Wide enough that no line wraps.
+	r := runCLI(t, map[string]string{"COLUMNS": "400"}, "remediate", "--repo", dir, "--dry-run", "--findings", file, "--fleet", "gpu-training")
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -140,6 +141,7 @@ func TestRemediateUsageErrors(t *testing.T) {
 		{"bad github", map[string]string{"GITHUB_TOKEN": "t0ken"}, []string{"--repo", dir, "--github", "acme"}, "want OWNER/REPO"},
 		{"no token", nil, []string{"--repo", dir, "--github", "acme/cfg"}, "GITHUB_TOKEN"},
 		{"format", nil, []string{"--repo", dir, "--dry-run", "--format", "sarif"}, "--format"},
+		{"push", map[string]string{"GITHUB_TOKEN": "t0ken"}, []string{"--repo", dir, "--github", "acme/cfg", "--push", "ssh"}, "--push \"ssh\": want auto, api or git"},
 		{"findings not a report", nil, []string{"--repo", dir, "--dry-run", "--findings", "testdata/gate-example.json"}, "want \"fleetaudit.findings/v1\""},
 		{"unknown fleet", nil, []string{"--repo", dir, "--dry-run", "--fleet", "nope"}, "--fleet nope: not a fleet"},
 	} {
@@ -193,5 +195,29 @@ func TestRemediateGitHubTokenRefused(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "401") {
 		t.Errorf("stderr does not say the token was refused:\n%s", r.stderr)
+	}
+}
+
+// The dry run's table wraps to the terminal's width ($COLUMNS here, as for
+// the other tables), all but the diff, which must still apply as printed.
+func TestRemediateDryRunWraps(t *testing.T) {
+	dir, _ := cmaExampleRepo(t)
+	r := runCLI(t, map[string]string{"COLUMNS": "60"}, "remediate", "--repo", dir, "--dry-run", "--rule", "hugetlb-cma-on-gpu")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	inDiff := false
+	for _, l := range strings.Split(r.stdout, "\n") {
+		switch {
+		case l == "diff:":
+			inDiff = true
+		case inDiff && l == "":
+			inDiff = false
+		case !inDiff && len(l) > 60:
+			t.Errorf("line of %d columns, wider than COLUMNS=60: %q", len(l), l)
+		}
+	}
+	if !strings.Contains(r.stdout, "\ndiff --git a/layers/gpu/etc/default/grub.d/99-fleetaudit.cfg b/layers/gpu/etc/default/grub.d/99-fleetaudit.cfg\n") {
+		t.Errorf("the diff header was wrapped:\n%s", r.stdout)
 	}
 }

@@ -30,9 +30,11 @@
 //   - The branch is (re)made as one commit on the base head only when it
 //     does not exist, the fingerprint changed, or the base changed one of
 //     the proposal's files since the branch was made (the one way it can
-//     conflict). The update of its own branch is a force-push; the Git Data
-//     API has no compare-and-swap, so a person's push in the moment between
-//     reading and updating the branch would be lost.
+//     conflict). Through the Git Data API the update of its own branch is
+//     a force-push with no compare-and-swap (a person's push in the moment
+//     between reading and updating the branch would be lost); through git
+//     (Options.Git) it is push --force-with-lease on the head it read, so
+//     such a push makes the update fail instead.
 //   - The PR is opened (unless MaxOpenPRs open fleetaudit PRs exist:
 //     "skipped-cap"), or its title/body edited when they differ. The body
 //     ends with a note on how to decline or take over, and a hidden
@@ -44,38 +46,48 @@
 // limits (primary, secondary, 429) wait for Retry-After or the reset when
 // it is within Retry.MaxWait, else stop the run saying when to rerun; 5xx,
 // 202 and dropped connections are retried with doubling backoff, all within
-// Retry.Attempts. The token lives only in NewClient's transport, which
-// sends it to the API host alone; no error, log line or Result contains it.
+// Retry.Attempts (git's 5xx and dropped connections too). The token lives
+// only in NewClient's transport, which sends it to the API host alone, and
+// in git's environment (http.<scheme://host/>.extraHeader, redirects off),
+// never in an argument; no error, log line or Result contains it.
 //
-// Endpoints used (paths relative to the API base), and what Gitea (for an
-// end-to-end test through --github-api .../api/v1) is known or expected to
-// lack. The Gitea notes are from its API documentation as remembered, not
-// yet checked against a running Gitea 1.27: check each before relying on it.
+// # GitHub and Gitea
 //
-//	GET   /repos/{o}/{r}                              Gitea: same
-//	GET   /repos/{o}/{r}/git/ref/heads/{branch}       Gitea: only the plural /git/refs/{ref}, which answers a list;
-//	                                                   /branches/{branch} gives the head commit instead
-//	GET   /repos/{o}/{r}/git/commits/{sha}            Gitea: same path (read-only)
-//	POST  /repos/{o}/{r}/git/blobs                    Gitea: none (Git Data API is read-only)
-//	POST  /repos/{o}/{r}/git/trees                    Gitea: none
-//	POST  /repos/{o}/{r}/git/commits                  Gitea: none
-//	POST  /repos/{o}/{r}/git/refs                     Gitea: none; POST /branches creates a branch from a ref
-//	PATCH /repos/{o}/{r}/git/refs/heads/{branch}      Gitea: none (no force-update of a branch);
-//	                                                   commits are written with POST /contents (ChangeFiles,
-//	                                                   with new_branch), which cannot replace a branch's history
-//	GET   /repos/{o}/{r}/compare/{base}...{head}      Gitea: /compare/{basehead} in recent versions; check the
-//	                                                   "files" member
-//	GET   /repos/{o}/{r}/pulls?state=all&head={o}:{b} Gitea: ignores head= (the list is filtered here by
-//	                                                   head.ref and head.repo.full_name, so it still works,
-//	                                                   paged); GET /pulls/{base}/{head} finds one PR
-//	GET   /repos/{o}/{r}/pulls?state=open             (only with MaxOpenPRs) Gitea: same
-//	POST  /repos/{o}/{r}/pulls                        Gitea: same body (title, head, base, body)
-//	PATCH /repos/{o}/{r}/pulls/{n}                    Gitea: same (title, body, base)
-//	POST  /repos/{o}/{r}/issues/{n}/labels            (only with Labels) GitHub takes a JSON list of names;
-//	                                                   Gitea wants {"labels": [...]} of ids or names
+// Branches are read and written one of two ways. GitHub's Git Data API
+// (the default) or git over HTTPS (Options.Git; the CLI's --push git, and
+// its default for an API URL ending in /api/v1). Pull requests always go
+// through the REST API. Checked against Gitea v1.27.3's routes
+// (routers/api/v1/api.go) and structs, and end to end against it
+// (cmd/fleetaudit TestRemediateGiteaEndToEnd); the httptest fake in this
+// package serves every endpoint below as GitHub documents it.
 //
-// So against Gitea the branch-writing half needs another path (the
-// contents API, a delete-and-recreate of the branch for a changed fix);
-// the pull request half is close to GitHub's. The httptest contract tests
-// in this package cover the GitHub flow either way.
+//	endpoint (relative to the API base)          Gitea 1.27.3                         handled by
+//	GET   /repos/{o}/{r}                         same; clone_url names the git URL    both ways
+//	GET   /repos/{o}/{r}/git/ref/heads/{b}       missing (only /git/refs[/...],        git: ls-remote, fetch
+//	                                             answering lists)
+//	GET   /repos/{o}/{r}/git/commits/{sha}       other shape (message and author       git: cat-file commit
+//	                                             under "commit"): every fleetaudit
+//	                                             commit would read as a person's
+//	POST  /repos/{o}/{r}/git/blobs               missing (Git Data API is read-only)   git: hash-object
+//	POST  /repos/{o}/{r}/git/trees               missing                              git: read-tree, update-index, write-tree
+//	POST  /repos/{o}/{r}/git/commits             missing                              git: commit-tree
+//	POST  /repos/{o}/{r}/git/refs                missing                              git: push --force-with-lease=ref:
+//	PATCH /repos/{o}/{r}/git/refs/heads/{b}      missing                              git: push --force-with-lease=ref:old
+//	GET   /repos/{o}/{r}/compare/{a}...{b}       no "status", no "files"               git: merge-base, diff --name-only
+//	GET   /repos/{o}/{r}/pulls?state=all&head=   ignores head= and per_page= (pages    both: filtered here by head.ref and
+//	                                             of 30, Link header)                   head.repo.full_name, up to 100 pages,
+//	                                                                                   then the proposal fails
+//	GET   /repos/{o}/{r}/pulls?state=open        same paging (only with MaxOpenPRs)    both, as above
+//	POST  /repos/{o}/{r}/pulls                   same body (title, head, base, body)   both
+//	PATCH /repos/{o}/{r}/pulls/{n}               same (title, body, base)              both
+//	POST  /repos/{o}/{r}/issues/{n}/labels       wants {"labels": [...]}, go-github    GitHub only: Options.Labels (the CLI
+//	                                             sends a bare list                     sets none)
+//	git smart HTTP (info/refs, upload-pack,      same; HTTP Basic with the token as    git way
+//	receive-pack)                                password (GitHub: user x-access-token)
+//
+// Gitea accepts the REST calls' "Authorization: Bearer" token as GitHub does.
+// The contents API was not used for Gitea's writes: GitHub's is one file
+// per commit and creates no branch, Gitea's multi-file POST /contents has no
+// GitHub counterpart, and neither can move a branch with a lease.
+
 package githubpr

@@ -37,6 +37,10 @@ type fakeGitHub struct {
 	labels  map[int][]string
 	reqs    []fakeReq
 	inject  []fakeInjection
+
+	// git, when set, serves the repository over git's smart HTTP protocol
+	// (see serveGit); its refs are then the bare repository's.
+	git *fakeGitRepo
 }
 
 type fakeEntry struct{ Mode, SHA string }
@@ -180,6 +184,10 @@ func (f *fakeGitHub) message(w http.ResponseWriter, status int, msg string) {
 }
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+	if f.git != nil && strings.HasPrefix(r.URL.Path, f.git.urlPath+"/") {
+		f.git.serve(w, r)
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.t
@@ -218,11 +226,20 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		f.message(w, 404, "Not Found")
 		return
 	}
+	if f.git != nil && (strings.HasPrefix(rest, "/git/") || strings.HasPrefix(rest, "/compare/")) {
+		t.Errorf("fake: %s %s: branches go through git here, not the Git Data API", r.Method, r.URL.Path)
+		f.message(w, 404, "Not Found")
+		return
+	}
 	obj, _ := body.(map[string]any)
 	str := func(k string) string { s, _ := obj[k].(string); return s }
 	switch {
 	case r.Method == "GET" && rest == "":
-		f.writeJSON(w, 200, map[string]any{"full_name": f.owner + "/" + f.repo, "default_branch": "main"})
+		repo := map[string]any{"full_name": f.owner + "/" + f.repo, "default_branch": "main"}
+		if f.git != nil {
+			repo["clone_url"] = f.srv.URL + f.git.urlPath
+		}
+		f.writeJSON(w, 200, repo)
 
 	case r.Method == "GET" && strings.HasPrefix(rest, "/git/ref/"):
 		ref := "refs/" + strings.TrimPrefix(rest, "/git/ref/")
@@ -363,7 +380,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 
 	case r.Method == "POST" && rest == "/pulls":
 		head, base := str("head"), str("base")
-		if _, ok := f.refs["refs/heads/"+head]; !ok {
+		if f.refOf(head) == "" {
 			f.message(w, 422, "Validation Failed: head invalid")
 			return
 		}
@@ -444,9 +461,17 @@ func (f *fakeGitHub) prJSON(pr *fakePR) map[string]any {
 	return map[string]any{
 		"number": pr.Number, "state": pr.State, "title": pr.Title, "body": pr.Body, "merged_at": merged,
 		"html_url": fmt.Sprintf("https://github.example/%s/%s/pull/%d", f.owner, f.repo, pr.Number),
-		"head":     map[string]any{"ref": pr.Head, "sha": f.refs["refs/heads/"+pr.Head], "repo": map[string]any{"full_name": f.owner + "/" + f.repo}},
+		"head":     map[string]any{"ref": pr.Head, "sha": f.refOf(pr.Head), "repo": map[string]any{"full_name": f.owner + "/" + f.repo}},
 		"base":     map[string]any{"ref": pr.Base},
 	}
+}
+
+// refOf is the commit a branch points at, "" for none.
+func (f *fakeGitHub) refOf(branch string) string {
+	if f.git != nil {
+		return f.git.head(branch)
+	}
+	return f.refs["refs/heads/"+branch]
 }
 
 // ancestor reports whether a is b or one of b's ancestors.

@@ -2,7 +2,6 @@ package githubpr
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,6 +71,10 @@ type Options struct {
 	Retry Retry
 	// Labels are added to a pull request when it is opened.
 	Labels []string
+	// Git, when set, reads and writes branches with git over HTTPS instead
+	// of the Git Data API (which Gitea and Forgejo cannot write); pull
+	// requests still go through the REST API.
+	Git *GitTransport
 }
 
 // Result is what happened to one Proposal.
@@ -96,6 +99,7 @@ type Publisher struct {
 	owner, repo string
 	opts        Options
 	log         *slog.Logger
+	br          branches // set by Publish for its run
 }
 
 // New returns a Publisher for owner/repo through client (see NewClient).
@@ -133,10 +137,21 @@ func (p *Publisher) Publish(ctx context.Context, proposals []remediate.Proposal)
 	if len(proposals) == 0 {
 		return results, nil
 	}
-	if _, err := call(ctx, p, "get repository", func() (*github.Repository, *github.Response, error) {
+	repo, err := call(ctx, p, "get repository", func() (*github.Repository, *github.Response, error) {
 		return p.gh.Repositories.Get(ctx, p.owner, p.repo)
-	}); err != nil {
+	})
+	if err != nil {
 		return results, err
+	}
+	if p.opts.Git != nil {
+		g, err := newGitBranches(ctx, p, repo.GetCloneURL())
+		if err != nil {
+			return results, err
+		}
+		defer g.close()
+		p.br = g
+	} else {
+		p.br = apiBranches{p}
 	}
 	open := -1
 	if p.opts.MaxOpenPRs > 0 {
@@ -151,6 +166,11 @@ func (p *Publisher) Publish(ctx context.Context, proposals []remediate.Proposal)
 			return results, err
 		}
 		r := Result{Rule: prop.Rule, Fleet: prop.Fleet, Branch: prop.Branch}
+		if prop.Base == "" {
+			// Proven at a commit no branch names: the default branch, which
+			// checkProvenBase then checks holds that commit.
+			prop.Base = repo.GetDefaultBranch()
+		}
 		err := p.publishOne(ctx, prop, &r, &open)
 		if err != nil {
 			r.Action, r.Reason = ActionFailed, err.Error()
@@ -168,12 +188,17 @@ func (p *Publisher) publishOne(ctx context.Context, prop remediate.Proposal, r *
 	if err := validate(prop); err != nil {
 		return err
 	}
-	base, err := p.getRef(ctx, "heads/"+prop.Base)
+	base, err := p.br.head(ctx, prop.Base)
 	if err != nil {
 		return err
 	}
 	if base == "" {
-		return fmt.Errorf("base branch %q not found in %s/%s", prop.Base, p.owner, p.repo)
+		hint := ""
+		if _, api := p.br.(apiBranches); api && strings.HasSuffix(p.gh.BaseURL.Path, "/api/v1/") {
+			// Gitea and Forgejo have no GET /git/ref/: every branch looks missing.
+			hint = " (a Gitea or Forgejo API answers no Git Data API ref: write branches with git, --push git)"
+		}
+		return fmt.Errorf("base branch %q not found in %s/%s%s", prop.Base, p.owner, p.repo, hint)
 	}
 	if err := p.checkProvenBase(ctx, prop, base); err != nil {
 		return err
@@ -186,7 +211,7 @@ func (p *Publisher) publishOne(ctx context.Context, prop remediate.Proposal, r *
 	if len(prs) > 0 && prs[0].GetState() == "open" {
 		pr = prs[0]
 	}
-	head, err := p.getRef(ctx, "heads/"+prop.Branch)
+	head, err := p.br.head(ctx, prop.Branch)
 	if err != nil {
 		return err
 	}
@@ -200,9 +225,7 @@ func (p *Publisher) publishOne(ctx context.Context, prop remediate.Proposal, r *
 			r.Reason = fmt.Sprintf("pull request #%d was closed without merging; fleetaudit does not reopen it. To ask for this fix again, delete the branch %s", prs[0].GetNumber(), prop.Branch)
 			return nil
 		}
-		c, err := call(ctx, p, "get branch head commit", func() (*github.Commit, *github.Response, error) {
-			return p.gh.Git.GetCommit(ctx, p.owner, p.repo, head)
-		})
+		c, err := p.br.commit(ctx, head)
 		if err != nil {
 			return err
 		}
@@ -216,7 +239,7 @@ func (p *Publisher) publishOne(ctx context.Context, prop remediate.Proposal, r *
 			return nil
 		}
 		if fp == prop.Fingerprint {
-			parent := c.Parents[0].GetSHA()
+			parent := c.Parents[0]
 			stale, err := p.baseTouched(ctx, parent, base, prop)
 			if err != nil {
 				return err
@@ -235,20 +258,7 @@ func (p *Publisher) publishOne(ctx context.Context, prop remediate.Proposal, r *
 		return nil
 	}
 	if push {
-		sha, err := p.commit(ctx, prop, base)
-		if err != nil {
-			return err
-		}
-		if head == "" {
-			err = p.createRef(ctx, prop.Branch, sha)
-		} else {
-			_, err = call(ctx, p, "update branch", func() (*github.Reference, *github.Response, error) {
-				return p.gh.Git.UpdateRef(ctx, p.owner, p.repo, &github.Reference{
-					Ref: github.String("refs/heads/" + prop.Branch), Object: &github.GitObject{SHA: github.String(sha)},
-				}, true)
-			})
-		}
-		if err != nil {
+		if err := p.br.write(ctx, prop, base, head); err != nil {
 			return err
 		}
 	}
@@ -295,7 +305,7 @@ func validate(prop remediate.Proposal) error {
 	case !strings.HasPrefix(prop.Branch, BranchPrefix) || strings.ContainsAny(prop.Branch, " ~^:?*[\\") || strings.Contains(prop.Branch, ".."):
 		return fmt.Errorf("branch %q: not a fleetaudit branch name (%s<rule>/<fleet>)", prop.Branch, BranchPrefix)
 	case prop.Base == "":
-		return errors.New("proposal has no base branch")
+		return errors.New("proposal has no base branch and the repository names no default branch")
 	case prop.Fingerprint == "" || strings.ContainsAny(prop.Fingerprint, "\r\n"):
 		return errors.New("proposal has no fingerprint (one line)")
 	case len(prop.Files) == 0:
@@ -320,16 +330,14 @@ func (p *Publisher) checkProvenBase(ctx context.Context, prop remediate.Proposal
 	if prop.BaseCommit == "" || prop.BaseCommit == base {
 		return nil
 	}
-	cmp, err := call(ctx, p, "compare proven base", func() (*github.CommitsComparison, *github.Response, error) {
-		return p.gh.Repositories.CompareCommits(ctx, p.owner, p.repo, prop.BaseCommit, base, nil)
-	})
+	cmp, err := p.br.compare(ctx, "compare proven base", prop.BaseCommit, base)
 	if err != nil {
-		if isStatus(err, 404) {
+		if errors.Is(err, errUnknownCommit) {
 			return fmt.Errorf("the fix was proven against commit %s, which %s/%s does not have: push it or rerun remediate on a checkout of %s", short(prop.BaseCommit), p.owner, p.repo, prop.Base)
 		}
 		return err
 	}
-	if st := cmp.GetStatus(); st != "ahead" && st != "identical" {
+	if st := cmp.status; st != "ahead" && st != "identical" {
 		return fmt.Errorf("the fix was proven against commit %s, which is not on %s (%s): rerun remediate on a fresh checkout of %s", short(prop.BaseCommit), prop.Base, st, prop.Base)
 	}
 	if f := touched(cmp, prop); f != "" {
@@ -344,36 +352,30 @@ func (p *Publisher) baseTouched(ctx context.Context, from, base string, prop rem
 	if from == base {
 		return "", nil
 	}
-	cmp, err := call(ctx, p, "compare branch base", func() (*github.CommitsComparison, *github.Response, error) {
-		return p.gh.Repositories.CompareCommits(ctx, p.owner, p.repo, from, base, nil)
-	})
+	cmp, err := p.br.compare(ctx, "compare branch base", from, base)
 	if err != nil {
-		if isStatus(err, 404) {
+		if errors.Is(err, errUnknownCommit) {
 			return "the branch's base commit (gone from " + prop.Base + ")", nil
 		}
 		return "", err
 	}
-	if st := cmp.GetStatus(); st != "ahead" && st != "identical" {
+	if st := cmp.status; st != "ahead" && st != "identical" {
 		return "history (" + st + ")", nil
 	}
 	return touched(cmp, prop), nil
 }
 
-func touched(cmp *github.CommitsComparison, prop remediate.Proposal) string {
+func touched(cmp comparison, prop remediate.Proposal) string {
 	want := map[string]bool{}
 	for _, f := range prop.Files {
 		want[f.Path] = true
 	}
-	for _, f := range cmp.Files {
-		if want[f.GetFilename()] {
-			return f.GetFilename()
-		}
-		if want[f.GetPreviousFilename()] {
-			return f.GetPreviousFilename()
+	for _, f := range cmp.files {
+		if want[f] {
+			return f
 		}
 	}
-	// The compare API lists at most 300 files; past that, assume the worst.
-	if len(cmp.Files) >= 300 {
+	if cmp.truncated {
 		return "more files than the compare API lists"
 	}
 	return ""
@@ -381,12 +383,12 @@ func touched(cmp *github.CommitsComparison, prop remediate.Proposal) string {
 
 // ownCommit reports the fingerprint of a commit fleetaudit made: one
 // parent, authored and committed by its identity, with the trailer.
-func (p *Publisher) ownCommit(c *github.Commit) (string, bool) {
+func (p *Publisher) ownCommit(c commitInfo) (string, bool) {
 	id := p.opts.Identity
-	if len(c.Parents) != 1 || c.GetAuthor().GetEmail() != id.Email || c.GetCommitter().GetEmail() != id.Email {
+	if len(c.Parents) != 1 || c.AuthorEmail != id.Email || c.CommitterEmail != id.Email {
 		return "", false
 	}
-	fp := trailer(c.GetMessage())
+	fp := trailer(c.Message)
 	return fp, fp != ""
 }
 
@@ -418,65 +420,6 @@ func prBody(prop remediate.Proposal) string {
 `, prop.Branch, prop.Fingerprint)
 }
 
-// commit writes the proposal's files as blobs, a tree on base's tree and
-// one commit whose parent is base, and returns the commit.
-func (p *Publisher) commit(ctx context.Context, prop remediate.Proposal, base string) (string, error) {
-	bc, err := call(ctx, p, "get base commit", func() (*github.Commit, *github.Response, error) {
-		return p.gh.Git.GetCommit(ctx, p.owner, p.repo, base)
-	})
-	if err != nil {
-		return "", err
-	}
-	entries := make([]*github.TreeEntry, 0, len(prop.Files))
-	for _, f := range prop.Files {
-		blob, err := call(ctx, p, "create blob "+f.Path, func() (*github.Blob, *github.Response, error) {
-			return p.gh.Git.CreateBlob(ctx, p.owner, p.repo, &github.Blob{
-				Content: github.String(base64.StdEncoding.EncodeToString(f.Content)), Encoding: github.String("base64"),
-			})
-		})
-		if err != nil {
-			return "", err
-		}
-		mode := f.Mode
-		if mode == "" {
-			mode = "100644"
-		}
-		entries = append(entries, &github.TreeEntry{Path: github.String(f.Path), Mode: github.String(mode), Type: github.String("blob"), SHA: blob.SHA})
-	}
-	tree, err := call(ctx, p, "create tree", func() (*github.Tree, *github.Response, error) {
-		return p.gh.Git.CreateTree(ctx, p.owner, p.repo, bc.GetTree().GetSHA(), entries)
-	})
-	if err != nil {
-		return "", err
-	}
-	who := &github.CommitAuthor{Name: github.String(p.opts.Identity.Name), Email: github.String(p.opts.Identity.Email)}
-	c, err := call(ctx, p, "create commit", func() (*github.Commit, *github.Response, error) {
-		return p.gh.Git.CreateCommit(ctx, p.owner, p.repo, &github.Commit{
-			Message: github.String(commitMessage(prop)), Tree: &github.Tree{SHA: tree.SHA},
-			Parents: []*github.Commit{{SHA: github.String(base)}}, Author: who, Committer: who,
-		}, nil)
-	})
-	if err != nil {
-		return "", err
-	}
-	return c.GetSHA(), nil
-}
-
-func (p *Publisher) createRef(ctx context.Context, branch, sha string) error {
-	_, err := call(ctx, p, "create branch", func() (*github.Reference, *github.Response, error) {
-		return p.gh.Git.CreateRef(ctx, p.owner, p.repo, &github.Reference{
-			Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)},
-		})
-	})
-	if err != nil && isStatus(err, 422) {
-		// A retried create that had landed: fine if it points at our commit.
-		if got, gerr := p.getRef(ctx, "heads/"+branch); gerr == nil && got == sha {
-			return nil
-		}
-	}
-	return err
-}
-
 func (p *Publisher) createPR(ctx context.Context, prop remediate.Proposal, body string) (*github.PullRequest, error) {
 	pr, err := call(ctx, p, "create pull request", func() (*github.PullRequest, *github.Response, error) {
 		return p.gh.PullRequests.Create(ctx, p.owner, p.repo, &github.NewPullRequest{
@@ -492,31 +435,21 @@ func (p *Publisher) createPR(ctx context.Context, prop remediate.Proposal, body 
 	return pr, err
 }
 
-// getRef returns the commit a ref points at, "" when it does not exist.
-func (p *Publisher) getRef(ctx context.Context, ref string) (string, error) {
-	r, err := call(ctx, p, "get ref "+ref, func() (*github.Reference, *github.Response, error) {
-		return p.gh.Git.GetRef(ctx, p.owner, p.repo, ref)
-	})
-	if err != nil {
-		if isStatus(err, 404) {
-			return "", nil
-		}
-		return "", err
-	}
-	// GitHub answers a ref that is only a prefix of others with a list,
-	// which go-github reports as an error; an exact ref has this name.
-	if r.GetRef() != "refs/"+ref {
-		return "", nil
-	}
-	return r.GetObject().GetSHA(), nil
-}
+// maxPages bounds the pages of pull requests read for one question: GitHub
+// filters by head, so one page is the rule; Gitea ignores that filter and
+// pages by its own size (30 by default), so this is some 3000 there.
+const maxPages = 100
 
 // listPRs returns the pull requests, open or closed, whose head is branch
 // in this repository, newest first.
 func (p *Publisher) listPRs(ctx context.Context, branch string) ([]*github.PullRequest, error) {
 	var out []*github.PullRequest
 	opt := &github.PullRequestListOptions{State: "all", Head: p.owner + ":" + branch, ListOptions: github.ListOptions{PerPage: 100}}
-	for page := 0; page < 10; page++ {
+	for page := 0; ; page++ {
+		if page == maxPages {
+			// Not knowing whether a PR exists could open a duplicate or reopen a "no".
+			return nil, fmt.Errorf("more than %d pages of pull requests to look through for branch %s (the server ignores the head filter): cannot tell whether fleetaudit already opened one", maxPages, branch)
+		}
 		prs, err := call(ctx, p, "list pull requests", func() ([]*github.PullRequest, *github.Response, error) {
 			prs, resp, err := p.gh.PullRequests.List(ctx, p.owner, p.repo, opt)
 			if err == nil {
@@ -551,7 +484,10 @@ func (p *Publisher) listPRs(ctx context.Context, branch string) ([]*github.PullR
 func (p *Publisher) countOpen(ctx context.Context) (int, error) {
 	n := 0
 	opt := &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: 100}}
-	for page := 0; page < 20; page++ {
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return 0, fmt.Errorf("more than %d pages of open pull requests: cannot count fleetaudit's against the cap", maxPages)
+		}
 		prs, err := call(ctx, p, "list open pull requests", func() ([]*github.PullRequest, *github.Response, error) {
 			prs, resp, err := p.gh.PullRequests.List(ctx, p.owner, p.repo, opt)
 			if err == nil {

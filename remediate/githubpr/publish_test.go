@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -663,5 +664,37 @@ func TestSameFixNewTextEditsOnlyThePullRequest(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.prs[0].Body, prop.Body) {
 		t.Errorf("PR body = %q", f.prs[0].Body)
+	}
+}
+
+// A server that ignores the head filter and has more pull requests than
+// maxPages pages: fleetaudit cannot tell whether its PR exists, so it
+// fails that proposal instead of risking a duplicate.
+func TestTooManyPullRequestPagesFails(t *testing.T) {
+	f := newFakeGitHub(t, testToken)
+	p, _ := newPublisher(t, f, Options{})
+	for i := 1; i <= maxPages; i++ {
+		f.fail(fakeInjection{Method: "GET", Path: repoPath + "/pulls", Status: 200, Body: "[]",
+			Header: map[string]string{"Link": fmt.Sprintf(`<%s%s/pulls?page=%d>; rel="next"`, f.srv.URL, repoPath, i+1)}})
+	}
+	res := publish(t, p, gpuProposal(f, gpuContent, "fp1"))
+	if res[0].Action != ActionFailed || !strings.Contains(res[0].Reason, "cannot tell whether fleetaudit already opened one") {
+		t.Errorf("result %+v, want failed: cannot tell", res[0])
+	}
+	if f.head(gpuBranch) != "" || len(f.prs) != 0 {
+		t.Error("wrote a branch or a pull request without knowing")
+	}
+}
+
+// A fix proven at a commit no branch names targets the repository's
+// default branch (the API's default_branch), which must hold that commit.
+func TestNoBaseBranchTargetsTheDefaultBranch(t *testing.T) {
+	f := newFakeGitHub(t, testToken)
+	p, _ := newPublisher(t, f, Options{})
+	prop := gpuProposal(f, gpuContent, "fp1")
+	prop.Base = ""
+	res := publish(t, p, prop)
+	if res[0].Action != ActionCreated || f.prs[0].Base != "main" {
+		t.Errorf("result %+v, PR base %q; want created on main", res[0], f.prs[0].Base)
 	}
 }
