@@ -68,6 +68,12 @@ type Result struct {
 	// Hosts are the hosts as the engine audited them (fleet, unread, rules
 	// skipped), for reports that count per control; not in the JSON.
 	Hosts []policies.HostRun `json:"-"`
+	// Rules are the metadata of every rule the engine compiled, and
+	// FleetRules the ids each fleet ran (controls that pass have no
+	// finding to name them): for reports and the history store, not in
+	// the JSON.
+	Rules      []policies.Rule     `json:"-"`
+	FleetRules map[string][]string `json:"-"`
 }
 
 // HostError is a host or input that could not be audited in full.
@@ -159,7 +165,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		rep.Findings = append(rep.Findings, more.Findings...)
 		rep.Failures = append(rep.Failures, more.Failures...)
 	}
-	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors(), Hosts: rep.Hosts}
+	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors(), Hosts: rep.Hosts,
+		Rules: engine.Rules(), FleetRules: fleetRules(engine, rep.Hosts)}
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}
