@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 var failOnLevels = []string{"critical", "high", "medium", "low", "none"}
@@ -54,6 +56,8 @@ or when nothing could be audited.`,
 	f.Bool("no-exec", false, "run no command (nvidia-smi) when a --root is this machine's own /; only files are read, as collect --no-exec")
 	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
+	addWaiverFlags(f, "./"+waivers.DefaultFile)
+	addGroupByFlag(f)
 	return cmd
 }
 
@@ -104,6 +108,13 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := checkOutput(v.GetString("output"), auditInputs(v)); err != nil {
 		return err
 	}
+	if err := reports.CheckGroupBy(v.GetString("group-by")); err != nil {
+		return usageError{fmt.Errorf("--group-by: %w", err)}
+	}
+	ws, err := a.auditWaivers()
+	if err != nil {
+		return err
+	}
 	opts := audit.Options{
 		Fleets:     set,
 		Inventory:  inv,
@@ -129,9 +140,16 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		}
 		return err
 	}
+	now := time.Now()
+	res.Waivers = ws.Apply(now, res.Findings)
+	a.logWaivers(res.Waivers)
 	out := v.GetString("output")
+	ropts, err := a.reportOptions(cmd.Context(), format, out, set, now)
+	if err != nil {
+		return err
+	}
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
-		if err := render.Render(w, res, a.humanOptions(out)); err != nil {
+		if err := render.Render(w, res, ropts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
 		return nil

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fleetaudit/fleetaudit/configrepo"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/waivers"
+)
+
+// addWaiverFlags adds --waivers (audit and gate); the audit also gets
+// --group-by for its table and Markdown.
+func addWaiverFlags(f *pflag.FlagSet, defaultWhere string) {
+	f.String("waivers", "", "waivers file (rule, scope, owner, justification, expiry); default: "+defaultWhere+" when it exists")
+}
+
+func addGroupByFlag(f *pflag.FlagSet) {
+	f.String("group-by", "", fmt.Sprintf("table and markdown layout: %s (default: rule above %d hosts, else none)",
+		strings.Join(reports.GroupModes, ", "), reports.GroupAutoHosts))
+}
+
+// auditWaivers loads --waivers, else ./waivers.yaml when there is one.
+func (a *app) auditWaivers() (*waivers.Set, error) {
+	name := a.v.GetString("waivers")
+	if name == "" {
+		if _, err := os.Lstat(waivers.DefaultFile); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		name = waivers.DefaultFile
+	}
+	set, err := waivers.Load(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := checkOutput(a.v.GetString("output"), inputsOf("--waivers", []string{name}, 0)); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// gateWaivers loads --waivers, else waivers.yaml at the base commit: a
+// change cannot waive its own findings; a waiver takes effect once merged.
+func (a *app) gateWaivers(base *configrepo.Checkout) (*waivers.Set, error) {
+	if name := a.v.GetString("waivers"); name != "" {
+		set, err := waivers.Load(name)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return set, checkOutput(a.v.GetString("output"), inputsOf("--waivers", []string{name}, 0))
+	}
+	if why, ok := base.Refused[waivers.DefaultFile]; ok {
+		return nil, fmt.Errorf("%s at %s: %s", waivers.DefaultFile, base.Label(), why)
+	}
+	f, ok := base.Files[waivers.DefaultFile]
+	if !ok {
+		return nil, nil
+	}
+	set, err := waivers.Parse(fmt.Sprintf("%s@%.12s", waivers.DefaultFile, base.Commit), f.Data)
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// logWaivers says what needs attention on stderr too: expired waivers
+// (their findings count again) and stale ones.
+func (a *app) logWaivers(rep *waivers.Report) {
+	if rep == nil {
+		return
+	}
+	for _, st := range rep.Waivers {
+		switch st.State {
+		case waivers.Expired:
+			a.log.Warn("waiver expired: its findings count again", "waiver", st.Source, "rule", st.Rule, "expired", st.Expires, "owner", st.Owner, "findings", st.Matched)
+		case waivers.Stale:
+			a.log.Warn("waiver matches no finding (stale)", "waiver", st.Source, "rule", st.Rule, "owner", st.Owner)
+		}
+	}
+	if rep.Waived > 0 {
+		a.log.Info("findings waived", "waived", rep.Waived, "file", rep.File)
+	}
+}
+
+// needsCatalog: formats that describe rules beyond their findings.
+func needsCatalog(format string) bool {
+	return slices.Contains([]string{"sarif", "junit", "prometheus", "html"}, format)
+}
+
+// reportCatalog is the rules' metadata and the rules each fleet profile
+// runs (collection-error left out: it is no control).
+func reportCatalog(ctx context.Context, set *fleets.Set, policyDirs []string) (*reports.Catalog, error) {
+	engine, err := policies.New(ctx, policies.Options{PolicyDirs: policyDirs})
+	if err != nil {
+		return nil, err
+	}
+	cat := &reports.Catalog{Rules: map[string]policies.Rule{}, FleetRules: map[string][]string{}}
+	for _, r := range engine.Rules() {
+		if r.ID == policies.CollectionErrorRule {
+			continue
+		}
+		cat.Rules[r.ID] = r
+		if slices.Contains(r.Profiles, policies.ProfileAll) {
+			cat.FleetRules[""] = append(cat.FleetRules[""], r.ID)
+		}
+	}
+	for _, name := range set.Names() {
+		if name == fleets.Common {
+			continue
+		}
+		p, err := set.Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range engine.Rules() {
+			if r.ID != policies.CollectionErrorRule && p.Selects(r) {
+				cat.FleetRules[name] = append(cat.FleetRules[name], r.ID)
+			}
+		}
+	}
+	return cat, nil
+}
+
+// reportOptions adds what the compliance formats need to the terminal
+// options.
+func (a *app) reportOptions(ctx context.Context, format, out string, set *fleets.Set, at time.Time) (reports.Options, error) {
+	opts := a.humanOptions(out)
+	if mode := a.v.GetString("group-by"); mode != "" {
+		opts.GroupBy = mode
+	}
+	opts.Run.At = at
+	if needsCatalog(format) {
+		cat, err := reportCatalog(ctx, set, a.v.GetStringSlice("policies"))
+		if err != nil {
+			return opts, err
+		}
+		opts.Catalog = cat
+	}
+	return opts, nil
+}
+
+// applyGateWaivers marks head's findings (introduced and unchanged) that a
+// waiver covers; resolved findings are gone at head and match nothing.
+func applyGateWaivers(ws *waivers.Set, now time.Time, res *configrepo.Result) *waivers.Report {
+	var lists [][]policies.Finding
+	for _, f := range res.Fleets {
+		lists = append(lists, f.Introduced, f.Unchanged)
+	}
+	return ws.Apply(now, lists...)
+}
