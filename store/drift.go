@@ -1,0 +1,500 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// DriftSchema identifies the drift JSON document.
+const DriftSchema = "fleetaudit.drift/v1"
+
+// DriftQuery selects what Drift compares: two complete runs, and
+// optionally hosts (globs, as path.Match reads them) and a fleet.
+type DriftQuery struct {
+	From, To RunID
+	Hosts    []string
+	Fleet    string
+}
+
+// Drift is what changed between two runs.
+type Drift struct {
+	Schema string `json:"schema"`
+	From   Run    `json:"from"`
+	To     Run    `json:"to"`
+	// Hosts are the hosts of either run (that the query selects), sorted
+	// by name; unchanged hosts are counted in the summary, not listed.
+	Hosts   []HostDrift  `json:"hosts"`
+	Summary DriftSummary `json:"summary"`
+}
+
+// Host states in a drift.
+const (
+	HostChanged   = "changed"   // facts or findings changed
+	HostUnchanged = "unchanged" // same snapshot, same findings
+	HostAdded     = "added"     // only in the later run
+	HostRemoved   = "removed"   // only in the earlier run
+	HostUnread    = "unread"    // not read in one of the runs: facts not compared
+)
+
+// HostDrift is one host's changes.
+type HostDrift struct {
+	Host      string `json:"host"`
+	Fleet     string `json:"fleet"`
+	FromFleet string `json:"from_fleet,omitempty"`
+	State     string `json:"state"`
+	// Unread says which run could not read the host, and why.
+	Unread string             `json:"unread,omitempty"`
+	Facts  []FactChange       `json:"facts"`
+	New    []policies.Finding `json:"new"`
+	// Resolved findings were in the earlier run and are not in the later
+	// one, where their rule ran on collected facts.
+	Resolved []policies.Finding `json:"resolved"`
+	// Open findings are in both runs (the later run's shown).
+	Open []policies.Finding `json:"open"`
+	// Unknown findings were in the earlier run, and the later run cannot
+	// say whether they still hold: the host was not read or not in it,
+	// the rule did not run there, or a fact it cites was not collected.
+	Unknown []policies.Finding `json:"unknown"`
+}
+
+// Fact change kinds.
+const (
+	FactChanged      = "changed"       // value before → after
+	FactAdded        = "added"         // absent before (known absent)
+	FactRemoved      = "removed"       // absent after (known absent)
+	FactMoved        = "moved"         // same value, set by another file
+	FactNotCollected = "not-collected" // one side did not collect it
+)
+
+// FactChange is one fact whose value or provenance changed. Before and
+// After are nil when absent; the sources say which file set each value.
+type FactChange struct {
+	Fact         string `json:"fact"`
+	Change       string `json:"change"`
+	Before       any    `json:"before"`
+	After        any    `json:"after"`
+	BeforeSource string `json:"before_source,omitempty"`
+	AfterSource  string `json:"after_source,omitempty"`
+	// NotCollectedIn names the run ("from" or "to") that did not collect
+	// the fact, for FactNotCollected.
+	NotCollectedIn string `json:"not_collected_in,omitempty"`
+}
+
+// DriftSummary counts the drift.
+type DriftSummary struct {
+	Hosts     int `json:"hosts"`
+	Changed   int `json:"changed"`
+	Unchanged int `json:"unchanged"`
+	Added     int `json:"added"`
+	Removed   int `json:"removed"`
+	Unread    int `json:"unread"`
+	Facts     int `json:"facts"`
+	New       int `json:"new"`
+	Resolved  int `json:"resolved"`
+	Open      int `json:"open"`
+	Unknown   int `json:"unknown"`
+}
+
+// runSide is one run's hosts and findings, by host.
+type runSide struct {
+	run      Run
+	hosts    map[string]Host
+	findings map[string][]Finding
+}
+
+func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
+	run, err := s.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if run.State != Complete {
+		return nil, fmt.Errorf("run %d is %s: %w", id, run.State, errNotComplete(run))
+	}
+	hosts, err := s.Hosts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	findings, err := s.Findings(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	side := &runSide{run: run, hosts: map[string]Host{}, findings: map[string][]Finding{}}
+	for _, h := range hosts {
+		if _, dup := side.hosts[h.Host]; !dup {
+			side.hosts[h.Host] = h
+		}
+	}
+	for _, f := range findings {
+		side.findings[f.Host] = append(side.findings[f.Host], f)
+	}
+	return side, nil
+}
+
+func errNotComplete(r Run) error {
+	switch r.State {
+	case Incomplete:
+		return fmt.Errorf("%w: its writer (%s) stopped or is still running, so its hosts and findings are not recorded", ErrNotComplete, r.Writer)
+	case Failed:
+		return fmt.Errorf("%w: the audit failed: %s", ErrNotComplete, r.Error)
+	}
+	return fmt.Errorf("%w: state %q", ErrNotComplete, r.State)
+}
+
+// Compute compares two complete runs of s.
+func Compute(ctx context.Context, s Store, q DriftQuery) (*Drift, error) {
+	from, err := loadSide(ctx, s, q.From)
+	if err != nil {
+		return nil, err
+	}
+	to, err := loadSide(ctx, s, q.To)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range q.Hosts {
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("--host %q: %w", g, err)
+		}
+	}
+	d := &Drift{Schema: DriftSchema, From: from.run, To: to.run, Hosts: []HostDrift{}}
+	names := map[string]bool{}
+	for h := range from.hosts {
+		names[h] = true
+	}
+	for h := range to.hosts {
+		names[h] = true
+	}
+	docs := docCache{s: s, docs: map[string]map[string]any{}}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if !selected(name, q.Hosts) {
+			continue
+		}
+		fh, inFrom := from.hosts[name]
+		th, inTo := to.hosts[name]
+		fleet := th.Fleet
+		if !inTo {
+			fleet = fh.Fleet
+		}
+		if q.Fleet != "" && fleet != q.Fleet && (!inFrom || fh.Fleet != q.Fleet) {
+			continue
+		}
+		hd := HostDrift{Host: name, Fleet: fleet, Facts: []FactChange{}}
+		if inFrom && inTo && fh.Fleet != th.Fleet {
+			hd.FromFleet = fh.Fleet
+		}
+		if err := hostDrift(ctx, &docs, [2]RunID{q.From, q.To}, &hd, fh, inFrom, th, inTo, from.findings[name], to.findings[name]); err != nil {
+			return nil, fmt.Errorf("host %s: %w", name, err)
+		}
+		d.Summary.Hosts++
+		switch hd.State {
+		case HostUnchanged:
+			d.Summary.Unchanged++
+		case HostChanged:
+			d.Summary.Changed++
+		case HostAdded:
+			d.Summary.Added++
+		case HostRemoved:
+			d.Summary.Removed++
+		case HostUnread:
+			d.Summary.Unread++
+		}
+		d.Summary.Facts += len(hd.Facts)
+		d.Summary.New += len(hd.New)
+		d.Summary.Resolved += len(hd.Resolved)
+		d.Summary.Open += len(hd.Open)
+		d.Summary.Unknown += len(hd.Unknown)
+		if hd.State != HostUnchanged {
+			d.Hosts = append(d.Hosts, hd)
+		}
+	}
+	return d, nil
+}
+
+func selected(host string, globs []string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, host); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// docCache decodes each snapshot blob once.
+type docCache struct {
+	s    Store
+	docs map[string]map[string]any
+}
+
+func (c *docCache) get(ctx context.Context, hash string) (map[string]any, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	if d, ok := c.docs[hash]; ok {
+		return d, nil
+	}
+	body, err := c.s.Blob(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := snapshot.DecodeDocument(body)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", hash, err)
+	}
+	// Only the two sides of one host are needed at a time.
+	clear(c.docs)
+	c.docs[hash] = doc
+	return doc, nil
+}
+
+func hostDrift(ctx context.Context, docs *docCache, ids [2]RunID, hd *HostDrift, fh Host, inFrom bool, th Host, inTo bool, ff, tf []Finding) error {
+	plain := func(fs []Finding) []policies.Finding {
+		out := make([]policies.Finding, len(fs))
+		for i, f := range fs {
+			out[i] = f.Finding
+		}
+		return out
+	}
+	hd.New, hd.Resolved, hd.Open, hd.Unknown = []policies.Finding{}, []policies.Finding{}, []policies.Finding{}, []policies.Finding{}
+	switch {
+	case !inFrom:
+		hd.State = HostAdded
+		hd.New = plain(tf)
+		return nil
+	case !inTo:
+		hd.State = HostRemoved
+		hd.Unknown = plain(ff)
+		return nil
+	}
+	var fdoc, tdoc map[string]any
+	if fh.Snapshot != th.Snapshot {
+		var err error
+		if fdoc, err = docs.get(ctx, fh.Snapshot); err != nil {
+			return err
+		}
+		if tdoc, err = docs.get(ctx, th.Snapshot); err != nil {
+			return err
+		}
+	}
+	switch {
+	case fh.Unread != "":
+		hd.State, hd.Unread = HostUnread, fmt.Sprintf("not read in the earlier run (%d): %s", ids[0], fh.Unread)
+	case th.Unread != "":
+		hd.State, hd.Unread = HostUnread, fmt.Sprintf("not read in the later run (%d): %s", ids[1], th.Unread)
+	case fdoc != nil && tdoc != nil:
+		hd.Facts = diffFacts(fdoc, tdoc)
+	}
+	matchFindings(hd, ff, tf, th, tdoc)
+	if hd.State == "" {
+		hd.State = HostUnchanged
+		if len(hd.Facts) > 0 || len(hd.New) > 0 || len(hd.Resolved) > 0 || len(hd.Unknown) > 0 || hd.FromFleet != "" {
+			hd.State = HostChanged
+		}
+	}
+	return nil
+}
+
+// matchFindings splits a host's findings of both runs into new, resolved,
+// open and unknown, matching keys one to one. A finding of the earlier run
+// that the later run does not have is resolved only when the later run
+// could have found it: the host was read, the rule ran, and every fact the
+// finding cites that the later snapshot lacks is known to be absent.
+func matchFindings(hd *HostDrift, ff, tf []Finding, th Host, tdoc map[string]any) {
+	left := map[string][]Finding{}
+	for _, f := range ff {
+		left[f.Key] = append(left[f.Key], f)
+	}
+	for _, f := range tf {
+		if len(left[f.Key]) > 0 {
+			left[f.Key] = left[f.Key][1:]
+			hd.Open = append(hd.Open, f.Finding)
+			continue
+		}
+		hd.New = append(hd.New, f.Finding)
+	}
+	for _, f := range ff {
+		rest := left[f.Key]
+		left[f.Key] = nil
+		for _, g := range rest {
+			if couldFind(g.Finding, th, tdoc) {
+				hd.Resolved = append(hd.Resolved, g.Finding)
+			} else {
+				hd.Unknown = append(hd.Unknown, g.Finding)
+			}
+		}
+	}
+	for _, list := range [][]policies.Finding{hd.New, hd.Resolved, hd.Open, hd.Unknown} {
+		slices.SortStableFunc(list, func(a, b policies.Finding) int {
+			return cmp.Or(
+				-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
+				cmp.Compare(a.Rule, b.Rule),
+				cmp.Compare(a.Message, b.Message),
+			)
+		})
+	}
+}
+
+// couldFind reports whether the later run would have reported f had it
+// still held: see matchFindings. tdoc is nil when the snapshot did not
+// change (its facts are as they were, so only the rule's run matters).
+func couldFind(f policies.Finding, th Host, tdoc map[string]any) bool {
+	if th.Unread != "" || slices.Contains(th.Skipped, f.Rule) || slices.Contains(th.TimedOut, f.Rule) {
+		return false
+	}
+	if tdoc == nil {
+		return true
+	}
+	for _, ev := range f.Evidence {
+		if _, ok := snapshot.Lookup(tdoc, ev.Fact); !ok && !policies.AbsenceKnown(tdoc, ev.Fact) {
+			return false
+		}
+	}
+	return true
+}
+
+// skipTop are snapshot members that are not facts: provenance is compared
+// through the facts, collected_at is not stored in the blob.
+var skipTop = map[string]bool{"sources": true, "collected_at": true}
+
+// diffFacts compares two snapshot documents fact by fact.
+func diffFacts(from, to map[string]any) []FactChange {
+	fl, tl := map[string]any{}, map[string]any{}
+	var changes []FactChange
+	for _, sec := range slices.Sorted(maps.Keys(unionKeys(from, to))) {
+		if skipTop[sec] {
+			continue
+		}
+		fv, inF := from[sec]
+		tv, inT := to[sec]
+		// A whole section one side did not collect is one line, not
+		// every fact in it.
+		if inF && !inT && !policies.AbsenceKnown(to, sec) {
+			changes = append(changes, FactChange{Fact: sec, Change: FactNotCollected, Before: summarize(fv), NotCollectedIn: "to"})
+			continue
+		}
+		if inT && !inF && !policies.AbsenceKnown(from, sec) {
+			changes = append(changes, FactChange{Fact: sec, Change: FactNotCollected, After: summarize(tv), NotCollectedIn: "from"})
+			continue
+		}
+		if inF {
+			flatten(sec, fv, fl)
+		}
+		if inT {
+			flatten(sec, tv, tl)
+		}
+	}
+	for _, fact := range slices.Sorted(maps.Keys(unionKeys(fl, tl))) {
+		fv, inF := fl[fact]
+		tv, inT := tl[fact]
+		c := FactChange{Fact: fact, Before: fv, After: tv}
+		switch {
+		case inF && inT:
+			if equalJSON(fv, tv) {
+				continue
+			}
+			c.Change = FactChanged
+		case inF:
+			c.Change = FactRemoved
+			if !policies.AbsenceKnown(to, fact) {
+				c.Change, c.NotCollectedIn = FactNotCollected, "to"
+			}
+		default:
+			c.Change = FactAdded
+			if !policies.AbsenceKnown(from, fact) {
+				c.Change, c.NotCollectedIn = FactNotCollected, "from"
+			}
+		}
+		if inF {
+			c.BeforeSource = policies.EvidenceOf(from, fact).Source
+		}
+		if inT {
+			c.AfterSource = policies.EvidenceOf(to, fact).Source
+		}
+		changes = append(changes, c)
+	}
+	// Same value, set by another file: the provenance moved.
+	fs, _ := from["sources"].(map[string]any)
+	ts, _ := to["sources"].(map[string]any)
+	seen := map[string]bool{}
+	for _, c := range changes {
+		seen[c.Fact] = true
+	}
+	for _, fact := range slices.Sorted(maps.Keys(unionKeys(fs, ts))) {
+		a, b := fmt.Sprint(fs[fact]), fmt.Sprint(ts[fact])
+		if a == b || seen[fact] || fs[fact] == nil || ts[fact] == nil {
+			continue
+		}
+		fv, okF := snapshot.Lookup(from, fact)
+		tv, okT := snapshot.Lookup(to, fact)
+		if !okF || !okT || !equalJSON(fv, tv) {
+			continue
+		}
+		changes = append(changes, FactChange{Fact: fact, Change: FactMoved, Before: summarize(fv), After: summarize(tv), BeforeSource: a, AfterSource: b})
+	}
+	slices.SortStableFunc(changes, func(x, y FactChange) int { return cmp.Compare(x.Fact, y.Fact) })
+	return changes
+}
+
+// flatten adds the leaves of v under prefix: objects by key, lists by
+// index; an empty object or list is a leaf.
+func flatten(prefix string, v any, out map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			out[prefix] = x
+			return
+		}
+		for k, c := range x {
+			flatten(prefix+"."+k, c, out)
+		}
+	case []any:
+		if len(x) == 0 {
+			out[prefix] = x
+			return
+		}
+		for i, c := range x {
+			flatten(prefix+"."+strconv.Itoa(i), c, out)
+		}
+	default:
+		out[prefix] = v
+	}
+}
+
+// summarize stands for a whole section in a change: its size.
+func summarize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return fmt.Sprintf("{%d keys}", len(x))
+	case []any:
+		return fmt.Sprintf("[%d items]", len(x))
+	}
+	return v
+}
+
+func equalJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+func unionKeys[V any](a, b map[string]V) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
