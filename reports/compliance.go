@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
@@ -113,6 +114,41 @@ type Catalog struct {
 	Rules map[string]policies.Rule `json:"rules"`
 	// FleetRules are the rule ids each fleet's profile runs.
 	FleetRules map[string][]string `json:"fleet_rules"`
+}
+
+// NewCatalog is the catalog of an engine's rules (policies.Engine.Rules)
+// with each fleet profile of set: the rules it runs, as the engine selects
+// them (fleet "" runs the rules for every fleet). collection-error is left
+// out: it reports blind spots and is no control.
+func NewCatalog(rules []policies.Rule, set *fleets.Set) (*Catalog, error) {
+	cat := &Catalog{Rules: map[string]policies.Rule{}, FleetRules: map[string][]string{}}
+	for _, r := range rules {
+		if r.ID == policies.CollectionErrorRule {
+			continue
+		}
+		cat.Rules[r.ID] = r
+		if slices.Contains(r.Profiles, policies.ProfileAll) {
+			cat.FleetRules[""] = append(cat.FleetRules[""], r.ID)
+		}
+	}
+	if set == nil {
+		return cat, nil
+	}
+	for _, name := range set.Names() {
+		if name == fleets.Common {
+			continue
+		}
+		p, err := set.Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rules {
+			if r.ID != policies.CollectionErrorRule && p.Selects(r) {
+				cat.FleetRules[name] = append(cat.FleetRules[name], r.ID)
+			}
+		}
+	}
+	return cat, nil
 }
 
 // NewCompliance builds the report's input from one audit result. hosts

@@ -84,8 +84,13 @@ func (p *promSet) waivers(rep *waivers.Report) {
 	for _, state := range []string{waivers.Active, waivers.Expired, waivers.Stale} {
 		p.add("fleetaudit_waivers", 0, "state", state)
 	}
+	p.describe("fleetaudit_waiver_expiry_timestamp_seconds", "When each waiver stops applying, as a Unix time: alert before it passes.")
+	p.describe("fleetaudit_waiver_findings", "Findings each waiver covers (for an expired waiver: would cover).")
 	for _, st := range rep.Waivers {
 		p.add("fleetaudit_waivers", 1, "state", st.State)
+		labels := []string{"rule", st.Rule, "owner", st.Owner, "waiver", st.Source, "state", st.State}
+		p.add("fleetaudit_waiver_expiry_timestamp_seconds", float64(st.ExpiresAt().Unix()), labels...)
+		p.add("fleetaudit_waiver_findings", float64(st.Matched), labels...)
 	}
 }
 

@@ -294,6 +294,13 @@ func sarifFileLocation(src, host string, repo bool) (sarifLocation, bool) {
 	if src == "" || strings.HasPrefix(src, "default:") {
 		return sarifLocation{}, false
 	}
+	if repo {
+		// A fact a config repo cannot hold came from the fleet's baseline
+		// snapshot: "/proc/cmdline (baseline baselines/gpu.json)".
+		if _, rest, ok := strings.Cut(src, " (baseline "); ok && strings.HasSuffix(rest, ")") {
+			src = strings.TrimSuffix(rest, ")")
+		}
+	}
 	file, line := src, 0
 	if i := strings.LastIndexByte(src, ':'); i > 0 {
 		if n, err := strconv.Atoi(src[i+1:]); err == nil && n > 0 {

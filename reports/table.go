@@ -47,8 +47,12 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		if label == "" {
 			label = "(no fleet)"
 		}
-		fmt.Fprintf(&out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), countLine(fs.BySeverity))
 		findings := byFleet[name]
+		counts := countLine(fs.BySeverity)
+		if waived := countWaived(findings); waived > 0 {
+			counts = countLine(unwaivedCounts(findings)) + fmt.Sprintf(", %d waived", waived)
+		}
+		fmt.Fprintf(&out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), counts)
 		if len(findings) == 0 {
 			continue
 		}
@@ -235,4 +239,14 @@ func unwaivedCounts(findings []policies.Finding) map[string]int {
 		}
 	}
 	return out
+}
+
+func countWaived(findings []policies.Finding) int {
+	n := 0
+	for _, f := range findings {
+		if f.Waived != nil {
+			n++
+		}
+	}
+	return n
 }

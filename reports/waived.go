@@ -15,11 +15,14 @@ func waiverNotices(rep *waivers.Report) []string {
 	}
 	var out []string
 	for _, st := range rep.Waivers {
-		switch st.State {
-		case waivers.Expired:
+		switch {
+		case st.State == waivers.Expired && st.Matched == 0:
+			out = append(out, fmt.Sprintf("waiver %s for %s expired %s (owner %s); it matches no finding either",
+				st.Source, st.Rule, st.Expires, st.Owner))
+		case st.State == waivers.Expired:
 			out = append(out, fmt.Sprintf("waiver %s for %s expired %s (owner %s): its %d %s count again",
 				st.Source, st.Rule, st.Expires, st.Owner, st.Matched, plural(st.Matched, "finding", "findings")))
-		case waivers.Stale:
+		case st.State == waivers.Stale:
 			out = append(out, fmt.Sprintf("waiver %s for %s matches no finding (stale; owner %s)", st.Source, st.Rule, st.Owner))
 		}
 	}

@@ -266,6 +266,11 @@ func sourceFiles(f *policies.Finding) []string {
 		if s == "" || strings.HasPrefix(s, "default:") {
 			continue
 		}
+		if _, rest, ok := strings.Cut(s, " (baseline "); ok && strings.HasSuffix(rest, ")") {
+			// The gate's facts from a baseline snapshot: the repo file is
+			// the baseline.
+			s = strings.TrimSuffix(rest, ")")
+		}
 		if i := strings.LastIndexByte(s, ':'); i > 0 && strings.Trim(s[i+1:], "0123456789") == "" {
 			s = s[:i]
 		}

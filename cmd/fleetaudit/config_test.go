@@ -57,7 +57,7 @@ func TestConfigFileKeys(t *testing.T) {
 		{"unknown top-level key", "log-level: info\nhostnme: x\n", "",
 			[]string{`CONFIG:2: unknown key "hostnme" in the top level (did you mean "hostname" under collect:?); known: audit, collect, gate, log-level, policies`}},
 		{"unknown key in a section", "audit:\n  fail-on: high\n  fail_on: high\n", "",
-			[]string{`CONFIG:3: unknown key "fail_on" in the audit section (did you mean "fail-on"?); known: fail-on, fleets, format, inventory, no-exec, output, policies, root, rule-timeout, snapshots`}},
+			[]string{`CONFIG:3: unknown key "fail_on" in the audit section (did you mean "fail-on"?); known: fail-on, fleets, format, group-by, inventory, no-exec, output, policies, root, rule-timeout, snapshots, waivers`}},
 		{"a key of another command in a section", "collect:\n  fail-on: high\n", "",
 			[]string{`CONFIG:2: unknown key "fail-on" in the collect section (it belongs under audit: or gate:); known: hostname, limits-domain, no-exec, output, pods, root, sysctl`}},
 		{"a global key in a section", "audit:\n  log-level: debug\n", "",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
@@ -25,9 +26,12 @@ func addWaiverFlags(f *pflag.FlagSet, defaultWhere string) {
 	f.String("waivers", "", "waivers file (rule, scope, owner, justification, expiry); default: "+defaultWhere+" when it exists")
 }
 
-func addGroupByFlag(f *pflag.FlagSet) {
-	f.String("group-by", "", fmt.Sprintf("table and markdown layout: %s (default: rule above %d hosts, else none)",
+func addGroupByFlag(cmd *cobra.Command) {
+	cmd.Flags().String("group-by", "", fmt.Sprintf("table and markdown layout: %s (default: rule above %d hosts, else none)",
 		strings.Join(reports.GroupModes, ", "), reports.GroupAutoHosts))
+	_ = cmd.RegisterFlagCompletionFunc("group-by", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return withPrefix(reports.GroupModes, toComplete), cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 // auditWaivers loads --waivers, else ./waivers.yaml when there is one.
@@ -98,37 +102,13 @@ func needsCatalog(format string) bool {
 }
 
 // reportCatalog is the rules' metadata and the rules each fleet profile
-// runs (collection-error left out: it is no control).
+// runs.
 func reportCatalog(ctx context.Context, set *fleets.Set, policyDirs []string) (*reports.Catalog, error) {
 	engine, err := policies.New(ctx, policies.Options{PolicyDirs: policyDirs})
 	if err != nil {
 		return nil, err
 	}
-	cat := &reports.Catalog{Rules: map[string]policies.Rule{}, FleetRules: map[string][]string{}}
-	for _, r := range engine.Rules() {
-		if r.ID == policies.CollectionErrorRule {
-			continue
-		}
-		cat.Rules[r.ID] = r
-		if slices.Contains(r.Profiles, policies.ProfileAll) {
-			cat.FleetRules[""] = append(cat.FleetRules[""], r.ID)
-		}
-	}
-	for _, name := range set.Names() {
-		if name == fleets.Common {
-			continue
-		}
-		p, err := set.Resolve(name)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range engine.Rules() {
-			if r.ID != policies.CollectionErrorRule && p.Selects(r) {
-				cat.FleetRules[name] = append(cat.FleetRules[name], r.ID)
-			}
-		}
-	}
-	return cat, nil
+	return reports.NewCatalog(engine.Rules(), set)
 }
 
 // reportOptions adds what the compliance formats need to the terminal
