@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -423,6 +424,7 @@ func diffFacts(from, to map[string]any) []FactChange {
 		}
 		changes = append(changes, c)
 	}
+	changes = dropEmptyParents(changes)
 	// Same value, set by another file: the provenance moved.
 	fs, _ := from["sources"].(map[string]any)
 	ts, _ := to["sources"].(map[string]any)
@@ -444,6 +446,40 @@ func diffFacts(from, to map[string]any) []FactChange {
 	}
 	slices.SortStableFunc(changes, func(x, y FactChange) int { return cmp.Compare(x.Fact, y.Fact) })
 	return changes
+}
+
+// dropEmptyParents drops an empty object or list added or removed where
+// the other side has members below it: errors [] → errors.0.* is one change,
+// its entry, not two.
+func dropEmptyParents(changes []FactChange) []FactChange {
+	below := map[string]bool{}
+	for _, c := range changes {
+		for p := c.Fact; ; {
+			i := strings.LastIndexByte(p, '.')
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			below[p] = true
+		}
+	}
+	return slices.DeleteFunc(changes, func(c FactChange) bool {
+		v := c.Before
+		if c.Change == FactAdded {
+			v = c.After
+		}
+		return (c.Change == FactAdded || c.Change == FactRemoved) && isEmptyContainer(v) && below[c.Fact]
+	})
+}
+
+func isEmptyContainer(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
 }
 
 // flatten adds the leaves of v under prefix: objects by key, lists by

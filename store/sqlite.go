@@ -66,6 +66,16 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
+		// The store holds every host's snapshot: readable by its owner
+		// only (SQLite would create it 0644). O_EXCL: a racing writer's
+		// file is opened, not replaced.
+		f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
 	case err != nil:
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	case !info.Mode().IsRegular():

@@ -57,6 +57,7 @@ or when nothing could be audited.`,
 	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
 	addWaiverFlags(f, "./"+waivers.DefaultFile)
+	addRecordFlags(f)
 	addGroupByFlag(f)
 	return cmd
 }
@@ -133,8 +134,13 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	default:
 		opts.RuleTimeout = timeout
 	}
+	rec, err := a.startRecord(cmd.Context(), &opts)
+	if err != nil {
+		return err
+	}
 	res, err := audit.Run(cmd.Context(), opts)
 	if err != nil {
+		rec.fail(cmd.Context(), err)
 		if errors.Is(err, audit.ErrNoInput) || errors.Is(err, audit.ErrNoSnapshots) {
 			return usageError{err}
 		}
@@ -143,6 +149,9 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	now := time.Now()
 	res.Waivers = ws.Apply(now, res.Findings)
 	a.logWaivers(res.Waivers)
+	if err := rec.finish(cmd.Context(), a, res, now); err != nil {
+		return err
+	}
 	out := v.GetString("output")
 	ropts, err := a.reportOptions(cmd.Context(), format, out, set, now)
 	if err != nil {
