@@ -58,7 +58,7 @@ or when nothing could be audited.`,
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
 	addWaiverFlags(f, "./"+waivers.DefaultFile)
 	addRecordFlags(f)
-	addGroupByFlag(f)
+	addGroupByFlag(cmd)
 	return cmd
 }
 
