@@ -153,7 +153,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	ropts, err := a.reportOptions(cmd.Context(), format, out, set, now)
+	ropts, err := a.reportOptions(cmd.Context(), format, out, set, catalogOf(res), now)
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	res.Waivers = applyGateWaivers(ws, now, res)
 	a.logWaivers(res.Waivers)
 	out := v.GetString("output")
-	ropts, err := a.reportOptions(cmd.Context(), format, out, set, now)
+	ropts, err := a.reportOptions(cmd.Context(), format, out, set, nil, now)
 	if err != nil {
 		return err
 	}

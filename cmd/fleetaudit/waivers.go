@@ -112,19 +112,18 @@ func reportCatalog(ctx context.Context, set *fleets.Set, policyDirs []string) (*
 }
 
 // reportOptions adds what the compliance formats need to the terminal
-// options.
-func (a *app) reportOptions(ctx context.Context, format, out string, set *fleets.Set, at time.Time) (reports.Options, error) {
+// options. cat is the catalog when the caller has it (an audit's engine);
+// else it is built for the formats that need one.
+func (a *app) reportOptions(ctx context.Context, format, out string, set *fleets.Set, cat *reports.Catalog, at time.Time) (reports.Options, error) {
 	opts := a.humanOptions(out)
-	if mode := a.v.GetString("group-by"); mode != "" {
-		opts.GroupBy = mode
-	}
+	opts.GroupBy = a.v.GetString("group-by")
 	opts.Run.At = at
-	if needsCatalog(format) {
-		cat, err := reportCatalog(ctx, set, a.v.GetStringSlice("policies"))
-		if err != nil {
+	opts.Catalog = cat
+	if cat == nil && needsCatalog(format) {
+		var err error
+		if opts.Catalog, err = reportCatalog(ctx, set, a.v.GetStringSlice("policies")); err != nil {
 			return opts, err
 		}
-		opts.Catalog = cat
 	}
 	return opts, nil
 }
