@@ -20,8 +20,8 @@ func waiverNotices(rep *waivers.Report) []string {
 			out = append(out, fmt.Sprintf("waiver %s for %s expired %s (owner %s); it matches no finding either",
 				st.Source, st.Rule, st.Expires, st.Owner))
 		case st.State == waivers.Expired:
-			out = append(out, fmt.Sprintf("waiver %s for %s expired %s (owner %s): its %d %s count again",
-				st.Source, st.Rule, st.Expires, st.Owner, st.Matched, plural(st.Matched, "finding", "findings")))
+			out = append(out, fmt.Sprintf("waiver %s for %s expired %s (owner %s): its %d %s again",
+				st.Source, st.Rule, st.Expires, st.Owner, st.Matched, plural(st.Matched, "finding counts", "findings count")))
 		case st.State == waivers.Stale:
 			out = append(out, fmt.Sprintf("waiver %s for %s matches no finding (stale; owner %s)", st.Source, st.Rule, st.Owner))
 		}

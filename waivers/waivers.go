@@ -93,13 +93,13 @@ func Parse(name string, data []byte) (*Set, error) {
 	if err := strictyaml.Check(doc, &file{}); err != nil {
 		return nil, fmt.Errorf("waivers %s: %w", name, prefixLine(name, err))
 	}
-	var f file
-	if err := doc.Decode(&f); err != nil {
-		return nil, fmt.Errorf("waivers %s: %w", name, prefixLine(name, err))
-	}
 	list := strictyaml.MapValue(top, "waivers")
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("waivers %s:%d: want a list under waivers:", name, top.Line)
+	}
+	var f file
+	if err := doc.Decode(&f); err != nil {
+		return nil, fmt.Errorf("waivers %s: %w", name, prefixLine(name, err))
 	}
 	var errs []error
 	for i := range f.Waivers {
@@ -127,7 +127,10 @@ func ruleLabel(rule string) string {
 func prefixLine(name string, err error) error {
 	var out []string
 	for _, msg := range strings.Split(err.Error(), "\n") {
-		msg = strings.TrimPrefix(msg, "yaml: ")
+		msg = strings.TrimPrefix(strings.TrimSpace(msg), "yaml: ")
+		if msg == "unmarshal errors:" {
+			continue
+		}
 		if rest, ok := strings.CutPrefix(msg, "line "); ok {
 			if n, tail, ok := strings.Cut(rest, ":"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
 				msg = name + ":" + n + ":" + tail
