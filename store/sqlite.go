@@ -31,9 +31,12 @@ type Options struct {
 }
 
 // SQLite is the embedded store: one SQLite file (with its -wal and -shm
-// companions while open), written in WAL mode with synchronous=FULL so a
-// committed run survives a crash and an uncommitted one leaves no trace
-// but its Incomplete mark.
+// companions while open) in WAL mode. Every transaction is atomic, so a
+// writer that dies leaves no trace of an unfinished one but its run's
+// Incomplete mark. Snapshot blobs are written with synchronous=NORMAL (no
+// fsync per host: a power loss may forget the last ones, never corrupt);
+// FinishRun commits with synchronous=FULL, which makes the run and every
+// blob before it durable.
 type SQLite struct {
 	db   *sql.DB
 	path string
@@ -82,10 +85,10 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		// SQLite would block on a FIFO, or write through a device.
 		return nil, fmt.Errorf("store %s: %w: not a regular file", path, ErrNotStore)
 	}
-	// WAL: readers do not block the writer; FULL: a committed run is on
-	// disk; immediate: a writing transaction takes the write lock when it
+	// WAL: readers do not block the writer; NORMAL: see SQLite;
+	// immediate: a writing transaction takes the write lock when it
 	// begins, so two writers queue (busy_timeout) instead of deadlocking.
-	dsn := abs + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	dsn := abs + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -179,7 +182,17 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	// The store's one connection, so the pragma applies to this commit.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func driftTable(w io.Writer, d *store.Drift, width int) error {
 			return err
 		}
 		if h.Unread != "" {
-			if _, err := fmt.Fprintf(w, "%s\n", strings.Join(reports.Wrap("  "+reports.Escape(h.Unread), width), "\n")); err != nil {
+			if _, err := fmt.Fprint(w, indented(reports.Escape(h.Unread), width)); err != nil {
 				return err
 			}
 		}
@@ -157,8 +157,8 @@ func driftTable(w io.Writer, d *store.Drift, width int) error {
 			}
 		}
 		if len(h.Open) > 0 {
-			text := fmt.Sprintf("  still open: %d (%s)", len(h.Open), ruleCounts(h.Open))
-			if _, err := fmt.Fprintf(w, "%s\n", strings.Join(reports.Wrap(reports.Escape(text), width), "\n")); err != nil {
+			text := fmt.Sprintf("still open: %d (%s)", len(h.Open), ruleCounts(h.Open))
+			if _, err := fmt.Fprint(w, indented(reports.Escape(text), width)); err != nil {
 				return err
 			}
 		}
@@ -170,6 +170,15 @@ func driftTable(w io.Writer, d *store.Drift, width int) error {
 		}
 	}
 	return nil
+}
+
+// indented wraps text to width, each line indented by two spaces.
+func indented(text string, width int) string {
+	var b strings.Builder
+	for _, line := range reports.Wrap(text, max(width-2, 20)) {
+		b.WriteString("  " + line + "\n")
+	}
+	return b.String()
 }
 
 // factValue shows a fact's value in the table: text as it is, anything
