@@ -88,7 +88,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	// WAL: readers do not block the writer; NORMAL: see SQLite;
 	// immediate: a writing transaction takes the write lock when it
 	// begins, so two writers queue (busy_timeout) instead of deadlocking.
-	dsn := abs + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	dsn := abs + "?_pragma=busy_timeout(60000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
