@@ -1,11 +1,9 @@
 package reports
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -344,17 +342,53 @@ func findingFingerprint(f policies.Finding, repo bool) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-func writeSARIF(w io.Writer, run sarifRun) error {
-	log := sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(log); err != nil {
-		return err
+// sarifStream writes one run's results as they are made, so a large
+// fleet's log is never held whole (results come before the tool's rules,
+// which are known only at the end; JSON key order means nothing to SARIF).
+type sarifStream struct {
+	jw *jsonWriter
+	n  int
+}
+
+func newSARIFStream(w io.Writer, automation string) *sarifStream {
+	st := &sarifStream{jw: &jsonWriter{w: w}}
+	st.jw.printf("{\n  \"$schema\": ")
+	st.jw.value(sarifSchema, "  ")
+	st.jw.printf(",\n  \"version\": ")
+	st.jw.value(sarifVersion, "  ")
+	st.jw.printf(",\n  \"runs\": [\n    {\n      \"automationDetails\": ")
+	st.jw.value(sarifAutomation{ID: automation}, "      ")
+	st.jw.printf(",\n      \"results\": [")
+	return st
+}
+
+func (st *sarifStream) add(res sarifResult) {
+	if st.n > 0 {
+		st.jw.printf(",")
 	}
-	_, err := w.Write(EscapeJSON(buf.Bytes()))
-	return err
+	st.n++
+	st.jw.printf("\n        ")
+	st.jw.value(res, "        ")
+}
+
+// end writes the rest of the run: the rules the results named, the
+// invocation and the run's properties.
+func (st *sarifStream) end(b *sarifBuilder, inv sarifInvocation, props map[string]any) error {
+	if st.n > 0 {
+		st.jw.printf("\n      ")
+	}
+	rules := b.rules
+	if rules == nil {
+		rules = []sarifRuleDesc{}
+	}
+	st.jw.printf("],\n      \"tool\": ")
+	st.jw.value(sarifTool{Driver: sarifDriver{Name: "fleetaudit", InformationURI: toolURI, Rules: rules}}, "      ")
+	st.jw.printf(",\n      \"invocations\": ")
+	st.jw.value([]sarifInvocation{inv}, "      ")
+	st.jw.printf(",\n      \"properties\": ")
+	st.jw.value(props, "      ")
+	st.jw.printf("\n    }\n  ]\n}\n")
+	return st.jw.err
 }
 
 // sarifRenderer writes an audit as SARIF: one result per finding, located
@@ -363,14 +397,9 @@ type sarifRenderer struct{}
 
 func (sarifRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 	b := &sarifBuilder{cat: opts.Catalog}
-	run := sarifRun{
-		Tool:              sarifTool{Driver: sarifDriver{Name: "fleetaudit", InformationURI: toolURI}},
-		AutomationDetails: &sarifAutomation{ID: "fleetaudit/audit/"},
-		Results:           []sarifResult{},
-		Properties:        map[string]any{"summary": r.Summary},
-	}
+	st := newSARIFStream(w, "fleetaudit/audit/")
 	for _, f := range r.Findings {
-		run.Results = append(run.Results, b.result(f, false))
+		st.add(b.result(f, false))
 	}
 	inv := sarifInvocation{ExecutionSuccessful: r.Summary.Audited > 0}
 	for _, e := range r.Errors {
@@ -378,12 +407,7 @@ func (sarifRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "error", Message: sarifText{Text: who + ": " + e.Error}})
 	}
 	inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, waiverNotifications(r.Waivers)...)
-	run.Invocations = []sarifInvocation{inv}
-	run.Tool.Driver.Rules = b.rules
-	if run.Tool.Driver.Rules == nil {
-		run.Tool.Driver.Rules = []sarifRuleDesc{}
-	}
-	return writeSARIF(w, run)
+	return st.end(b, inv, map[string]any{"summary": r.Summary})
 }
 
 // sarifGate writes a gate as SARIF for code scanning on the pull request:
@@ -393,12 +417,7 @@ type sarifGate struct{}
 
 func (sarifGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
 	b := &sarifBuilder{cat: opts.Catalog}
-	run := sarifRun{
-		Tool:              sarifTool{Driver: sarifDriver{Name: "fleetaudit", InformationURI: toolURI}},
-		AutomationDetails: &sarifAutomation{ID: "fleetaudit/gate/"},
-		Results:           []sarifResult{},
-		Properties:        map[string]any{"base": r.Base, "head": r.Head, "summary": r.Summary},
-	}
+	st := newSARIFStream(w, "fleetaudit/gate/")
 	for _, fl := range r.Fleets {
 		for _, part := range []struct {
 			state    string
@@ -407,12 +426,11 @@ func (sarifGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 			for _, f := range part.findings {
 				res := b.result(f, true)
 				if res.Locations[0].PhysicalLocation == nil {
-					// A default or a fact from the baseline snapshot: the
-					// fleet is declared in the manifest.
+					// A default: the fleet is declared in the manifest.
 					res.Locations[0].PhysicalLocation = &sarifPhysical{ArtifactLocation: sarifArtLoc{URI: "fleetaudit.yaml", URIBaseID: srcRoot}}
 				}
 				res.BaselineState = part.state
-				run.Results = append(run.Results, res)
+				st.add(res)
 			}
 		}
 	}
@@ -424,10 +442,5 @@ func (sarifGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "warning", Message: sarifText{Text: warn}})
 	}
 	inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, waiverNotifications(r.Waivers)...)
-	run.Invocations = []sarifInvocation{inv}
-	run.Tool.Driver.Rules = b.rules
-	if run.Tool.Driver.Rules == nil {
-		run.Tool.Driver.Rules = []sarifRuleDesc{}
-	}
-	return writeSARIF(w, run)
+	return st.end(b, inv, map[string]any{"base": r.Base, "head": r.Head, "summary": r.Summary})
 }
