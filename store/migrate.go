@@ -60,7 +60,7 @@ var migrations = [][]string{
 			host TEXT NOT NULL,
 			match_key TEXT NOT NULL,
 			waived INTEGER NOT NULL DEFAULT 0,
-			body TEXT NOT NULL,
+			finding TEXT NOT NULL REFERENCES blobs (hash),
 			PRIMARY KEY (run_id, seq)
 		)`,
 		`CREATE INDEX findings_fleet ON findings (run_id, fleet, severity)`,

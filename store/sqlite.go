@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -153,8 +154,7 @@ func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 
 // PutBlob implements Store.
 func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
-	sum := sha256.Sum256(body)
-	hash := hex.EncodeToString(sum[:])
+	hash := contentHash(body)
 	res, err := s.db.ExecContext(ctx,
 		`INSERT INTO blobs (hash, kind, body, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`,
 		hash, kind, body, formatTime(timeNow()))
@@ -166,6 +166,12 @@ func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string,
 		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
 	}
 	return hash, n > 0, nil
+}
+
+// contentHash is a blob's address: its SHA-256, hex.
+func contentHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 // FinishRun implements Store.
@@ -226,21 +232,33 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		}
 		s.row("run_hosts", i+1)
 	}
-	findStmt, err := tx.PrepareContext(ctx, `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// A finding is a blob too: one still open since the last run, word
+	// for word, costs its run a row, not its evidence again.
+	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, kind, body, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer blobStmt.Close()
+	findStmt, err := tx.PrepareContext(ctx, `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, finding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer findStmt.Close()
+	now := formatTime(timeNow())
 	for i, f := range rec.Findings {
 		body, err := json.Marshal(f.Finding)
 		if err != nil {
 			return err
 		}
+		hash := contentHash(body)
+		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, body, now); err != nil {
+			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		}
 		waived := 0
 		if f.Waived != nil {
 			waived = 1
 		}
-		if _, err := findStmt.ExecContext(ctx, int64(id), i, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, string(body)); err != nil {
+		if _, err := findStmt.ExecContext(ctx, int64(id), i, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
 			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
 		}
 		s.row("findings", i+1)
@@ -424,7 +442,7 @@ func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 
 // Findings implements Store.
 func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT match_key, body FROM findings WHERE run_id = ? ORDER BY seq`, int64(id))
+	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
 	}
@@ -432,11 +450,11 @@ func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
 	var out []Finding
 	for rows.Next() {
 		var f Finding
-		var body string
+		var body []byte
 		if err := rows.Scan(&f.Key, &body); err != nil {
 			return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
 		}
-		if err := decodeFinding([]byte(body), &f.Finding); err != nil {
+		if err := decodeFinding(body, &f.Finding); err != nil {
 			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
 		}
 		out = append(out, f)
@@ -447,7 +465,7 @@ func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
 // decodeFinding reads a finding back with numbers as json.Number, as the
 // engine produced them from snapshot documents.
 func decodeFinding(b []byte, f *policies.Finding) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	return dec.Decode(f)
 }
@@ -500,7 +518,9 @@ func (s *SQLite) Blob(ctx context.Context, hash string) ([]byte, error) {
 
 // Stats counts rows, for tests and `history --stats`.
 type Stats struct {
-	Runs, Blobs, Snapshots, Hosts, Findings int
+	// Runs, Hosts and Findings count rows; Blobs the distinct contents,
+	// Snapshots and FindingBlobs those of each kind.
+	Runs, Blobs, Snapshots, FindingBlobs, Hosts, Findings int
 }
 
 // Stats implements counting the store's rows.
@@ -509,8 +529,9 @@ func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM blobs),
 		(SELECT COUNT(*) FROM blobs WHERE kind = 'snapshot'),
+		(SELECT COUNT(*) FROM blobs WHERE kind = 'finding'),
 		(SELECT COUNT(*) FROM run_hosts), (SELECT COUNT(*) FROM findings)`).
-		Scan(&st.Runs, &st.Blobs, &st.Snapshots, &st.Hosts, &st.Findings)
+		Scan(&st.Runs, &st.Blobs, &st.Snapshots, &st.FindingBlobs, &st.Hosts, &st.Findings)
 	if err != nil {
 		return Stats{}, fmt.Errorf("store %s: counting rows: %w", s.path, err)
 	}

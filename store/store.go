@@ -47,6 +47,9 @@ const (
 	KindSnapshot = "snapshot"
 	// KindCatalog is a Catalog: the rules' metadata and each fleet's rules.
 	KindCatalog = "catalog"
+	// KindFinding is a finding as in the findings JSON: a finding still
+	// open, word for word, is the same blob.
+	KindFinding = "finding"
 )
 
 // Store records audit runs and answers from them. Implementations are safe
