@@ -237,6 +237,7 @@ func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "\\", "\\\\")
 	s = strings.ReplaceAll(s, "|", "\\|")
 	s = strings.ReplaceAll(s, "<", "&lt;")
+	s = strings.ReplaceAll(s, "`", "\\`") // a stray backtick would open a code span
 	return Escape(strings.Join(strings.Fields(s), " "))
 }
 

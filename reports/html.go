@@ -172,7 +172,9 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 	if err := htmlTmpl.Execute(&buf, v); err != nil {
 		return err
 	}
-	_, err := w.Write(buf.Bytes())
+	// Control and bidi characters from hosts are shown as escapes: the
+	// browser would hide them, a terminal showing the file would obey them.
+	_, err := io.WriteString(w, EscapeText(buf.String()))
 	return err
 }
 

@@ -72,7 +72,9 @@ func writeJUnit(w io.Writer, s junitSuites) error {
 		return err
 	}
 	buf.WriteString("\n")
-	_, err := w.Write(buf.Bytes())
+	// encoding/xml drops C0 controls; bidi and C1 ones become visible
+	// escapes, as in the table.
+	_, err := io.WriteString(w, EscapeText(buf.String()))
 	return err
 }
 

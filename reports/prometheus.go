@@ -47,7 +47,9 @@ func (p *promSet) add(name string, v float64, labels ...string) {
 	var pairs []*dto.LabelPair
 	for i := 0; i+1 < len(labels); i += 2 {
 		key.WriteString(labels[i] + "\x00" + labels[i+1] + "\x00")
-		pairs = append(pairs, &dto.LabelPair{Name: proto.String(labels[i]), Value: proto.String(labels[i+1])})
+		// Control characters from hosts are escaped as in the table (expfmt
+		// would escape only the newline): the file is read on terminals too.
+		pairs = append(pairs, &dto.LabelPair{Name: proto.String(labels[i]), Value: proto.String(EscapeText(labels[i+1]))})
 	}
 	m := p.families[name][key.String()]
 	if m == nil {
