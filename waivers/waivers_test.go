@@ -121,9 +121,9 @@ func TestMatches(t *testing.T) {
 	}{
 		{hugetlb, finding("hugetlb-cma-on-gpu", "gpu-training", "gpu-a-002"), true},
 		{hugetlb, finding("hugetlb-cma-on-gpu", "gpu-training", "gpu-b-117"), true},
-		{hugetlb, finding("hugetlb-cma-on-gpu", "gpu-training", "gpu-a-004"), false}, // host out of scope
+		{hugetlb, finding("hugetlb-cma-on-gpu", "gpu-training", "gpu-a-004"), false},  // host out of scope
 		{hugetlb, finding("hugetlb-cma-on-gpu", "gpu-inference", "gpu-a-002"), false}, // fleet
-		{hugetlb, finding("thp-always", "gpu-training", "gpu-a-002"), false},           // rule
+		{hugetlb, finding("thp-always", "gpu-training", "gpu-a-002"), false},          // rule
 		{thp, finding("thp-always", "web", "web", "layers/web/sys/kernel/mm/thp:1"), true},
 		{thp, finding("thp-always", "web", "web", "layers/web/a/b/c/d:9"), true},
 		{thp, finding("thp-always", "web", "web", "layers/base/sys/kernel/mm/thp:1"), false},
