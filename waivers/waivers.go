@@ -88,18 +88,18 @@ func Load(name string) (*Set, error) {
 func Parse(name string, data []byte) (*Set, error) {
 	doc, top, err := strictyaml.DecodeMapping(data)
 	if err != nil {
-		return nil, fmt.Errorf("waivers %s: %w", name, prefixLine(name, err))
+		return nil, prefixLine(name, err)
 	}
 	if err := strictyaml.Check(doc, &file{}); err != nil {
-		return nil, fmt.Errorf("waivers %s: %w", name, prefixLine(name, err))
+		return nil, prefixLine(name, err)
 	}
 	list := strictyaml.MapValue(top, "waivers")
 	if list == nil || list.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("waivers %s:%d: want a list under waivers:", name, top.Line)
+		return nil, fmt.Errorf("%s:%d: want a list under waivers:", name, top.Line)
 	}
 	var f file
 	if err := doc.Decode(&f); err != nil {
-		return nil, fmt.Errorf("waivers %s: %w", name, prefixLine(name, err))
+		return nil, prefixLine(name, err)
 	}
 	var errs []error
 	for i := range f.Waivers {
@@ -111,7 +111,7 @@ func Parse(name string, data []byte) (*Set, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("waivers %s: %w", name, errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	return &Set{File: name, Waivers: f.Waivers}, nil
 }
@@ -123,7 +123,8 @@ func ruleLabel(rule string) string {
 	return rule
 }
 
-// prefixLine turns yaml's and strictyaml's "line N: ..." into "NAME:N: ...".
+// prefixLine turns yaml's and strictyaml's "line N: ..." into "NAME:N: ...";
+// an error without a line is "waivers NAME: ...".
 func prefixLine(name string, err error) error {
 	var out []string
 	for _, msg := range strings.Split(err.Error(), "\n") {
@@ -135,6 +136,9 @@ func prefixLine(name string, err error) error {
 			if n, tail, ok := strings.Cut(rest, ":"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
 				msg = name + ":" + n + ":" + tail
 			}
+		}
+		if !strings.HasPrefix(msg, name+":") {
+			msg = "waivers " + name + ": " + msg
 		}
 		out = append(out, msg)
 	}

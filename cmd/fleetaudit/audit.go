@@ -44,6 +44,12 @@ or when nothing could be audited.`,
   # Snapshots collected elsewhere, as JSON for CI, failing on critical findings only
   fleetaudit audit --snapshots /var/lib/fleetaudit/snapshots --format json -o findings.json --fail-on critical
 
+  # The compliance report for platform review, accepted findings waived
+  fleetaudit audit --inventory hosts.ini --snapshots snaps/ --waivers waivers.yaml --format html -o compliance.html
+
+  # A large fleet, one row per rule with its hosts folded
+  fleetaudit audit --snapshots snaps/ --group-by rule
+
   # Site profiles and policies beside the built-in ones
   fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies`,
 		Args: cobra.NoArgs,

@@ -40,6 +40,9 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
   # In CI on a pull request, as a PR comment
   fleetaudit gate --repo . --base origin/main --head HEAD --format markdown -o gate.md
 
+  # For GitHub code scanning: findings at the repo file and line that set them
+  fleetaudit gate --repo . --base origin/main --format sarif -o fleetaudit.sarif
+
   # Blast radius in hosts, failing only on critical findings
   fleetaudit gate --repo . --base origin/main --inventory hosts.ini --fail-on critical`,
 		Args: cobra.NoArgs,
@@ -93,9 +96,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if opts.BaseCheckout, err = configrepo.CheckoutRef(cmd.Context(), repo, opts.Base); err != nil {
 		return fmt.Errorf("%s: %w", repo, err)
 	}
-	ws, err := a.gateWaivers(opts.BaseCheckout)
+	ws, warning, err := a.gateWaivers(opts.BaseCheckout)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	res, err := configrepo.Run(cmd.Context(), opts)
 	if err != nil {
@@ -103,6 +106,10 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	}
 	now := time.Now()
 	res.Waivers = applyGateWaivers(ws, now, res)
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+		a.log.Warn(warning)
+	}
 	a.logWaivers(res.Waivers)
 	out := v.GetString("output")
 	ropts, err := a.reportOptions(cmd.Context(), format, out, set, nil, now)

@@ -55,26 +55,28 @@ func (a *app) auditWaivers() (*waivers.Set, error) {
 
 // gateWaivers loads --waivers, else waivers.yaml at the base commit: a
 // change cannot waive its own findings; a waiver takes effect once merged.
-func (a *app) gateWaivers(base *configrepo.Checkout) (*waivers.Set, error) {
+// An invalid file at base is no waiver at all and a warning (the gate is
+// then stricter, never laxer), so the change that repairs it can pass.
+func (a *app) gateWaivers(base *configrepo.Checkout) (set *waivers.Set, warning string, err error) {
 	if name := a.v.GetString("waivers"); name != "" {
 		set, err := waivers.Load(name)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, "", usageError{err}
 		}
-		return set, checkOutput(a.v.GetString("output"), inputsOf("--waivers", []string{name}, 0))
+		return set, "", checkOutput(a.v.GetString("output"), inputsOf("--waivers", []string{name}, 0))
 	}
 	if why, ok := base.Refused[waivers.DefaultFile]; ok {
-		return nil, fmt.Errorf("%s at %s: %s", waivers.DefaultFile, base.Label(), why)
+		return nil, fmt.Sprintf("%s at %s is not read (%s): no waiver applies", waivers.DefaultFile, base.Label(), why), nil
 	}
 	f, ok := base.Files[waivers.DefaultFile]
 	if !ok {
-		return nil, nil
+		return nil, "", nil
 	}
-	set, err := waivers.Parse(fmt.Sprintf("%s@%.12s", waivers.DefaultFile, base.Commit), f.Data)
+	set, err = waivers.Parse(fmt.Sprintf("%s@%.12s", waivers.DefaultFile, base.Commit), f.Data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Sprintf("%v: no waiver applies", err), nil
 	}
-	return set, nil
+	return set, "", nil
 }
 
 // logWaivers says what needs attention on stderr too: expired waivers

@@ -224,3 +224,23 @@ func TestEveryFormatThroughTheCLI(t *testing.T) {
 		}
 	}
 }
+
+// An invalid waivers.yaml at base applies no waiver and says so; the gate
+// still runs, so the change repairing the file can pass.
+func TestGateInvalidBaseWaivers(t *testing.T) {
+	dir, _ := exampleRepo(t)
+	writeWaivers(t, dir, "waivers:\n  - rule: hugetlb-cma-on-gpu\n    paths: ['layers/base/**']\n    owner: x\n    expires: 2099-01-01\n")
+	gitIn(t, dir, "add", "waivers.yaml")
+	gitIn(t, dir, "commit", "-q", "-m", "bad waiver")
+	base := gitIn(t, dir, "rev-parse", "HEAD")
+	plantHugetlbCMA(t, dir)
+	r := runCLI(t, nil, "gate", "--repo", dir, "--base", base, "--fail-on", "critical")
+	if r.code != exitFindings {
+		t.Errorf("exit %d, want 1 (no waiver applies)\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"warning: waivers.yaml@" + base[:12] + ":2: waiver 1", "justification is required", "no waiver applies"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
