@@ -19,6 +19,7 @@ var migrations = [][]string{
 		`CREATE TABLE blobs (
 			hash TEXT PRIMARY KEY,
 			kind TEXT NOT NULL,
+			encoding TEXT NOT NULL DEFAULT '',
 			body {{BLOB}} NOT NULL,
 			stored_at TEXT NOT NULL
 		)`,

@@ -107,8 +107,8 @@ func (r *Recorder) Stored() (added, reused int) {
 // content-addressed from res.Rules and res.FleetRules.
 func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []TrendPoint) error {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	err := r.err
-	r.mu.Unlock()
 	if err != nil {
 		_ = r.s.FailRun(ctx, r.id, err.Error())
 		return err

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -155,9 +157,13 @@ func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 // PutBlob implements Store.
 func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
 	hash := contentHash(body)
+	enc, stored, err := encodeBlob(body)
+	if err != nil {
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+	}
 	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO blobs (hash, kind, body, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`,
-		hash, kind, body, formatTime(timeNow()))
+		`INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`,
+		hash, kind, enc, stored, formatTime(timeNow()))
 	if err != nil {
 		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
 	}
@@ -168,10 +174,62 @@ func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string,
 	return hash, n > 0, nil
 }
 
-// contentHash is a blob's address: its SHA-256, hex.
+// contentHash is a blob's address: the SHA-256 of its content (before
+// encoding), hex.
 func contentHash(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
+}
+
+// Blob encodings: snapshots are JSON that gzip shrinks several times.
+const (
+	encodingRaw  = ""
+	encodingGzip = "gzip"
+	// gzipAbove is the size from which a blob is compressed.
+	gzipAbove = 512
+)
+
+func encodeBlob(body []byte) (string, []byte, error) {
+	if len(body) < gzipAbove {
+		return encodingRaw, body, nil
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := zw.Write(body); err != nil {
+		return "", nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return "", nil, err
+	}
+	return encodingGzip, buf.Bytes(), nil
+}
+
+// maxBlob caps what a stored blob may decode to: a damaged or hostile
+// store must not exhaust memory.
+const maxBlob = 64 << 20
+
+func decodeBlob(enc string, stored []byte) ([]byte, error) {
+	switch enc {
+	case encodingRaw:
+		return stored, nil
+	case encodingGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(stored))
+		if err != nil {
+			return nil, err
+		}
+		body, err := io.ReadAll(io.LimitReader(zr, maxBlob+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(body) > maxBlob {
+			return nil, fmt.Errorf("decodes to more than %d bytes", maxBlob)
+		}
+		return body, nil
+	}
+	return nil, fmt.Errorf("unknown encoding %q (a newer fleetaudit?)", enc)
 }
 
 // FinishRun implements Store.
@@ -234,7 +292,7 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	}
 	// A finding is a blob too: one still open since the last run, word
 	// for word, costs its run a row, not its evidence again.
-	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, kind, body, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
+	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
 	if err != nil {
 		return err
 	}
@@ -251,7 +309,11 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 			return err
 		}
 		hash := contentHash(body)
-		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, body, now); err != nil {
+		enc, stored, err := encodeBlob(body)
+		if err != nil {
+			return err
+		}
+		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, enc, stored, now); err != nil {
 			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
 		}
 		waived := 0
@@ -442,7 +504,7 @@ func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 
 // Findings implements Store.
 func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
+	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.encoding, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
 	}
@@ -450,9 +512,14 @@ func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
 	var out []Finding
 	for rows.Next() {
 		var f Finding
-		var body []byte
-		if err := rows.Scan(&f.Key, &body); err != nil {
+		var enc string
+		var stored []byte
+		if err := rows.Scan(&f.Key, &enc, &stored); err != nil {
 			return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
+		}
+		body, err := decodeBlob(enc, stored)
+		if err != nil {
+			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
 		}
 		if err := decodeFinding(body, &f.Finding); err != nil {
 			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
@@ -505,11 +572,16 @@ func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]TrendPoint, error) {
 
 // Blob implements Store.
 func (s *SQLite) Blob(ctx context.Context, hash string) ([]byte, error) {
-	var body []byte
-	err := s.db.QueryRowContext(ctx, `SELECT body FROM blobs WHERE hash = ?`, hash).Scan(&body)
+	var enc string
+	var stored []byte
+	err := s.db.QueryRowContext(ctx, `SELECT encoding, body FROM blobs WHERE hash = ?`, hash).Scan(&enc, &stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store %s: blob %s: %w", s.path, hash, ErrNoBlob)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("store %s: blob %s: %w", s.path, hash, err)
+	}
+	body, err := decodeBlob(enc, stored)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: blob %s: %w", s.path, hash, err)
 	}

@@ -220,6 +220,25 @@ func TestUnchangedSnapshotsAreStoredOnce(t *testing.T) {
 	if strings.Contains(string(body), "collected_at") || !strings.Contains(string(body), `"host":"web-01"`) {
 		t.Errorf("blob of web-01: %.200s", body)
 	}
+	// Stored compressed, addressed by what it decodes to.
+	var enc string
+	var stored []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT encoding, body FROM blobs WHERE hash = ?`, a.Snapshot).Scan(&enc, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if enc != "gzip" || len(stored) >= len(body) || contentHash(body) != a.Snapshot {
+		t.Errorf("web-01's blob: encoding %q, %d bytes stored for %d", enc, len(stored), len(body))
+	}
+	// A blob this fleetaudit cannot decode is an error naming it.
+	if _, err := s.db.ExecContext(ctx, `UPDATE blobs SET encoding = 'zstd' WHERE hash = ?`, a.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Blob(ctx, a.Snapshot); err == nil || !strings.Contains(err.Error(), `unknown encoding "zstd"`) || !strings.Contains(err.Error(), a.Snapshot) {
+		t.Errorf("an unknown encoding: %v", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE blobs SET encoding = 'gzip' WHERE hash = ?`, a.Snapshot); err != nil {
+		t.Fatal(err)
+	}
 
 	// The run reads back as the audit it recorded.
 	res, run, err := LoadResult(ctx, s, id2)
