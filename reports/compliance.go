@@ -19,6 +19,9 @@ import (
 type Compliance struct {
 	// Title heads the report ("fleetaudit compliance report" when empty).
 	Title string `json:"title,omitempty"`
+	// Gate is set for a gate's report: each fleet's rendered configuration
+	// is one subject, and there is no trend.
+	Gate bool `json:"gate,omitempty"`
 	// Run is the run the report describes.
 	Run RunInfo `json:"run"`
 	// Fleets are sorted by name; "" is hosts that match no fleet.

@@ -59,7 +59,7 @@ func (htmlRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 type htmlGate struct{}
 
 func (htmlGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
-	c := &Compliance{Title: fmt.Sprintf("fleetaudit gate: %s → %s", refLabel(r.Base), refLabel(r.Head)), Run: opts.Run, Trend: opts.Trend}
+	c := &Compliance{Title: fmt.Sprintf("fleetaudit gate: %s → %s", refLabel(r.Base), refLabel(r.Head)), Gate: true, Run: opts.Run}
 	for _, fl := range r.Fleets {
 		if fl.Status == "removed" {
 			continue
@@ -68,6 +68,8 @@ func (htmlGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) erro
 		if fl.Status == "error" {
 			fc.Audited = 0
 		}
+		c.Run.Hosts++
+		c.Run.Audited += fc.Audited
 		head := append(slices.Clone(fl.Introduced), fl.Unchanged...)
 		c.Findings = append(c.Findings, head...)
 		var ids []string
@@ -108,7 +110,6 @@ func (htmlGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) erro
 	for _, e := range r.Errors {
 		c.Errors = append(c.Errors, audit.HostError{Fleet: e.Fleet, Source: e.Ref, Error: e.Error})
 	}
-	c.Trend = append(c.Trend, c.CurrentTrend()...)
 	return RenderHTML(w, c)
 }
 
