@@ -150,6 +150,8 @@ func (w *Waiver) validate() []error {
 	switch {
 	case w.Rule == "":
 		errs = append(errs, errors.New("rule is required"))
+	case w.Rule == policies.CollectionErrorRule:
+		errs = append(errs, errors.New("collection-error cannot be waived: it reports a host or source that could not be read, and a blind spot is never silenced"))
 	case strings.ContainsAny(w.Rule, "*?[ "):
 		errs = append(errs, fmt.Errorf("rule %q: a waiver names one rule id, not a pattern", w.Rule))
 	}

@@ -64,6 +64,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"w.yaml:2: waiver 1 (no rule): rule is required"}},
 		{"rule pattern", "waivers:\n  - rule: nccl-*\n    fleet: f\n    owner: o\n    justification: j\n    expires: 2026-01-01\n",
 			[]string{"w.yaml:2: waiver 1 (nccl-*): rule \"nccl-*\": a waiver names one rule id"}},
+		{"collection-error", "waivers:\n  - rule: collection-error\n    fleet: f\n    owner: o\n    justification: j\n    expires: 2026-01-01\n",
+			[]string{"w.yaml:2: waiver 1 (collection-error): collection-error cannot be waived"}},
 		{"bad expiry", "waivers:\n  - rule: x\n    fleet: f\n    owner: o\n    justification: j\n    expires: next week\n",
 			[]string{`w.yaml:2: waiver 1 (x): expires "next week": want a date`}},
 		{"bad glob", "waivers:\n  - rule: x\n    hosts: ['gpu-[']\n    owner: o\n    justification: j\n    expires: 2026-01-01\n",
