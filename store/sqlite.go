@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -48,6 +49,8 @@ type SQLite struct {
 	// each row it writes: a test's writer process blocks there to be
 	// killed mid-write.
 	afterRow func(table string, n int)
+	// gzipWriters are reused: a writer's state is most of a megabyte.
+	gzipWriters sync.Pool
 }
 
 var _ Store = (*SQLite)(nil)
@@ -157,7 +160,16 @@ func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 // PutBlob implements Store.
 func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
 	hash := contentHash(body)
-	enc, stored, err := encodeBlob(body)
+	// Most snapshots of a run are stored already (unchanged hosts): ask
+	// before compressing.
+	var one int
+	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM blobs WHERE hash = ?`, hash).Scan(&one); {
+	case err == nil:
+		return hash, false, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+	}
+	enc, stored, err := s.encodeBlob(body)
 	if err != nil {
 		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
 	}
@@ -181,7 +193,7 @@ func contentHash(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Blob encodings: snapshots are JSON that gzip shrinks several times.
+// Blob encodings: snapshots are JSON that gzip shrinks about four times.
 const (
 	encodingRaw  = ""
 	encodingGzip = "gzip"
@@ -189,15 +201,21 @@ const (
 	gzipAbove = 512
 )
 
-func encodeBlob(body []byte) (string, []byte, error) {
+func (s *SQLite) encodeBlob(body []byte) (string, []byte, error) {
 	if len(body) < gzipAbove {
 		return encodingRaw, body, nil
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err != nil {
-		return "", nil, err
+	zw, _ := s.gzipWriters.Get().(*gzip.Writer)
+	if zw == nil {
+		var err error
+		if zw, err = gzip.NewWriterLevel(&buf, gzip.BestSpeed); err != nil {
+			return "", nil, err
+		}
+	} else {
+		zw.Reset(&buf)
 	}
+	defer s.gzipWriters.Put(zw)
 	if _, err := zw.Write(body); err != nil {
 		return "", nil, err
 	}
@@ -308,12 +326,9 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		if err != nil {
 			return err
 		}
+		// Findings are small and mostly stored already: kept as they are.
 		hash := contentHash(body)
-		enc, stored, err := encodeBlob(body)
-		if err != nil {
-			return err
-		}
-		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, enc, stored, now); err != nil {
+		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, encodingRaw, body, now); err != nil {
 			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
 		}
 		waived := 0
