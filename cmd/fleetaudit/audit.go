@@ -154,7 +154,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	}
 	now := time.Now()
 	res.Waivers = ws.Apply(now, res.Findings)
-	a.logWaivers(res.Waivers)
+	a.logWaivers(res.Waivers, res.Rules...)
 	if err := rec.finish(cmd.Context(), a, res, now); err != nil {
 		return err
 	}

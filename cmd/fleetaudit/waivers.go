@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/waivers"
@@ -80,16 +81,25 @@ func (a *app) gateWaivers(base *configrepo.Checkout) (set *waivers.Set, warning 
 }
 
 // logWaivers says what needs attention on stderr too: expired waivers
-// (their findings count again) and stale ones.
-func (a *app) logWaivers(rep *waivers.Report) {
+// (their findings count again), stale ones, and, when the rules are known,
+// a waiver naming no rule (a typo never matches).
+func (a *app) logWaivers(rep *waivers.Report, rules ...policies.Rule) {
 	if rep == nil {
 		return
+	}
+	var ids []string
+	for _, r := range rules {
+		ids = append(ids, r.ID)
 	}
 	for _, st := range rep.Waivers {
 		switch st.State {
 		case waivers.Expired:
 			a.log.Warn("waiver expired: its findings count again", "waiver", st.Source, "rule", st.Rule, "expired", st.Expires, "owner", st.Owner, "findings", st.Matched)
 		case waivers.Stale:
+			if len(ids) > 0 && !slices.Contains(ids, st.Rule) {
+				a.log.Warn("waiver names no rule"+strictyaml.DidYouMean(st.Rule, ids, ""), "waiver", st.Source, "rule", st.Rule)
+				continue
+			}
 			a.log.Warn("waiver matches no finding (stale)", "waiver", st.Source, "rule", st.Rule, "owner", st.Owner)
 		}
 	}

@@ -32,6 +32,11 @@ func waiveAllCritical(expires string) string {
     owner: bob@example.com
     justification: Host drained until the fabric manager upgrade.
     expires: %[1]s
+  - rule: hugetlb-cma-on-gpus
+    fleet: gpu-training
+    owner: dave@example.com
+    justification: A typo in the rule id.
+    expires: %[1]s
   - rule: nccl-debug-env
     fleet: web-serving
     owner: carol@example.com
@@ -90,7 +95,10 @@ func TestAuditWaiversAndFailOn(t *testing.T) {
 	if waived != 10 || doc.Waivers.Waived != 10 || len(doc.Findings) != 85 {
 		t.Errorf("%d of %d findings waived (report says %d), want 10 of 85 still listed", waived, len(doc.Findings), doc.Waivers.Waived)
 	}
-	if doc.Waivers.Stale != 1 || !strings.Contains(r.stderr, "waiver matches no finding (stale)") {
+	if !strings.Contains(r.stderr, `waiver names no rule (did you mean \"hugetlb-cma-on-gpu\"?)`) {
+		t.Errorf("a waiver with a misspelt rule id is not called out:\n%s", r.stderr)
+	}
+	if doc.Waivers.Stale != 2 || !strings.Contains(r.stderr, "waiver matches no finding (stale)") {
 		t.Errorf("stale waiver not reported: %d stale\n%s", doc.Waivers.Stale, r.stderr)
 	}
 
