@@ -111,6 +111,9 @@ type runSide struct {
 	run      Run
 	hosts    map[string]Host
 	findings map[string][]Finding
+	// fleetRules are the rules each fleet ran (the run's catalog); nil
+	// when the run has none.
+	fleetRules map[string][]string
 }
 
 func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
@@ -137,6 +140,20 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	}
 	for _, f := range findings {
 		side.findings[f.Host] = append(side.findings[f.Host], f)
+	}
+	if run.Catalog != "" {
+		body, err := s.Blob(ctx, run.Catalog)
+		if err != nil {
+			return nil, err
+		}
+		var cat Catalog
+		if err := json.Unmarshal(body, &cat); err != nil {
+			return nil, fmt.Errorf("run %d: its catalog: %w", id, err)
+		}
+		side.fleetRules = cat.FleetRules
+		if side.fleetRules == nil {
+			side.fleetRules = map[string][]string{}
+		}
 	}
 	return side, nil
 }
@@ -192,7 +209,13 @@ func Compute(ctx context.Context, s Store, q DriftQuery) (*Drift, error) {
 		if inFrom && inTo && fh.Fleet != th.Fleet {
 			hd.FromFleet = fh.Fleet
 		}
-		if err := hostDrift(ctx, &docs, [2]RunID{q.From, q.To}, &hd, fh, inFrom, th, inTo, from.findings[name], to.findings[name]); err != nil {
+		// The rules the later run ran on the host: a rule its fleet no
+		// longer runs resolves nothing.
+		var ran []string
+		if to.fleetRules != nil && inTo {
+			ran = append([]string{}, to.fleetRules[th.Fleet]...)
+		}
+		if err := hostDrift(ctx, &docs, [2]RunID{q.From, q.To}, &hd, fh, inFrom, th, inTo, ran, from.findings[name], to.findings[name]); err != nil {
 			return nil, fmt.Errorf("host %s: %w", name, err)
 		}
 		d.Summary.Hosts++
@@ -259,7 +282,7 @@ func (c *docCache) get(ctx context.Context, hash string) (map[string]any, error)
 	return doc, nil
 }
 
-func hostDrift(ctx context.Context, docs *docCache, ids [2]RunID, hd *HostDrift, fh Host, inFrom bool, th Host, inTo bool, ff, tf []Finding) error {
+func hostDrift(ctx context.Context, docs *docCache, ids [2]RunID, hd *HostDrift, fh Host, inFrom bool, th Host, inTo bool, ran []string, ff, tf []Finding) error {
 	plain := func(fs []Finding) []policies.Finding {
 		out := make([]policies.Finding, len(fs))
 		for i, f := range fs {
@@ -296,7 +319,7 @@ func hostDrift(ctx context.Context, docs *docCache, ids [2]RunID, hd *HostDrift,
 	case fdoc != nil && tdoc != nil:
 		hd.Facts = diffFacts(fdoc, tdoc)
 	}
-	matchFindings(hd, ff, tf, th, tdoc)
+	matchFindings(hd, ff, tf, th, ran, tdoc)
 	if hd.State == "" {
 		hd.State = HostUnchanged
 		if len(hd.Facts) > 0 || len(hd.New) > 0 || len(hd.Resolved) > 0 || len(hd.Unknown) > 0 || hd.FromFleet != "" {
@@ -311,7 +334,7 @@ func hostDrift(ctx context.Context, docs *docCache, ids [2]RunID, hd *HostDrift,
 // that the later run does not have is resolved only when the later run
 // could have found it: the host was read, the rule ran, and every fact the
 // finding cites that the later snapshot lacks is known to be absent.
-func matchFindings(hd *HostDrift, ff, tf []Finding, th Host, tdoc map[string]any) {
+func matchFindings(hd *HostDrift, ff, tf []Finding, th Host, ran []string, tdoc map[string]any) {
 	left := map[string][]Finding{}
 	for _, f := range ff {
 		left[f.Key] = append(left[f.Key], f)
@@ -328,7 +351,7 @@ func matchFindings(hd *HostDrift, ff, tf []Finding, th Host, tdoc map[string]any
 		rest := left[f.Key]
 		left[f.Key] = nil
 		for _, g := range rest {
-			if couldFind(g.Finding, th, tdoc) {
+			if couldFind(g.Finding, th, ran, tdoc) {
 				hd.Resolved = append(hd.Resolved, g.Finding)
 			} else {
 				hd.Unknown = append(hd.Unknown, g.Finding)
@@ -349,7 +372,10 @@ func matchFindings(hd *HostDrift, ff, tf []Finding, th Host, tdoc map[string]any
 // couldFind reports whether the later run would have reported f had it
 // still held: see matchFindings. tdoc is nil when the snapshot did not
 // change (its facts are as they were, so only the rule's run matters).
-func couldFind(f policies.Finding, th Host, tdoc map[string]any) bool {
+func couldFind(f policies.Finding, th Host, ran []string, tdoc map[string]any) bool {
+	if ran != nil && !slices.Contains(ran, f.Rule) {
+		return false
+	}
 	if th.Unread != "" || slices.Contains(th.Skipped, f.Rule) || slices.Contains(th.TimedOut, f.Rule) {
 		return false
 	}
