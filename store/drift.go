@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,11 +8,10 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
+	"github.com/fleetaudit/fleetaudit/store/factdiff"
 )
 
 // DriftSchema identifies the drift JSON document.
@@ -68,28 +66,26 @@ type HostDrift struct {
 	Unknown []policies.Finding `json:"unknown"`
 }
 
-// Fact change kinds.
+// engineCoverage answers as the policy engine does what a snapshot
+// collected and where each value was set.
+func engineCoverage() factdiff.Coverage {
+	return factdiff.Coverage{
+		AbsenceKnown: policies.AbsenceKnown,
+		Source:       func(doc map[string]any, fact string) string { return policies.EvidenceOf(doc, fact).Source },
+	}
+}
+
+// Fact change kinds (factdiff's).
 const (
-	FactChanged      = "changed"       // value before → after
-	FactAdded        = "added"         // absent before (known absent)
-	FactRemoved      = "removed"       // absent after (known absent)
-	FactMoved        = "moved"         // same value, set by another file
-	FactNotCollected = "not-collected" // one side did not collect it
+	FactChanged      = factdiff.Changed
+	FactAdded        = factdiff.Added
+	FactRemoved      = factdiff.Removed
+	FactMoved        = factdiff.Moved
+	FactNotCollected = factdiff.NotCollected
 )
 
-// FactChange is one fact whose value or provenance changed. Before and
-// After are nil when absent; the sources say which file set each value.
-type FactChange struct {
-	Fact         string `json:"fact"`
-	Change       string `json:"change"`
-	Before       any    `json:"before"`
-	After        any    `json:"after"`
-	BeforeSource string `json:"before_source,omitempty"`
-	AfterSource  string `json:"after_source,omitempty"`
-	// NotCollectedIn names the run ("from" or "to") that did not collect
-	// the fact, for FactNotCollected.
-	NotCollectedIn string `json:"not_collected_in,omitempty"`
-}
+// FactChange is one fact whose value or provenance changed.
+type FactChange = factdiff.Change
 
 // DriftSummary counts the drift.
 type DriftSummary struct {
@@ -317,7 +313,7 @@ func hostDrift(ctx context.Context, docs *docCache, ids [2]RunID, hd *HostDrift,
 	case th.Unread != "":
 		hd.State, hd.Unread = HostUnread, fmt.Sprintf("not read in the later run (%d): %s", ids[1], th.Unread)
 	case fdoc != nil && tdoc != nil:
-		hd.Facts = diffFacts(fdoc, tdoc)
+		hd.Facts = factdiff.Diff(fdoc, tdoc, engineCoverage())
 	}
 	matchFindings(hd, ff, tf, th, ran, tdoc)
 	if hd.State == "" {
@@ -388,175 +384,4 @@ func couldFind(f policies.Finding, th Host, ran []string, tdoc map[string]any) b
 		}
 	}
 	return true
-}
-
-// skipTop are snapshot members that are not facts: provenance is compared
-// through the facts, collected_at is not stored in the blob.
-var skipTop = map[string]bool{"sources": true, "collected_at": true}
-
-// diffFacts compares two snapshot documents fact by fact.
-func diffFacts(from, to map[string]any) []FactChange {
-	fl, tl := map[string]any{}, map[string]any{}
-	var changes []FactChange
-	for _, sec := range slices.Sorted(maps.Keys(unionKeys(from, to))) {
-		if skipTop[sec] {
-			continue
-		}
-		fv, inF := from[sec]
-		tv, inT := to[sec]
-		// A whole section one side did not collect is one line, not
-		// every fact in it.
-		if inF && !inT && !policies.AbsenceKnown(to, sec) {
-			changes = append(changes, FactChange{Fact: sec, Change: FactNotCollected, Before: summarize(fv), NotCollectedIn: "to"})
-			continue
-		}
-		if inT && !inF && !policies.AbsenceKnown(from, sec) {
-			changes = append(changes, FactChange{Fact: sec, Change: FactNotCollected, After: summarize(tv), NotCollectedIn: "from"})
-			continue
-		}
-		if inF {
-			flatten(sec, fv, fl)
-		}
-		if inT {
-			flatten(sec, tv, tl)
-		}
-	}
-	for _, fact := range slices.Sorted(maps.Keys(unionKeys(fl, tl))) {
-		fv, inF := fl[fact]
-		tv, inT := tl[fact]
-		c := FactChange{Fact: fact, Before: fv, After: tv}
-		switch {
-		case inF && inT:
-			if equalJSON(fv, tv) {
-				continue
-			}
-			c.Change = FactChanged
-		case inF:
-			c.Change = FactRemoved
-			if !policies.AbsenceKnown(to, fact) {
-				c.Change, c.NotCollectedIn = FactNotCollected, "to"
-			}
-		default:
-			c.Change = FactAdded
-			if !policies.AbsenceKnown(from, fact) {
-				c.Change, c.NotCollectedIn = FactNotCollected, "from"
-			}
-		}
-		if inF {
-			c.BeforeSource = policies.EvidenceOf(from, fact).Source
-		}
-		if inT {
-			c.AfterSource = policies.EvidenceOf(to, fact).Source
-		}
-		changes = append(changes, c)
-	}
-	changes = dropEmptyParents(changes)
-	// Same value, set by another file: the provenance moved.
-	fs, _ := from["sources"].(map[string]any)
-	ts, _ := to["sources"].(map[string]any)
-	seen := map[string]bool{}
-	for _, c := range changes {
-		seen[c.Fact] = true
-	}
-	for _, fact := range slices.Sorted(maps.Keys(unionKeys(fs, ts))) {
-		a, b := fmt.Sprint(fs[fact]), fmt.Sprint(ts[fact])
-		if a == b || seen[fact] || fs[fact] == nil || ts[fact] == nil {
-			continue
-		}
-		fv, okF := snapshot.Lookup(from, fact)
-		tv, okT := snapshot.Lookup(to, fact)
-		if !okF || !okT || !equalJSON(fv, tv) {
-			continue
-		}
-		changes = append(changes, FactChange{Fact: fact, Change: FactMoved, Before: summarize(fv), After: summarize(tv), BeforeSource: a, AfterSource: b})
-	}
-	slices.SortStableFunc(changes, func(x, y FactChange) int { return cmp.Compare(x.Fact, y.Fact) })
-	return changes
-}
-
-// dropEmptyParents drops an empty object or list added or removed where
-// the other side has members below it: errors [] → errors.0.* is one change,
-// its entry, not two.
-func dropEmptyParents(changes []FactChange) []FactChange {
-	below := map[string]bool{}
-	for _, c := range changes {
-		for p := c.Fact; ; {
-			i := strings.LastIndexByte(p, '.')
-			if i < 0 {
-				break
-			}
-			p = p[:i]
-			below[p] = true
-		}
-	}
-	return slices.DeleteFunc(changes, func(c FactChange) bool {
-		v := c.Before
-		if c.Change == FactAdded {
-			v = c.After
-		}
-		return (c.Change == FactAdded || c.Change == FactRemoved) && isEmptyContainer(v) && below[c.Fact]
-	})
-}
-
-func isEmptyContainer(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		return len(x) == 0
-	case []any:
-		return len(x) == 0
-	}
-	return false
-}
-
-// flatten adds the leaves of v under prefix: objects by key, lists by
-// index; an empty object or list is a leaf.
-func flatten(prefix string, v any, out map[string]any) {
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			out[prefix] = x
-			return
-		}
-		for k, c := range x {
-			flatten(prefix+"."+k, c, out)
-		}
-	case []any:
-		if len(x) == 0 {
-			out[prefix] = x
-			return
-		}
-		for i, c := range x {
-			flatten(prefix+"."+strconv.Itoa(i), c, out)
-		}
-	default:
-		out[prefix] = v
-	}
-}
-
-// summarize stands for a whole section in a change: its size.
-func summarize(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return fmt.Sprintf("{%d keys}", len(x))
-	case []any:
-		return fmt.Sprintf("[%d items]", len(x))
-	}
-	return v
-}
-
-func equalJSON(a, b any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(x, y)
-}
-
-func unionKeys[V any](a, b map[string]V) map[string]bool {
-	out := make(map[string]bool, len(a)+len(b))
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
