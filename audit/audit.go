@@ -21,6 +21,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 // Schema identifies the findings document.
@@ -64,6 +65,18 @@ type Result struct {
 	Findings []policies.Finding `json:"findings"`
 	Errors   []HostError        `json:"errors"`
 	Summary  Summary            `json:"summary"`
+	// Waivers is what a waivers file did to the findings (waivers.Set.Apply);
+	// nil when none was read.
+	Waivers *waivers.Report `json:"waivers,omitempty"`
+	// Hosts are the hosts as the engine audited them (fleet, unread, rules
+	// skipped), for reports that count per control; not in the JSON.
+	Hosts []policies.HostRun `json:"-"`
+	// Rules are the metadata of every rule the engine compiled, and
+	// FleetRules the ids each fleet ran (controls that pass have no
+	// finding to name them): for reports and the history store, not in
+	// the JSON.
+	Rules      []policies.Rule     `json:"-"`
+	FleetRules map[string][]string `json:"-"`
 }
 
 // HostError is a host or input that could not be audited in full.
@@ -163,7 +176,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		rep.Findings = append(rep.Findings, more.Findings...)
 		rep.Failures = append(rep.Failures, more.Failures...)
 	}
-	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors()}
+	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors(), Hosts: rep.Hosts,
+		Rules: engine.Rules(), FleetRules: fleetRules(engine, rep.Hosts)}
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}

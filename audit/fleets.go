@@ -99,10 +99,14 @@ func summarize(hosts []policies.HostRun, findings []policies.Finding) Summary {
 	return s
 }
 
-// MaxSeverityRank is the rank of the most severe finding (0 when none).
+// MaxSeverityRank is the rank of the most severe unwaived finding (0 when
+// none): what --fail-on compares.
 func (r *Result) MaxSeverityRank() int {
 	worst := 0
 	for _, f := range r.Findings {
+		if f.Waived != nil {
+			continue
+		}
 		worst = max(worst, policies.SeverityRank(f.Severity))
 	}
 	return worst

@@ -1,7 +1,6 @@
 package configrepo
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -19,6 +18,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 // Schema identifies the gate's JSON document.
@@ -63,6 +63,9 @@ type Result struct {
 	// base whose fleetaudit.yaml was invalid and so counted as empty.
 	Warnings []string `json:"warnings,omitempty"`
 	Summary  Summary  `json:"summary"`
+	// Waivers is what a waivers file did to head's findings; nil when none
+	// was read.
+	Waivers *waivers.Report `json:"waivers,omitempty"`
 }
 
 // RefInfo names one side of the change.
@@ -112,12 +115,15 @@ type Summary struct {
 	HostsAffected *int `json:"hosts_affected,omitempty"`
 }
 
-// MaxIntroducedRank is the highest severity rank among introduced findings
-// (0 when none).
+// MaxIntroducedRank is the highest severity rank among unwaived introduced
+// findings (0 when none).
 func (r *Result) MaxIntroducedRank() int {
 	top := 0
 	for _, f := range r.Fleets {
 		for _, x := range f.Introduced {
+			if x.Waived != nil {
+				continue
+			}
 			top = max(top, policies.SeverityRank(x.Severity))
 		}
 	}
@@ -296,7 +302,7 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 		findings[i].Fleet = name
 	}
 	run.findings, run.audited = findings, true
-	run.pods = podIDs(doc)
+	run.pods = policies.PodIDs(doc)
 	if len(r.Refused) > 0 {
 		run.err = fmt.Errorf("fleet %s: refused %s", name, listSome(r.Refused, maxListed))
 	}
@@ -420,14 +426,14 @@ func diffFindings(base, head *fleetRun) (introduced, resolved, unchanged []polic
 	left := map[string][]policies.Finding{}
 	if base != nil {
 		for _, f := range base.findings {
-			k := findingKey(f, base.pods)
+			k := policies.FindingKey(f, base.pods)
 			left[k] = append(left[k], f)
 		}
 	}
 	if head != nil {
 		for i := range head.findings {
 			f := head.findings[i]
-			k := findingKey(f, head.pods)
+			k := policies.FindingKey(f, head.pods)
 			if len(left[k]) > 0 {
 				left[k] = left[k][1:]
 				unchanged = append(unchanged, f)
@@ -449,43 +455,6 @@ func diffFindings(base, head *fleetRun) (introduced, resolved, unchanged []polic
 		})
 	}
 	return introduced, resolved, unchanged
-}
-
-func findingKey(f policies.Finding, pods map[string]string) string {
-	facts := make([]string, 0, len(f.Evidence))
-	for _, e := range f.Evidence {
-		fact := e.Fact
-		if rest, ok := strings.CutPrefix(fact, "pods."); ok {
-			i, tail, _ := strings.Cut(rest, ".")
-			if id, ok := pods["pods."+i]; ok {
-				fact = "pods[" + id + "]"
-				if tail != "" {
-					fact += "." + tail
-				}
-			}
-		}
-		facts = append(facts, fact)
-	}
-	slices.Sort(facts)
-	var b bytes.Buffer
-	b.WriteString(f.Rule)
-	for _, fact := range facts {
-		b.WriteByte('\x00')
-		b.WriteString(fact)
-	}
-	return b.String()
-}
-
-// podIDs names the pods of a snapshot document by kind, namespace and name.
-func podIDs(doc map[string]any) map[string]string {
-	pods, _ := doc["pods"].([]any)
-	out := make(map[string]string, len(pods))
-	for i, p := range pods {
-		m, _ := p.(map[string]any)
-		meta, _ := m["metadata"].(map[string]any)
-		out[fmt.Sprintf("pods.%d", i)] = fmt.Sprintf("%v/%v/%v", m["kind"], meta["namespace"], meta["name"])
-	}
-	return out
 }
 
 // hostCounts counts inventory hosts per repo fleet: a repo fleet that

@@ -51,6 +51,18 @@ type Finding struct {
 	// SeverityOverride is set when the fleet's profile changed the severity
 	// the rule gave: a reader sees both the rule's view and the site's.
 	SeverityOverride *SeverityOverride `json:"severity_override,omitempty"`
+	// Waived is set when a waiver (package waivers) covers the finding: it
+	// is still reported, and does not count toward --fail-on.
+	Waived *Waived `json:"waived,omitempty"`
+}
+
+// Waived is the waiver that covers a finding.
+type Waived struct {
+	Owner         string `json:"owner"`
+	Justification string `json:"justification"`
+	Expires       string `json:"expires"`
+	// Source is the waiver's FILE:LINE.
+	Source string `json:"source"`
 }
 
 // SeverityOverride records a profile's severity override on a finding.

@@ -18,9 +18,13 @@ type GateRenderer interface {
 }
 
 var gateRenderers = map[string]GateRenderer{
-	"table":    gateTable{},
-	"json":     gateJSON{},
-	"markdown": gateMarkdown{},
+	"table":      gateTable{},
+	"json":       gateJSON{},
+	"markdown":   gateMarkdown{},
+	"sarif":      sarifGate{},
+	"junit":      junitGate{},
+	"prometheus": promGate{},
+	"html":       htmlGate{},
 }
 
 // GateFormats lists the format names GetGate accepts.
@@ -73,6 +77,7 @@ func (gateTable) RenderGate(w io.Writer, r *configrepo.Result, opts Options) err
 		out.WriteString("\n")
 		hanging(&out, "warning: "+Escape(w), "", width)
 	}
+	tableWaivers(&out, r.Waivers, width)
 	if len(r.Errors) > 0 {
 		out.WriteString("\nCould not gate in full:\n")
 		for _, e := range r.Errors {
@@ -196,6 +201,10 @@ func (gateMarkdown) RenderGate(w io.Writer, r *configrepo.Result, _ Options) err
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&out, "\n> **Warning:** %s\n", mdCell(w))
 	}
+	mdWaivers(&out, r.Waivers)
+	for _, n := range waiverNotices(r.Waivers) {
+		fmt.Fprintf(&out, "\n> **Waiver:** %s\n", mdCell(n))
+	}
 	if len(r.Errors) > 0 {
 		out.WriteString("\n**Could not gate in full:**\n\n")
 		for _, e := range r.Errors {
@@ -213,7 +222,12 @@ func mdFindings(out *bytes.Buffer, findings []policies.Finding) {
 		if where != "" {
 			where = mdCode(where)
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", mdCell(f.Severity), mdCode(f.Rule), mdCell(f.Message), where)
+		sev, msg := mdCell(f.Severity), mdCell(f.Message)
+		if f.Waived != nil {
+			sev += " (waived)"
+			msg += "<br>_" + mdCell(waivedLine(f.Waived)) + "_"
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", sev, mdCode(f.Rule), msg, where)
 	}
 }
 
@@ -223,6 +237,7 @@ func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "\\", "\\\\")
 	s = strings.ReplaceAll(s, "|", "\\|")
 	s = strings.ReplaceAll(s, "<", "&lt;")
+	s = strings.ReplaceAll(s, "`", "\\`") // a stray backtick would open a code span
 	return Escape(strings.Join(strings.Fields(s), " "))
 }
 

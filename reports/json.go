@@ -25,6 +25,10 @@ func (jsonRenderer) Render(w io.Writer, r *audit.Result, _ Options) error {
 	jsonArray(jw, r.Errors)
 	jw.printf(",\n  \"summary\": ")
 	jw.value(r.Summary, "  ")
+	if r.Waivers != nil {
+		jw.printf(",\n  \"waivers\": ")
+		jw.value(r.Waivers, "  ")
+	}
 	jw.printf("\n}\n")
 	return jw.err
 }

@@ -17,6 +17,18 @@ type Options struct {
 	Color bool
 	// Width is the terminal width the table wraps to (80 when zero).
 	Width int
+	// GroupBy folds the audit table and Markdown: GroupNone one row per
+	// finding, GroupRule one row per rule and fleet (hosts folded, evidence
+	// values counted), GroupHost one block per host. "" picks GroupRule for
+	// runs of more than GroupAutoHosts hosts, else GroupNone.
+	GroupBy string
+	// Catalog is the rules' metadata and each fleet's rules, for SARIF,
+	// JUnit, Prometheus and HTML; nil: only what the findings say.
+	Catalog *Catalog
+	// Run names the run for the HTML report (its time, a store's id);
+	// Trend are earlier runs' points, oldest first.
+	Run   RunInfo
+	Trend []TrendPoint
 }
 
 // Renderer writes one audit result in one format.
@@ -25,8 +37,13 @@ type Renderer interface {
 }
 
 var renderers = map[string]Renderer{
-	"table": tableRenderer{},
-	"json":  jsonRenderer{},
+	"table":      tableRenderer{},
+	"json":       jsonRenderer{},
+	"markdown":   markdownRenderer{},
+	"sarif":      sarifRenderer{},
+	"junit":      junitRenderer{},
+	"prometheus": promRenderer{},
+	"html":       htmlRenderer{},
 }
 
 // Formats lists the format names Get accepts.

@@ -15,7 +15,7 @@ func TestGetRefusesUnknownFormats(t *testing.T) {
 			t.Errorf("Get(%q): %v", name, err)
 		}
 	}
-	if _, err := Get("sarif-ish"); err == nil || !strings.Contains(err.Error(), "json, table") {
+	if _, err := Get("sarif-ish"); err == nil || !strings.Contains(err.Error(), "sarif, table") {
 		t.Errorf("unknown format: err = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 // tableRenderer prints one section per fleet, most severe first, each
@@ -46,15 +47,35 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		if label == "" {
 			label = "(no fleet)"
 		}
-		fmt.Fprintf(&out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), countLine(fs.BySeverity))
 		findings := byFleet[name]
+		counts := countLine(fs.BySeverity)
+		if waived := countWaived(findings); waived > 0 {
+			counts = countLine(unwaivedCounts(findings)) + fmt.Sprintf(", %d waived", waived)
+		}
+		fmt.Fprintf(&out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), counts)
 		if len(findings) == 0 {
 			continue
 		}
-		if err := renderFindings(&out, findings, width, opts.Color, true); err != nil {
+		var err error
+		switch groupMode(opts.GroupBy, r.Summary.Hosts) {
+		case GroupRule:
+			err = renderRuleGroups(&out, findings, width, opts.Color)
+		case GroupHost:
+			hosts, by := groupByHost(findings)
+			for _, h := range hosts {
+				fmt.Fprintf(&out, "-- %s: %s\n", Escape(h), countLine(unwaivedCounts(by[h])))
+				if err = renderFindings(&out, by[h], width, opts.Color, false); err != nil {
+					break
+				}
+			}
+		default:
+			err = renderFindings(&out, findings, width, opts.Color, true)
+		}
+		if err != nil {
 			return err
 		}
 	}
+	tableWaivers(&out, r.Waivers, width)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&out, "\nCould not audit in full:\n")
 		for _, e := range r.Errors {
@@ -69,8 +90,12 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 	if r.Summary.Unread > 0 {
 		unread = fmt.Sprintf(", %d not read (see errors)", r.Summary.Unread)
 	}
-	fmt.Fprintf(&out, "\n%d %s audited%s, %d %s: %s\n", r.Summary.Audited, plural(r.Summary.Audited, "host", "hosts"), unread,
-		r.Summary.Findings, plural(r.Summary.Findings, "finding", "findings"), countLine(r.Summary.BySeverity))
+	waived := ""
+	if r.Waivers != nil && r.Waivers.Waived > 0 {
+		waived = fmt.Sprintf(" (%d waived)", r.Waivers.Waived)
+	}
+	fmt.Fprintf(&out, "\n%d %s audited%s, %d %s: %s%s\n", r.Summary.Audited, plural(r.Summary.Audited, "host", "hosts"), unread,
+		r.Summary.Findings, plural(r.Summary.Findings, "finding", "findings"), countLine(r.Summary.BySeverity), waived)
 	_, err := w.Write(out.Bytes())
 	return err
 }
@@ -90,9 +115,14 @@ func renderFindings(out *bytes.Buffer, findings []policies.Finding, width int, c
 		if o := f.SeverityOverride; o != nil {
 			finding += fmt.Sprintf("\nseverity set by profile %s (rule: %s)", Escape(o.Profile), Escape(o.RuleSeverity))
 		}
-		row := []string{Escape(f.Severity), Escape(f.Host), finding}
+		sev := Escape(f.Severity)
+		if f.Waived != nil {
+			finding += "\n" + Escape(waivedLine(f.Waived))
+			sev += "\nwaived"
+		}
+		row := []string{sev, Escape(f.Host), finding}
 		if !withHost {
-			row = []string{Escape(f.Severity), finding}
+			row = []string{sev, finding}
 		}
 		cols.Rows = append(cols.Rows, row)
 	}
@@ -154,4 +184,69 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// renderRuleGroups prints one row per rule: the hosts folded, the distinct
+// values of the facts it cites counted, and where they were set.
+func renderRuleGroups(out *bytes.Buffer, findings []policies.Finding, width int, color bool) error {
+	cols := Columns{Width: width, Indent: " ", Header: []string{"SEVERITY", "HOSTS", "FINDING"}}
+	for _, g := range groupByRule(findings) {
+		text := Escape(g.Rule) + ": " + Escape(g.Title)
+		for _, line := range valuesLines(evidenceValues(g.Findings), 3, 3) {
+			text += "\n" + Escape(line)
+		}
+		if src := sourcesLine(groupSources(g.Findings)); src != "" {
+			text += "\nat " + Escape(src)
+		}
+		sev := Escape(g.Severity)
+		if g.Waived > 0 {
+			text += fmt.Sprintf("\n%d of %d waived", g.Waived, len(g.Findings))
+		}
+		hosts := fmt.Sprintf("%d: %s", len(g.Hosts), Escape(foldHosts(g.Hosts, 6)))
+		cols.Rows = append(cols.Rows, []string{sev, hosts, text})
+	}
+	var buf bytes.Buffer
+	if err := cols.Write(&buf); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if color {
+			line = colorize(line)
+		}
+		out.WriteString(line)
+	}
+	return nil
+}
+
+// tableWaivers lists the waivers that need attention.
+func tableWaivers(out *bytes.Buffer, rep *waivers.Report, width int) {
+	notices := waiverNotices(rep)
+	if len(notices) == 0 {
+		return
+	}
+	out.WriteString("\nWaivers to review:\n")
+	for _, n := range notices {
+		hanging(out, Escape(n), "  ", width)
+	}
+}
+
+// unwaivedCounts counts findings by severity, waived ones left out.
+func unwaivedCounts(findings []policies.Finding) map[string]int {
+	out := map[string]int{}
+	for _, f := range findings {
+		if f.Waived == nil {
+			out[f.Severity]++
+		}
+	}
+	return out
+}
+
+func countWaived(findings []policies.Finding) int {
+	n := 0
+	for _, f := range findings {
+		if f.Waived != nil {
+			n++
+		}
+	}
+	return n
 }

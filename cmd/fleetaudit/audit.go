@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 var failOnLevels = []string{"critical", "high", "medium", "low", "none"}
@@ -46,6 +48,12 @@ or when nothing could be audited.`,
   # A whole fleet over SSH, 50 hosts at a time, from an Ansible inventory
   fleetaudit audit --inventory hosts.ini --parallel 50
 
+  # The compliance report for platform review, accepted findings waived
+  fleetaudit audit --inventory hosts.ini --snapshots snaps/ --waivers waivers.yaml --format html -o compliance.html
+
+  # A large fleet, one row per rule with its hosts folded
+  fleetaudit audit --snapshots snaps/ --group-by rule
+
   # Site profiles and policies beside the built-in ones
   fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies`,
 		Args: cobra.NoArgs,
@@ -59,6 +67,9 @@ or when nothing could be audited.`,
 	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
 	addSSHFlags(f)
+	addWaiverFlags(f, "./"+waivers.DefaultFile)
+	addRecordFlags(f)
+	addGroupByFlag(cmd)
 	return cmd
 }
 
@@ -109,6 +120,13 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := checkOutput(v.GetString("output"), auditInputs(v)); err != nil {
 		return err
 	}
+	if err := reports.CheckGroupBy(v.GetString("group-by")); err != nil {
+		return usageError{fmt.Errorf("--group-by: %w", err)}
+	}
+	ws, err := a.auditWaivers()
+	if err != nil {
+		return err
+	}
 	if err := a.shardOf(inv); err != nil {
 		return err
 	}
@@ -135,20 +153,35 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	default:
 		opts.RuleTimeout = timeout
 	}
+	rec, err := a.startRecord(cmd.Context(), &opts)
+	if err != nil {
+		return err
+	}
 	res, err := audit.Run(cmd.Context(), opts)
 	if progress != nil {
 		progress.account(a.err)
 		sshOpts.Dialer.Close()
 	}
 	if err != nil {
+		rec.fail(cmd.Context(), err)
 		if errors.Is(err, audit.ErrNoInput) || errors.Is(err, audit.ErrNoSnapshots) {
 			return usageError{err}
 		}
 		return err
 	}
+	now := time.Now()
+	res.Waivers = ws.Apply(now, res.Findings)
+	a.logWaivers(res.Waivers, res.Rules...)
+	if err := rec.finish(cmd.Context(), a, res, now); err != nil {
+		return err
+	}
 	out := v.GetString("output")
+	ropts, err := a.reportOptions(cmd.Context(), format, out, set, catalogOf(res), now)
+	if err != nil {
+		return err
+	}
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
-		if err := render.Render(w, res, a.humanOptions(out)); err != nil {
+		if err := render.Render(w, res, ropts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
 		return nil

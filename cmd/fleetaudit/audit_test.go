@@ -166,7 +166,7 @@ func TestAuditBadInputs(t *testing.T) {
 	}{
 		{"inventory with an unknown key", []string{"--inventory", write("bad-inv.yaml", "hosts:\n  web-01: {flet: web-serving}\n")}, []string{"bad-inv.yaml", `unknown key "flet"`}},
 		{"policy with a syntax error", []string{"--snapshots", snaps, "--policies", filepath.Dir(write("pol/site.rego", "package site\n\nx if {\n"))}, []string{"site.rego:4", "rego_parse_error"}},
-		{"unknown format", []string{"--snapshots", snaps, "--format", "xml"}, []string{`unknown format "xml"`, "json, table"}},
+		{"unknown format", []string{"--snapshots", snaps, "--format", "xml"}, []string{`unknown format "xml"`, "sarif, table"}},
 		{"bad fail-on", []string{"--snapshots", snaps, "--fail-on", "severe"}, []string{`--fail-on "severe"`}},
 		{"nothing to audit", nil, []string{"nothing to audit"}},
 		{"missing snapshots path", []string{"--snapshots", filepath.Join(dir, "none")}, []string{"--snapshots", "no such file"}},

@@ -36,8 +36,9 @@ func TestCompletionCompletesValues(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"audit formats", []string{"audit", "--format", ""}, []string{"json", "table"}},
-		{"gate formats", []string{"gate", "--format", ""}, []string{"json", "markdown", "table"}},
+		{"audit formats", []string{"audit", "--format", ""}, []string{"html", "json", "junit", "markdown", "prometheus", "sarif", "table"}},
+		{"gate formats", []string{"gate", "--format", ""}, []string{"html", "json", "junit", "markdown", "prometheus", "sarif", "table"}},
+		{"audit group-by", []string{"audit", "--group-by", ""}, []string{"rule", "host", "none"}},
 		{"gate formats by prefix", []string{"gate", "--format", "m"}, []string{"markdown"}},
 		{"policies list formats", []string{"policies", "list", "--format", ""}, []string{"json", "table"}},
 		{"fail-on", []string{"audit", "--fail-on", ""}, []string{"critical", "high", "medium", "low", "none"}},

@@ -53,11 +53,11 @@ func TestConfigFileKeys(t *testing.T) {
 		{"a command's key at the top level", "hostname: top\n", "",
 			[]string{`CONFIG:1: "hostname" is not a top-level key: it belongs under collect: (a command's settings go in its section)`}},
 		{"a key of several commands at the top level", "log-level: info\nformat: markdown\n", "",
-			[]string{`CONFIG:2: "format" is not a top-level key: it belongs under audit:, gate:, policies: or remediate: (a command's settings go in its section)`}},
+			[]string{`CONFIG:2: "format" is not a top-level key: it belongs under audit:, drift:, gate:, history:, policies:, remediate: or report: (a command's settings go in its section)`}},
 		{"unknown top-level key", "log-level: info\nhostnme: x\n", "",
-			[]string{`CONFIG:2: unknown key "hostnme" in the top level (did you mean "hostname" under collect:?); known: audit, collect, gate, log-level, policies`}},
+			[]string{`CONFIG:2: unknown key "hostnme" in the top level (did you mean "hostname" under collect:?); known: audit, collect, drift, gate, history, log-level, policies, remediate, report`}},
 		{"unknown key in a section", "audit:\n  fail-on: high\n  fail_on: high\n", "",
-			[]string{`CONFIG:3: unknown key "fail_on" in the audit section (did you mean "fail-on"?); known: accept-new-host-keys, connect-timeout, fail-on, fleets, format, host-timeout, identity, inventory, jump, known-hosts, no-exec, output, parallel, policies, retries, root, rule-timeout, shard, snapshots, ssh-config, ssh-user`}},
+			[]string{`CONFIG:3: unknown key "fail_on" in the audit section (did you mean "fail-on"?); known: accept-new-host-keys, connect-timeout, fail-on, fleets, format, group-by, host-timeout, identity, inventory, jump, known-hosts, no-exec, output, parallel, policies, record, retries, root, rule-timeout, shard, snapshots, ssh-config, ssh-user, store, waivers`}},
 		{"a key of another command in a section", "collect:\n  fail-on: high\n", "",
 			[]string{`CONFIG:2: unknown key "fail-on" in the collect section (it belongs under audit: or gate:); known: accept-new-host-keys, connect-timeout, host-timeout, hostname, identity, inventory, jump, known-hosts, limits-domain, no-exec, out, output, parallel, pods, retries, root, shard, ssh-config, ssh-user, sysctl`}},
 		{"a global key in a section", "audit:\n  log-level: debug\n", "",
@@ -168,7 +168,7 @@ func TestConfigIsPerCommand(t *testing.T) {
 	})
 	t.Run("format at the top level", func(t *testing.T) {
 		r := auditWith(t, "format: markdown\n", nil)
-		if want := `CONFIG:1: "format" is not a top-level key: it belongs under audit:, gate:, policies: or remediate:`; r.code != exitError || !strings.Contains(r.stderr, want) {
+		if want := `CONFIG:1: "format" is not a top-level key: it belongs under audit:, drift:, gate:, history:, policies:, remediate: or report:`; r.code != exitError || !strings.Contains(r.stderr, want) {
 			t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
 		}
 	})

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 func newGateCmd(a *app) *cobra.Command {
@@ -38,6 +40,9 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
   # In CI on a pull request, as a PR comment
   fleetaudit gate --repo . --base origin/main --head HEAD --format markdown -o gate.md
 
+  # For GitHub code scanning: findings at the repo file and line that set them
+  fleetaudit gate --repo . --base origin/main --format sarif -o fleetaudit.sarif
+
   # Blast radius in hosts, failing only on critical findings
   fleetaudit gate --repo . --base origin/main --inventory hosts.ini --fail-on critical`,
 		Args: cobra.NoArgs,
@@ -49,6 +54,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	f.String("head", "", "git ref the change ends at (default: the work tree, uncommitted files included)")
 	f.String("inventory", "", "inventory counting each fleet's hosts for the blast radius (default: fleetaudit.yaml's inventory)")
 	addReportFlags(f, reports.GateFormats(), "exit 1 when the change introduces a finding at or above")
+	addWaiverFlags(f, waivers.DefaultFile+" at the --base commit")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
 	return cmd
 }
@@ -85,13 +91,33 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		Version:            version,
 		Log:                a.log,
 	}
+	// The base is checked out once: the gate audits it, and its
+	// waivers.yaml is the one that applies.
+	if opts.BaseCheckout, err = configrepo.CheckoutRef(cmd.Context(), repo, opts.Base); err != nil {
+		return fmt.Errorf("%s: %w", repo, err)
+	}
+	ws, warning, err := a.gateWaivers(opts.BaseCheckout)
+	if err != nil {
+		return err
+	}
 	res, err := configrepo.Run(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	res.Waivers = applyGateWaivers(ws, now, res)
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+		a.log.Warn(warning)
+	}
+	a.logWaivers(res.Waivers)
 	out := v.GetString("output")
+	ropts, err := a.reportOptions(cmd.Context(), format, out, set, nil, now)
+	if err != nil {
+		return err
+	}
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
-		if err := render.RenderGate(w, res, a.humanOptions(out)); err != nil {
+		if err := render.RenderGate(w, res, ropts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
 		return nil

@@ -25,6 +25,10 @@ var readmeSkipped = map[string]string{
 	// remediate: the repo's own findings run; these need an audit first.
 	`bin/fleetaudit audit --inventory examples/fleet/inventory.yaml --snapshots examples/fleet/snapshots --format json -o audit.json`: "writes audit.json into the working directory (remediate_test.go covers --findings with the example audit)",
 	`bin/fleetaudit remediate --repo . --findings audit.json --dry-run --format json`:                                                 "needs a config repo with an audit of its hosts (remediate_test.go covers --findings)",
+	// history: the audit --record before them runs; these read its store.
+	`bin/fleetaudit history --store history.db`:                                             "needs runs recorded first (history_test.go covers history, drift and report over a recorded store)",
+	`bin/fleetaudit drift --store history.db --host gpu-a-*`:                                "needs runs recorded first (history_test.go covers history, drift and report over a recorded store)",
+	`bin/fleetaudit report --store history.db --format html --since 30d -o compliance.html`: "needs runs recorded first (history_test.go covers history, drift and report over a recorded store)",
 }
 
 // codeBlockCommands returns the fleetaudit command lines inside the fenced

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/store"
+)
+
+// addRecordFlags adds audit's --record and --store.
+func addRecordFlags(f *pflag.FlagSet) {
+	f.Bool("record", false, "record the run (hosts, snapshots, findings) in the history store, for history, drift and report")
+	addStoreFlag(f)
+}
+
+// addStoreFlag adds --store, meaning the same in audit, history, drift and
+// report.
+func addStoreFlag(f *pflag.FlagSet) {
+	f.String("store", "", "history store file (default $XDG_DATA_HOME/fleetaudit/store.db, else ~/.local/share/fleetaudit/store.db)")
+}
+
+// storePath is --store, else the default under $XDG_DATA_HOME.
+func (a *app) storePath() (string, error) {
+	if p := a.v.GetString("store"); p != "" {
+		return p, nil
+	}
+	dir := a.getenv("XDG_DATA_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		// The XDG base directory spec: a relative path is invalid, ignore it.
+		home := a.getenv("HOME")
+		if home == "" {
+			return "", usageError{fmt.Errorf("no --store given, and neither $XDG_DATA_HOME nor $HOME is set to find the default store")}
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "fleetaudit", "store.db"), nil
+}
+
+// openStore opens the store for a command; readers (create false) never
+// make one.
+func (a *app) openStore(ctx context.Context, create bool) (*store.SQLite, error) {
+	path, err := a.storePath()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(ctx, path, store.Options{Create: create, Version: version})
+}
+
+// recording is audit --record: the run is begun before the audit (so a
+// store that cannot be opened fails fast, and snapshots are stored as the
+// engine reads them) and finished after it. A nil recording does nothing.
+type recording struct {
+	s   *store.SQLite
+	rec *store.Recorder
+}
+
+// startRecord begins a recorded run when --record is given, hooking the
+// recorder into opts.Loaded.
+func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording, error) {
+	if !a.v.GetBool("record") {
+		return nil, nil
+	}
+	path, err := a.storePath()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutput(a.v.GetString("output"), []input{{flag: "--store", path: path}}); err != nil {
+		return nil, err
+	}
+	s, err := a.openStore(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	rec, err := store.Begin(ctx, s, store.RunMeta{
+		StartedAt: time.Now(),
+		Version:   version,
+		Writer:    host + ":" + strconv.Itoa(os.Getpid()),
+		// Not the command line: its values could hold what should not
+		// be kept.
+		Command: "audit",
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	prev := opts.Loaded
+	opts.Loaded = func(in policies.HostInput, doc map[string]any) {
+		if prev != nil {
+			prev(in, doc)
+		}
+		rec.Loaded(in, doc)
+	}
+	return &recording{s: s, rec: rec}, nil
+}
+
+// fail marks the run failed: the audit could not be made.
+func (r *recording) fail(ctx context.Context, cause error) {
+	if r == nil {
+		return
+	}
+	defer r.s.Close()
+	// The audit's error is what the caller reports; this one is secondary.
+	_ = r.rec.Fail(context.WithoutCancel(ctx), cause)
+}
+
+// finish records the audit's hosts, findings and trend (waivers applied).
+func (r *recording) finish(ctx context.Context, a *app, res *audit.Result, at time.Time) error {
+	if r == nil {
+		return nil
+	}
+	defer r.s.Close()
+	id := r.rec.ID()
+	cmp := reports.NewCompliance(res, catalogOf(res), reports.RunInfo{ID: strconv.FormatInt(int64(id), 10), At: at}, nil)
+	var trend []store.TrendPoint
+	for _, p := range cmp.CurrentTrend() {
+		trend = append(trend, store.TrendPoint{At: p.At, Fleet: p.Fleet, Checks: p.Checks, Failing: p.Failing, Findings: p.Findings})
+	}
+	// A signal stops the audit, not the write that records it: the run is
+	// one transaction either way, and an interrupted one stays incomplete.
+	if err := r.rec.Finish(context.WithoutCancel(ctx), res, trend); err != nil {
+		return err
+	}
+	added, reused := r.rec.Stored()
+	a.log.Info("recorded", "run", id, "store", r.s.Path(), "snapshots_new", added, "snapshots_unchanged", reused)
+	return nil
+}
+
+// catalogOf is the reports' catalog from what the engine ran: the rules'
+// metadata and each fleet's rules (collection-error is no control).
+func catalogOf(res *audit.Result) *reports.Catalog {
+	cat := &reports.Catalog{Rules: map[string]policies.Rule{}, FleetRules: map[string][]string{}}
+	for _, r := range res.Rules {
+		if r.ID != policies.CollectionErrorRule {
+			cat.Rules[r.ID] = r
+		}
+	}
+	for fleet, ids := range res.FleetRules {
+		cat.FleetRules[fleet] = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == policies.CollectionErrorRule })
+	}
+	return cat
+}
+
+// parseSince reads --since: a duration back from now (30d, 12h, 2w, or
+// any Go duration) or a date (2026-11-01) or RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			if v, err := strconv.Atoi(n); err == nil && v >= 0 {
+				return now.Add(-time.Duration(v) * unit), nil
+			}
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usageError{fmt.Errorf("--since %q: want a duration back from now (30d, 2w, 12h) or a date (2026-11-01)", s)}
+}

@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+// HistorySchema identifies the history JSON document.
+const HistorySchema = "fleetaudit.history/v1"
+
+// History is the recorded runs with their counts.
+type History struct {
+	Schema string       `json:"schema"`
+	Runs   []RunHistory `json:"runs"`
+}
+
+// RunHistory is one run and its findings per fleet.
+type RunHistory struct {
+	Run
+	// Fleets are sorted by name ("" is hosts that matched no fleet); empty
+	// unless the run is complete.
+	Fleets []FleetCounts `json:"fleets"`
+}
+
+// FleetCounts are one fleet's hosts and findings in one run.
+type FleetCounts struct {
+	Fleet      string         `json:"fleet"`
+	Hosts      int            `json:"hosts"`
+	Findings   int            `json:"findings"`
+	BySeverity map[string]int `json:"by_severity"`
+	// Waived are findings (of those counted) that a waiver covers.
+	Waived int `json:"waived"`
+}
+
+// LoadHistory lists the runs q selects, newest first, with their counts.
+func LoadHistory(ctx context.Context, s Store, q RunQuery) (*History, error) {
+	runs, err := s.Runs(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	h := &History{Schema: HistorySchema, Runs: []RunHistory{}}
+	ids := make([]RunID, 0, len(runs))
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	counts, err := s.Counts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byRun := map[RunID]map[string]*FleetCounts{}
+	for _, r := range runs {
+		fleets := map[string]*FleetCounts{}
+		if r.State == Complete {
+			var res struct {
+				Summary audit.Summary `json:"summary"`
+			}
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				return nil, fmt.Errorf("run %d: its result: %w", r.ID, err)
+			}
+			for name, fs := range res.Summary.Fleets {
+				fleets[name] = &FleetCounts{Fleet: name, Hosts: fs.Hosts, BySeverity: map[string]int{}}
+			}
+		}
+		byRun[r.ID] = fleets
+	}
+	for _, c := range counts {
+		fc := byRun[c.Run][c.Fleet]
+		if fc == nil {
+			fc = &FleetCounts{Fleet: c.Fleet, BySeverity: map[string]int{}}
+			byRun[c.Run][c.Fleet] = fc
+		}
+		fc.Findings += c.Findings
+		fc.BySeverity[c.Severity] += c.Findings
+		fc.Waived += c.Waived
+	}
+	for _, r := range runs {
+		rh := RunHistory{Run: r, Fleets: []FleetCounts{}}
+		for _, name := range slices.Sorted(maps.Keys(byRun[r.ID])) {
+			rh.Fleets = append(rh.Fleets, *byRun[r.ID][name])
+		}
+		h.Runs = append(h.Runs, rh)
+	}
+	return h, nil
+}
+
+// Resolve turns a run reference into an id: a number, "latest" (the
+// newest complete run) or "latest~N" (the Nth complete run before it).
+// It checks that the run exists.
+func Resolve(ctx context.Context, s Store, ref string) (RunID, error) {
+	ref = strings.TrimSpace(ref)
+	back := -1
+	switch {
+	case ref == "latest":
+		back = 0
+	case strings.HasPrefix(ref, "latest~"):
+		n, err := strconv.Atoi(strings.TrimPrefix(ref, "latest~"))
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("run %q: want a run id, latest or latest~N", ref)
+		}
+		back = n
+	}
+	if back >= 0 {
+		runs, err := s.Runs(ctx, RunQuery{State: Complete, Limit: back + 1})
+		if err != nil {
+			return 0, err
+		}
+		if len(runs) <= back {
+			return 0, fmt.Errorf("run %s: %w: the store has %d complete runs", ref, ErrNoRun, len(runs))
+		}
+		return runs[back].ID, nil
+	}
+	n, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("run %q: want a run id, latest or latest~N", ref)
+	}
+	if _, err := s.Run(ctx, RunID(n)); err != nil {
+		return 0, err
+	}
+	return RunID(n), nil
+}
+
+// Previous is the newest complete run before id.
+func Previous(ctx context.Context, s Store, id RunID) (RunID, error) {
+	runs, err := s.Runs(ctx, RunQuery{State: Complete})
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range runs {
+		if r.ID < id {
+			return r.ID, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: no complete run before run %d to compare with", ErrNoRun, id)
+}
+
+// LoadResult reads a complete run back as the audit result it recorded
+// (findings, hosts, errors, summary, waivers, the rules and each fleet's)
+// for the reports.
+func LoadResult(ctx context.Context, s Store, id RunID) (*audit.Result, Run, error) {
+	run, err := s.Run(ctx, id)
+	if err != nil {
+		return nil, Run{}, err
+	}
+	if run.State != Complete {
+		return nil, run, fmt.Errorf("run %d is %s: %w", id, run.State, errNotComplete(run))
+	}
+	res := &audit.Result{}
+	if err := json.Unmarshal(run.Result, res); err != nil {
+		return nil, run, fmt.Errorf("run %d: its result: %w", id, err)
+	}
+	findings, err := s.Findings(ctx, id)
+	if err != nil {
+		return nil, run, err
+	}
+	res.Findings = make([]policies.Finding, len(findings))
+	for i, f := range findings {
+		res.Findings[i] = f.Finding
+	}
+	hosts, err := s.Hosts(ctx, id)
+	if err != nil {
+		return nil, run, err
+	}
+	for _, h := range hosts {
+		res.Hosts = append(res.Hosts, h.HostRun)
+	}
+	if run.Catalog != "" {
+		body, err := s.Blob(ctx, run.Catalog)
+		if err != nil {
+			return nil, run, err
+		}
+		var cat Catalog
+		if err := json.Unmarshal(body, &cat); err != nil {
+			return nil, run, fmt.Errorf("run %d: its catalog: %w", id, err)
+		}
+		res.Rules, res.FleetRules = cat.Rules, cat.FleetRules
+	}
+	if res.Errors == nil {
+		res.Errors = []audit.HostError{}
+	}
+	return res, run, nil
+}

@@ -1,0 +1,638 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/fleetaudit/fleetaudit/policies"
+)
+
+// Options configure Open.
+type Options struct {
+	// Create makes the store (and its directory) when the file does not
+	// exist; without it a missing file is ErrNoStore. Readers leave it
+	// false so a typo in --store is an error, not an empty history.
+	Create bool
+	// Version is this fleetaudit's version, recorded with migrations.
+	Version string
+}
+
+// SQLite is the embedded store: one SQLite file (with its -wal and -shm
+// companions while open) in WAL mode. Every transaction is atomic, so a
+// writer that dies leaves no trace of an unfinished one but its run's
+// Incomplete mark. Snapshot blobs are written with synchronous=NORMAL (no
+// fsync per host: a power loss may forget the last ones, never corrupt);
+// FinishRun commits with synchronous=FULL, which makes the run and every
+// blob before it durable.
+type SQLite struct {
+	db   *sql.DB
+	path string
+	d    dialect
+	// afterRow, in tests, is called inside FinishRun's transaction after
+	// each row it writes: a test's writer process blocks there to be
+	// killed mid-write.
+	afterRow func(table string, n int)
+	// gzipWriters are reused: a writer's state is most of a megabyte.
+	gzipWriters sync.Pool
+}
+
+var _ Store = (*SQLite)(nil)
+
+// Open opens (and migrates) the store at path.
+func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
+	if path == "" {
+		return nil, errors.New("no store path given")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if strings.ContainsAny(abs, "?#") {
+		// The driver reads what follows "?" as its own parameters.
+		return nil, fmt.Errorf("store %s: a store path may not contain '?' or '#'", path)
+	}
+	switch info, err := os.Stat(abs); {
+	case errors.Is(err, fs.ErrNotExist) && !opts.Create:
+		return nil, fmt.Errorf("store %s: %w", path, ErrNoStore)
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		// The store holds every host's snapshot: readable by its owner
+		// only (SQLite would create it 0644). O_EXCL: a racing writer's
+		// file is opened, not replaced.
+		f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
+	case err != nil:
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		// SQLite would block on a FIFO, or write through a device.
+		return nil, fmt.Errorf("store %s: %w: not a regular file", path, ErrNotStore)
+	}
+	// WAL: readers do not block the writer; NORMAL: see SQLite;
+	// immediate: a writing transaction takes the write lock when it
+	// begins, so two writers queue (busy_timeout) instead of deadlocking.
+	dsn := abs + "?_pragma=busy_timeout(60000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	// One connection: the workers that store snapshots during a run queue
+	// here rather than contend for SQLite's write lock.
+	db.SetMaxOpenConns(1)
+	s := &SQLite{db: db, path: path, d: sqliteDialect}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, s.openErr(err)
+	}
+	if err := migrate(ctx, db, s.d, opts.Version, "store "+path); err != nil {
+		db.Close()
+		return nil, s.openErr(err)
+	}
+	return s, nil
+}
+
+// openErr names a file that SQLite cannot read as a database.
+func (s *SQLite) openErr(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_NOTADB || se.Code()&0xff == sqlite3.SQLITE_CORRUPT) {
+		return fmt.Errorf("store %s: %w: %v", s.path, ErrNotStore, err)
+	}
+	if strings.HasPrefix(err.Error(), "store ") {
+		return err
+	}
+	return fmt.Errorf("store %s: %w", s.path, err)
+}
+
+// Path is the store's file as given to Open.
+func (s *SQLite) Path() string { return s.path }
+
+// Close closes the store.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// timeFormat is fixed-width, so stored times sort as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// timeNow is time.Now, in UTC.
+func timeNow() time.Time { return time.Now().UTC() }
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
+
+// BeginRun implements Store.
+func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
+	if meta.StartedAt.IsZero() {
+		meta.StartedAt = timeNow()
+	}
+	var id int64
+	err := s.db.QueryRowContext(ctx,
+		`INSERT INTO runs (started_at, state, fleetaudit, writer, command) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, err)
+	}
+	return RunID(id), nil
+}
+
+// PutBlob implements Store.
+func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
+	hash := contentHash(body)
+	// Most snapshots of a run are stored already (unchanged hosts): ask
+	// before compressing.
+	var one int
+	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM blobs WHERE hash = ?`, hash).Scan(&one); {
+	case err == nil:
+		return hash, false, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+	}
+	enc, stored, err := s.encodeBlob(body)
+	if err != nil {
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+	}
+	res, err := s.db.ExecContext(ctx,
+		`INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`,
+		hash, kind, enc, stored, formatTime(timeNow()))
+	if err != nil {
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+	}
+	return hash, n > 0, nil
+}
+
+// contentHash is a blob's address: the SHA-256 of its content (before
+// encoding), hex.
+func contentHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// Blob encodings: snapshots are JSON that gzip shrinks about four times.
+const (
+	encodingRaw  = ""
+	encodingGzip = "gzip"
+	// gzipAbove is the size from which a blob is compressed.
+	gzipAbove = 512
+)
+
+func (s *SQLite) encodeBlob(body []byte) (string, []byte, error) {
+	if len(body) < gzipAbove {
+		return encodingRaw, body, nil
+	}
+	var buf bytes.Buffer
+	zw, _ := s.gzipWriters.Get().(*gzip.Writer)
+	if zw == nil {
+		var err error
+		if zw, err = gzip.NewWriterLevel(&buf, gzip.BestSpeed); err != nil {
+			return "", nil, err
+		}
+	} else {
+		zw.Reset(&buf)
+	}
+	defer s.gzipWriters.Put(zw)
+	if _, err := zw.Write(body); err != nil {
+		return "", nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return "", nil, err
+	}
+	return encodingGzip, buf.Bytes(), nil
+}
+
+// maxBlob caps what a stored blob may decode to: a damaged or hostile
+// store must not exhaust memory.
+const maxBlob = 64 << 20
+
+func decodeBlob(enc string, stored []byte) ([]byte, error) {
+	switch enc {
+	case encodingRaw:
+		return stored, nil
+	case encodingGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(stored))
+		if err != nil {
+			return nil, err
+		}
+		body, err := io.ReadAll(io.LimitReader(zr, maxBlob+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(body) > maxBlob {
+			return nil, fmt.Errorf("decodes to more than %d bytes", maxBlob)
+		}
+		return body, nil
+	}
+	return nil, fmt.Errorf("unknown encoding %q (a newer fleetaudit?)", enc)
+}
+
+// FinishRun implements Store.
+func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("store %s: recording run %d: %w", s.path, id, err)
+		}
+	}()
+	res := rec.Result
+	doc := *res
+	doc.Findings, doc.Hosts, doc.Rules, doc.FleetRules = nil, nil, nil, nil
+	result, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	// The store's one connection, so the pragma applies to this commit.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	var state string
+	if err := tx.QueryRowContext(ctx, `SELECT state FROM runs WHERE id = ?`, int64(id)).Scan(&state); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoRun
+		}
+		return err
+	}
+	if state != Incomplete {
+		return fmt.Errorf("the run is %s already", state)
+	}
+	hostStmt, err := tx.PrepareContext(ctx, `INSERT INTO run_hosts (run_id, seq, host, fleet, snapshot, collected_at, unread, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer hostStmt.Close()
+	for i, h := range rec.Hosts {
+		detail, err := json.Marshal(h.HostRun)
+		if err != nil {
+			return err
+		}
+		var snap any
+		if h.Snapshot != "" {
+			snap = h.Snapshot
+		}
+		if _, err := hostStmt.ExecContext(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
+			return fmt.Errorf("host %s: %w", h.Host, err)
+		}
+		s.row("run_hosts", i+1)
+	}
+	// A finding is a blob too: one still open since the last run, word
+	// for word, costs its run a row, not its evidence again.
+	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer blobStmt.Close()
+	findStmt, err := tx.PrepareContext(ctx, `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, finding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer findStmt.Close()
+	now := formatTime(timeNow())
+	for i, f := range rec.Findings {
+		body, err := json.Marshal(f.Finding)
+		if err != nil {
+			return err
+		}
+		// Findings are small and mostly stored already: kept as they are.
+		hash := contentHash(body)
+		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, encodingRaw, body, now); err != nil {
+			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		}
+		waived := 0
+		if f.Waived != nil {
+			waived = 1
+		}
+		if _, err := findStmt.ExecContext(ctx, int64(id), i, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
+			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		}
+		s.row("findings", i+1)
+	}
+	for _, p := range rec.Trend {
+		counts, err := json.Marshal(p.Findings)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_trend (run_id, fleet, checks, failing, findings) VALUES (?, ?, ?, ?, ?)`,
+			int64(id), p.Fleet, p.Checks, p.Failing, string(counts)); err != nil {
+			return fmt.Errorf("trend of fleet %q: %w", p.Fleet, err)
+		}
+	}
+	var catalog any
+	if rec.Catalog != "" {
+		catalog = rec.Catalog
+	}
+	finished := rec.FinishedAt
+	if finished.IsZero() {
+		finished = timeNow()
+	}
+	sum := res.Summary
+	if _, err := tx.ExecContext(ctx,
+		`UPDATE runs SET state = ?, finished_at = ?, hosts = ?, audited = ?, unread = ?, findings = ?, result = ?, catalog = ? WHERE id = ?`,
+		Complete, formatTime(finished), sum.Hosts, sum.Audited, sum.Unread, len(rec.Findings), string(result), catalog, int64(id)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *SQLite) row(table string, n int) {
+	if s.afterRow != nil {
+		s.afterRow(table, n)
+	}
+}
+
+// FailRun implements Store.
+func (s *SQLite) FailRun(ctx context.Context, id RunID, reason string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
+		Failed, reason, formatTime(timeNow()), int64(id), Incomplete)
+	if err != nil {
+		return fmt.Errorf("store %s: marking run %d failed: %w", s.path, id, err)
+	}
+	return nil
+}
+
+const runColumns = `id, state, error, started_at, finished_at, fleetaudit, writer, command, hosts, audited, unread, findings, result, catalog`
+
+func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
+	var r Run
+	var id int64
+	var started string
+	var finished, result, catalog sql.NullString
+	if err := sc.Scan(&id, &r.State, &r.Error, &started, &finished, &r.Version, &r.Writer, &r.Command,
+		&r.Hosts, &r.Audited, &r.Unread, &r.Findings, &result, &catalog); err != nil {
+		return Run{}, err
+	}
+	r.ID = RunID(id)
+	t, err := parseTime(started)
+	if err != nil {
+		return Run{}, fmt.Errorf("run %d: started_at %q: %w", id, started, err)
+	}
+	r.StartedAt = t
+	if finished.Valid {
+		t, err := parseTime(finished.String)
+		if err != nil {
+			return Run{}, fmt.Errorf("run %d: finished_at %q: %w", id, finished.String, err)
+		}
+		r.FinishedAt = &t
+	}
+	if result.Valid {
+		r.Result = json.RawMessage(result.String)
+	}
+	r.Catalog = catalog.String
+	return r, nil
+}
+
+// Runs implements Store.
+func (s *SQLite) Runs(ctx context.Context, q RunQuery) ([]Run, error) {
+	query := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
+	var args []any
+	if !q.Since.IsZero() {
+		query += ` AND started_at >= ?`
+		args = append(args, formatTime(q.Since))
+	}
+	if q.State != "" {
+		query += ` AND state = ?`
+		args = append(args, q.State)
+	}
+	query += ` ORDER BY id DESC`
+	if q.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, q.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: listing runs: %w", s.path, err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", s.path, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Run implements Store.
+func (s *SQLite) Run(ctx context.Context, id RunID) (Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, int64(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, ErrNoRun)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, err)
+	}
+	return r, nil
+}
+
+// placeholders returns "?, ?, ..." for n values, and the ids as arguments.
+func placeholders(ids []RunID) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = int64(id)
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
+}
+
+// Counts implements Store.
+func (s *SQLite) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in, args := placeholders(ids)
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id, fleet, severity, COUNT(*), SUM(waived) FROM findings
+		WHERE run_id IN (`+in+`) GROUP BY run_id, fleet, severity ORDER BY run_id, fleet, severity`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: counting findings: %w", s.path, err)
+	}
+	defer rows.Close()
+	var out []Count
+	for rows.Next() {
+		var c Count
+		var id int64
+		if err := rows.Scan(&id, &c.Fleet, &c.Severity, &c.Findings, &c.Waived); err != nil {
+			return nil, fmt.Errorf("store %s: counting findings: %w", s.path, err)
+		}
+		c.Run = RunID(id)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Hosts implements Store.
+func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT snapshot, collected_at, detail FROM run_hosts WHERE run_id = ? ORDER BY seq`, int64(id))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
+	}
+	defer rows.Close()
+	var out []Host
+	for rows.Next() {
+		var h Host
+		var snap sql.NullString
+		var detail string
+		if err := rows.Scan(&snap, &h.CollectedAt, &detail); err != nil {
+			return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
+		}
+		if err := json.Unmarshal([]byte(detail), &h.HostRun); err != nil {
+			return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
+		}
+		h.Snapshot = snap.String
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// Findings implements Store.
+func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.encoding, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
+	}
+	defer rows.Close()
+	var out []Finding
+	for rows.Next() {
+		var f Finding
+		var enc string
+		var stored []byte
+		if err := rows.Scan(&f.Key, &enc, &stored); err != nil {
+			return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
+		}
+		body, err := decodeBlob(enc, stored)
+		if err != nil {
+			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
+		}
+		if err := decodeFinding(body, &f.Finding); err != nil {
+			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// decodeFinding reads a finding back with numbers as json.Number, as the
+// engine produced them from snapshot documents.
+func decodeFinding(b []byte, f *policies.Finding) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(f)
+}
+
+// Trend implements Store.
+func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]TrendPoint, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in, args := placeholders(ids)
+	rows, err := s.db.QueryContext(ctx, `SELECT t.run_id, r.started_at, t.fleet, t.checks, t.failing, t.findings
+		FROM run_trend t JOIN runs r ON r.id = t.run_id
+		WHERE t.run_id IN (`+in+`) ORDER BY t.run_id, t.fleet`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
+	}
+	defer rows.Close()
+	var out []TrendPoint
+	for rows.Next() {
+		var p TrendPoint
+		var id int64
+		var at, counts string
+		if err := rows.Scan(&id, &at, &p.Fleet, &p.Checks, &p.Failing, &counts); err != nil {
+			return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
+		}
+		p.Run = RunID(id)
+		if p.At, err = parseTime(at); err != nil {
+			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
+		}
+		if err := json.Unmarshal([]byte(counts), &p.Findings); err != nil {
+			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Blob implements Store.
+func (s *SQLite) Blob(ctx context.Context, hash string) ([]byte, error) {
+	var enc string
+	var stored []byte
+	err := s.db.QueryRowContext(ctx, `SELECT encoding, body FROM blobs WHERE hash = ?`, hash).Scan(&enc, &stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store %s: blob %s: %w", s.path, hash, ErrNoBlob)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store %s: blob %s: %w", s.path, hash, err)
+	}
+	body, err := decodeBlob(enc, stored)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: blob %s: %w", s.path, hash, err)
+	}
+	return body, nil
+}
+
+// Stats counts rows, for tests and `history --stats`.
+type Stats struct {
+	// Runs, Hosts and Findings count rows; Blobs the distinct contents,
+	// Snapshots and FindingBlobs those of each kind.
+	Runs, Blobs, Snapshots, FindingBlobs, Hosts, Findings int
+}
+
+// Stats implements counting the store's rows.
+func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM blobs),
+		(SELECT COUNT(*) FROM blobs WHERE kind = 'snapshot'),
+		(SELECT COUNT(*) FROM blobs WHERE kind = 'finding'),
+		(SELECT COUNT(*) FROM run_hosts), (SELECT COUNT(*) FROM findings)`).
+		Scan(&st.Runs, &st.Blobs, &st.Snapshots, &st.FindingBlobs, &st.Hosts, &st.Findings)
+	if err != nil {
+		return Stats{}, fmt.Errorf("store %s: counting rows: %w", s.path, err)
+	}
+	return st, nil
+}
+
+// Check runs SQLite's integrity check: "" when the file is sound.
+func (s *SQLite) Check(ctx context.Context) (string, error) {
+	var res string
+	if err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
+		return "", fmt.Errorf("store %s: integrity check: %w", s.path, err)
+	}
+	if res == "ok" {
+		return "", nil
+	}
+	return res, nil
+}
