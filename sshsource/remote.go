@@ -23,7 +23,8 @@ import (
 // What the walk covers is a prefetch: a name outside it is fetched when a
 // collector asks for it (see tree.miss), so a collector added later reads
 // the same facts, one round trip slower, and TestFixtureRootsNeedNoMiss
-// says which rule to add.
+// says which rule to add (TestStreamCoversBootPaths checks BootPaths
+// without a fixture).
 
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
