@@ -28,8 +28,12 @@ func TestStreamSizeOfRoot(t *testing.T) {
 	if err := tr.load(out); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := collectors.Collect(ctx, collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: collectors.Chroot(tr)}, collectors.Options{Version: "test"}); err != nil {
+	snap, err := collectors.Collect(ctx, collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: collectors.Chroot(tr)}, collectors.Options{Version: "test"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	for unit, u := range snap.Services.Units {
+		t.Logf("%s: pid %d, running memlock %+v", unit, u.RunningPID, u.RunningMemlock)
 	}
 	t.Logf("stream: %d bytes, %d names; fetched after it: %d %q", len(out), len(tr.nodes), len(misses), misses)
 }
