@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fleetaudit/fleetaudit/internal/sshdtest"
 	"github.com/fleetaudit/fleetaudit/inventory"
@@ -62,10 +61,10 @@ ansible_ssh_private_key_file=%s
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sshsource.NewDialer(sshsource.Options{KnownHosts: []string{s.KnownHosts}, Home: s.Dir, ConnectTimeout: 5 * time.Second})
+	d := sshsource.NewDialer(sshsource.Options{KnownHosts: []string{s.KnownHosts}, Home: s.Dir, ConnectTimeout: sshdtest.Timeout(t)})
 	defer d.Close()
 	var done []string
-	sshOpts := &SSHOptions{Dialer: d, Parallel: 4, Timeout: time.Minute, Total: 4, Done: func(r sshsource.Result, p sshsource.Progress) {
+	sshOpts := &SSHOptions{Dialer: d, Parallel: 4, Timeout: sshdtest.Timeout(t), Total: 4, Done: func(r sshsource.Result, p sshsource.Progress) {
 		done = append(done, r.Host.Name)
 	}}
 	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv, SSH: sshOpts})

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
 )
 
 // The remote side is one POSIX sh script run through env -i (no login
@@ -20,7 +23,8 @@ import (
 // What the walk covers is a prefetch: a name outside it is fetched when a
 // collector asks for it (see tree.miss), so a collector added later reads
 // the same facts, one round trip slower, and TestFixtureRootsNeedNoMiss
-// says which rule to add.
+// says which rule to add (TestStreamCoversBootPaths checks BootPaths
+// without a fixture).
 
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
@@ -33,15 +37,19 @@ var descend = []string{
 	`\./(usr|usr/local|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
 	`\./usr/local/cuda[^/]*(/targets(/[^/]+(/lib)?)?|/lib64)?`,
 	pythonLib + `(/(dist|site)-packages(/nvidia(/[^/]+(/lib)?)?|/nvidia_[^/]*\.dist-info)?)?`,
-	`\./opt/[^/]+/[^/]+(/lib)?`,
+	`\./opt/[^/]+/[^/]+(/lib(64)?)?`,
 	`\./opt/conda/envs/[^/]+(/lib)?`,
 	`\./var(/lib(/dpkg)?)?`,
 	`\./dev(/infiniband)?`,
 	`\./proc(/driver(/.*)?|/sys(/.*)?)?`,
-	`\./sys(/bus(/pci(/devices)?)?|/class(/infiniband|/iommu)?|/module(/nvidia)?|/hypervisor|/kernel(/mm(/transparent_hugepage)?|/iommu_groups(/[^/]+)?)?)?`,
-	`\./sys/devices(/pci[^/]*(/[0-9a-f]{4}:[^/]*)*(/infiniband(/[^/]+(/ports(/[^/]+)?)?)?)?)?`,
+	`\./sys(/bus(/pci(/devices)?)?|/class(/infiniband|/iommu|/net)?|/module(/nvidia)?|/hypervisor|/kernel(/mm(/transparent_hugepage)?|/iommu_groups(/[^/]+)?)?)?`,
+	// /sys/class/net's links land on the interface under its PCI function
+	// (under virtioN for virtio-net) or under devices/virtual.
+	`\./sys/devices(/pci[^/]*(/[0-9a-f]{4}:[^/]*)*(/infiniband(/[^/]+(/ports(/[^/]+)?)?)?|(/virtio[0-9]+)?(/net(/[^/]+)?)?)?)?`,
+	`\./sys/devices/virtual(/net(/[^/]+)?)?`,
 	`\./sys/firmware(/efi(/efivars)?)?`,
 	`\./(boot|efi|boot/efi)(/loader(/entries)?|/EFI(/[^/]+)?|/grub2?)?`,
+	`\./` + unitDirs + `/systemd(/system(/` + jobUnits + `\.d)?|/system\.conf\.d)`,
 }
 
 // read are the files whose contents are streamed; the rest are read when a
@@ -51,12 +59,40 @@ var read = []string{
 	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
 	`\./proc/(cmdline|cpuinfo|meminfo|modules|driver/.*|sys/.*)`,
 	`\./sys/(module/nvidia/version|hypervisor/type|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
-	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,
+	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|resource|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,
+	`\./sys/devices/(pci[^/]*(/[0-9a-f]{4}:[^/]*)+(/virtio[0-9]+)?|virtual)/net/[^/]+/(operstate|mtu|type)`,
+	`\./` + unitDirs + `/systemd/(system\.conf(\.d/[^/]+)?|system/` + jobUnits + `(\.d/[^/]+)?)`,
 	`\./var/lib/dpkg/status`,
 	`\./(boot|efi|boot/efi)/(loader/(loader\.conf|entries/[^/]+)|grub2?/(grub\.cfg|grubenv)|EFI/[^/]+/grub\.cfg)`,
 	`\./sys/firmware/efi/efivars/Loader[^/]*`,
 	`.*\.dist-info/(METADATA|RECORD)`,
 }
+
+// unitDirs are where systemd looks for units and system.conf (/etc is
+// listed whole by the rule above).
+const unitDirs = `(etc|run|usr/local/lib|usr/lib|lib)`
+
+// jobUnits matches the units the services collector reads and the
+// service.d drop-ins that apply to all of them.
+var jobUnits = func() string {
+	units, _ := collectors.JobServiceNames()
+	res := []string{"service"}
+	for _, u := range units {
+		res = append(res, regexp.QuoteMeta(u))
+	}
+	return alternation(res)
+}()
+
+// jobComms is a sh case pattern of the services' process names: their
+// /proc/<pid> is listed and its limits streamed.
+var jobComms = func() string {
+	_, comms := collectors.JobServiceNames()
+	quoted := make([]string, len(comms))
+	for i, c := range comms {
+		quoted[i] = shellQuote(c)
+	}
+	return strings.Join(quoted, "|")
+}()
 
 // pythonLib are the python3.X directories the library scan looks in.
 const pythonLib = `\./(usr/local/lib|usr/lib|opt/[^/]+/lib|opt/[^/]+/[^/]+/lib|opt/conda/envs/[^/]+/lib)/python3[^/]*`
@@ -100,9 +136,18 @@ func snapshotScript(root string, capBytes int64) string {
 		`printf '%s\0' ` + streamStart,
 		`find -P . -regextype posix-extended \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
 		`set -- ./proc/[0-9]*/comm; [ -e "$1" ] && find -P "$@" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		// The job services' /proc/<pid> is listed whole (its limits file,
+		// or that there is none); PIDs are digits, so $svc splits safely.
+		`svc=; [ -d ./proc ] && [ ! -L ./proc ] && for d in ./proc/[0-9]*; do`,
+		`  case ${d#./proc/} in *[!0-9]*) continue;; esac`,
+		`  [ -d "$d" ] && [ ! -L "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -f "$d/comm" ] && [ ! -L "$d/comm" ] && [ -r "$d/comm" ] || continue`,
+		`  c=; read -r c < "$d/comm"; case $c in ` + jobComms + `) svc="$svc $d";; esac`,
+		`done`,
+		`[ -n "$svc" ] && find -P $svc -maxdepth 1 -regextype posix-extended \( -regex '\./proc/[0-9]+' -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`printf '%s\0' ` + metaEnd,
 		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
-		`  for f in ./proc/[0-9]*/comm; do [ -f "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done; } |`,
+		`  for f in ./proc/[0-9]*/comm; do [ -f "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
+		`  for d in $svc; do [ -f "$d/limits" ] && [ ! -L "$d/limits" ] && [ -r "$d/limits" ] && printf '%s\0' "$d/limits"; done; } |`,
 		`  xargs -0 -r sh -c 'head -c ` + strconv.FormatInt(capBytes, 10) + ` -v -- "$@"; echo' sh`,
 		`printf '==> %s <==\n' ` + contentsEnd,
 	}, "\n")

@@ -21,9 +21,16 @@ import (
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
-type testSSHD struct{ *sshdtest.Server }
+type testSSHD struct {
+	*sshdtest.Server
+	// timeout bounds a connection and a host's collection: behaviour is
+	// asserted, not speed (see sshdtest.Timeout).
+	timeout time.Duration
+}
 
-func startSSHD(t testing.TB) *testSSHD { return &testSSHD{sshdtest.Start(t)} }
+func startSSHD(t testing.TB) *testSSHD {
+	return &testSSHD{Server: sshdtest.Start(t), timeout: sshdtest.Timeout(t)}
+}
 
 func writeKey(t testing.TB, file string) ssh.PublicKey { return sshdtest.WriteKey(t, file) }
 
@@ -32,7 +39,7 @@ func (s *testSSHD) host(name, root string) Host {
 }
 
 func (s *testSSHD) options() Options {
-	return Options{KnownHosts: []string{s.KnownHosts}, IdentityFiles: []string{s.ClientKey}, Home: s.Dir, Version: "test", ConnectTimeout: 5 * time.Second}
+	return Options{KnownHosts: []string{s.KnownHosts}, IdentityFiles: []string{s.ClientKey}, Home: s.Dir, Version: "test", ConnectTimeout: s.timeout}
 }
 
 func fixture(t testing.TB, name string) string {
@@ -89,7 +96,7 @@ func TestSSHHostKeys(t *testing.T) {
 	// Accepted as new: recorded, then known.
 	opts.AcceptNew = true
 	same := []Host{s.host("accept-1", fixture(t, "web-node")), s.host("accept-2", fixture(t, "web-node")), s.host("accept-3", fixture(t, "web-node"))}
-	for _, r := range NewDialer(opts).CollectAll(context.Background(), same, 3, time.Minute, nil) {
+	for _, r := range NewDialer(opts).CollectAll(context.Background(), same, 3, s.timeout, nil) {
 		if r.Err != nil {
 			t.Fatalf("accept-new: %v", r.Err)
 		}
@@ -179,7 +186,9 @@ func TestSSHFleet(t *testing.T) {
 		hosts = append(hosts, s.host(fmt.Sprintf("node-%02d", i), fixture(t, fixtureHosts[i%len(fixtureHosts)])))
 	}
 	calls := 0
-	res := d.CollectAll(context.Background(), hosts, 8, time.Minute, func(Result, Progress) { calls++ })
+	// More hosts than slots, so hosts queue; few slots, so each host's
+	// time under a loaded machine stays within its timeout.
+	res := d.CollectAll(context.Background(), hosts, 4, s.timeout, func(Result, Progress) { calls++ })
 	if calls != len(hosts) {
 		t.Errorf("progress called %d times, want %d", calls, len(hosts))
 	}

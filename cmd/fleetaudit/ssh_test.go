@@ -33,7 +33,10 @@ func TestCollectInventoryOverSSH(t *testing.T) {
 	out := filepath.Join(dir, "snapshots")
 	os.Mkdir(out, 0o755)
 	env := map[string]string{"HOME": s.Dir}
-	r := runCLI(t, env, "collect", "--inventory", inv, "--out", out, "--known-hosts", s.KnownHosts, "--ssh-config", "none")
+	// Generous bounds (a loaded CI machine), not the defaults: behaviour
+	// is asserted here, not speed.
+	limit := sshdtest.Timeout(t).String()
+	r := runCLI(t, env, "collect", "--inventory", inv, "--out", out, "--known-hosts", s.KnownHosts, "--ssh-config", "none", "--host-timeout", limit, "--connect-timeout", limit)
 	if r.code == exitOK {
 		t.Fatalf("exit 0 with a host not read; stderr:\n%s", r.stderr)
 	}

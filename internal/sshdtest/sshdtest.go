@@ -136,13 +136,13 @@ func Start(t TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
-	for i := 0; ; i++ {
+	for wait := time.Now().Add(Timeout(t)); ; {
 		c, err := net.Dial("tcp", s.Addr)
 		if err == nil {
 			c.Close()
 			break
 		}
-		if i > 200 {
+		if time.Now().After(wait) {
 			data, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
 			t.Fatalf("sshd did not listen on %s: %s", s.Addr, data)
 		}
@@ -154,4 +154,19 @@ func Start(t TB) *Server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Timeout bounds one step of a test against the sshd (its start, a
+// connection, a host's collection): generous, as a loaded 2-core CI machine
+// can take tens of seconds for what takes a second alone, yet at most half
+// the time left before the test binary's deadline, so a hang fails as the
+// test's own error, naming the host, not as go test's panic.
+func Timeout(t any) time.Duration {
+	const generous = 5 * time.Minute
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := d.Deadline(); ok {
+			return min(generous, max(time.Until(end)/2, time.Second))
+		}
+	}
+	return generous
 }
