@@ -35,7 +35,7 @@ includes nvidia-smi for GPU persistence mode, unless --no-exec). A host that can
 read is reported as a collection-error finding and the rest of the fleet is still audited.
 
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on a usage error
-or when nothing could be audited.`,
+or when nothing could be audited.` + kubeHelp,
 		Example: `  # The bundled example fleet: its inventory, and the snapshots collected from it
   fleetaudit audit --inventory examples/fleet/inventory.yaml --snapshots examples/fleet/snapshots
 
@@ -43,7 +43,7 @@ or when nothing could be audited.`,
   fleetaudit audit --snapshots /var/lib/fleetaudit/snapshots --format json -o findings.json --fail-on critical
 
   # Site profiles and policies beside the built-in ones
-  fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies`,
+  fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies` + kubeExamples,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runAudit(cmd) },
 	}
@@ -54,6 +54,7 @@ or when nothing could be audited.`,
 	f.Bool("no-exec", false, "run no command (nvidia-smi) when a --root is this machine's own /; only files are read, as collect --no-exec")
 	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
+	addKubeAuditFlags(f)
 	return cmd
 }
 
@@ -113,6 +114,9 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
 		Log:        a.log,
+	}
+	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
+		return err
 	}
 	switch timeout := v.GetDuration("rule-timeout"); {
 	case timeout < 0:
