@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/kube/cluster"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
@@ -40,6 +41,12 @@ func newKubeJoin(opts Options, files []string, targets []target, log *slog.Logge
 	}
 	for _, t := range targets {
 		k.named[t.name()] = true
+		if t.host == "" && t.root != "" {
+			// Collect names the host from its root's hostname files.
+			if h := collectors.Hostname(collectors.Dir(t.root)); h != "" {
+				k.named[h] = true
+			}
+		}
 	}
 	return k
 }

@@ -19,6 +19,12 @@ mkdir -p "$BIN"
 exec 9>"$BIN/.build.lock"
 flock 9
 
+# Binaries built from other go.mod files than these are rebuilt.
+STAMP=$(cat "$HERE/etcd/go.mod" "$HERE/etcd/main.go" "$HERE/apiserver/go.mod" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$BIN/.stamp" 2>/dev/null)" != "$STAMP" ]; then
+	FORCE=--force
+fi
+
 # The build runs in a scratch copy so the repository is never written to.
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -41,5 +47,6 @@ if [ "$FORCE" = --force ] || [ ! -x "$BIN/kube-apiserver" ]; then
 	echo "kube-apiserver: built in $(($(date +%s) - s))s"
 fi
 
+echo "$STAMP" >"$BIN/.stamp"
 "$BIN/etcd" --version | head -1
 "$BIN/kube-apiserver" --version
