@@ -21,7 +21,6 @@ import (
 //
 // Lines keep their numbers, so findings still cite the template's lines.
 
-
 func untemplate(data []byte) []byte {
 	if !bytes.Contains(data, []byte("{{")) {
 		return data

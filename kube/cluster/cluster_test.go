@@ -78,7 +78,7 @@ func seed(t *testing.T, env *kubetest.Env) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "1b4e28ba-2fa1-11d2-883f-0016d3cca427", Controller: &ctrl}}},
 			Spec: corev1.PodSpec{NodeName: "gpu-a-001", Containers: []corev1.Container{{
 				Name: "trainer", Image: "nvcr.io/nvidia/pytorch:24.05-py3",
-				Env: []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "WANDB_API_KEY", Value: "hunter2"}},
+				Env:       []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "WANDB_API_KEY", Value: "hunter2"}},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
 			}}}},
 		// A PyTorchJob worker (owned by a custom resource).
