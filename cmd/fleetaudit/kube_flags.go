@@ -18,6 +18,7 @@ import (
 // server, and workload manifests audited without a host.
 
 const kubeHelp = `
+
 Kubernetes: --kube reads every node (labels, taints, allocatable GPUs, RDMA and EFA
 devices) and every pod once per run from the API server (--kubeconfig, else $KUBECONFIG,
 else ~/.kube/config, else the pod's service account in a cluster; --context picks a
