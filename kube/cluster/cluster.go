@@ -134,6 +134,11 @@ func Read(ctx context.Context, cfg *rest.Config, opts Options) (*Cluster, error)
 	}
 	// The API server's deprecation warnings would go to klog's stderr.
 	cfg.WarningHandler = rest.NoWarnings{}
+	// A run makes a few list requests, one per page: client-go's default
+	// 5 per second would throttle a large cluster's pages, and log it.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
