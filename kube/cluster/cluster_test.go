@@ -137,8 +137,10 @@ func TestReadJoinsPodsToNodes(t *testing.T) {
 	}
 	n := c.Lookup("gpu-a-001")
 	wantInfo := snapshot.KubeNode{
-		Name:        "gpu-a-001",
-		Taints:      []snapshot.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}},
+		Name: "gpu-a-001",
+		// The API server's TaintNodesByCondition admission adds not-ready to
+		// a new node until a kubelet reports it ready.
+		Taints:      []snapshot.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}, {Key: "node.kubernetes.io/not-ready", Effect: "NoSchedule"}},
 		Allocatable: map[string]string{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "cpu": "192", "memory": "2003424Ki"},
 		Capacity:    map[string]string{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "cpu": "192", "memory": "2003424Ki"},
 	}
