@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,7 +148,7 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 func TestAuditorRoleIsGetListNodesAndPods(t *testing.T) {
 	env := apiserver.Get(t)
 	ctx := context.Background()
-	_, err := kubernetes.NewForConfig(env.Config)
+	admin, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +180,9 @@ func TestAuditorRoleIsGetListNodesAndPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The RBAC authorizer learns of the new binding through its informers:
+	// wait until it allows what the role grants.
+	waitAllowed(t, admin, "system:serviceaccount:fleetaudit:fleetaudit-auditor")
 	auditor := rest.CopyConfig(env.Config)
 	auditor.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fleetaudit:fleetaudit-auditor"}
 	if _, err := cluster.Read(ctx, auditor, cluster.Options{PageSize: 1}); err != nil {
@@ -238,6 +244,28 @@ func TestLeastPrivilege(t *testing.T) {
 			if !slices.Equal(res, []string{"nodes", "pods"}) || !slices.Equal(verbs, []string{"get", "list"}) {
 				t.Errorf("auditor role: %v on %v, want get, list on nodes, pods", verbs, res)
 			}
+		}
+	}
+}
+
+// waitAllowed polls a SubjectAccessReview until user may list nodes, for at
+// most a minute (the authorizer's informers usually take milliseconds).
+func waitAllowed(t *testing.T, admin kubernetes.Interface, user string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		r, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"},
+		}}, metav1.CreateOptions{})
+		if err == nil && r.Status.Allowed {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s is never allowed to list nodes: %v", user, err)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
