@@ -19,6 +19,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/kube/cluster"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/fleetaudit/fleetaudit/waivers"
@@ -53,10 +54,20 @@ type Options struct {
 	// Loaded, if set, sees each host's snapshot document as the rules will
 	// (see policies.RunOptions.Loaded).
 	Loaded func(in policies.HostInput, doc map[string]any)
-	Log    *slog.Logger
 	// SSH collects inventory hosts that have an address (see ssh.go); nil
 	// reports them as not collected.
 	SSH *SSHOptions
+	// Cluster, when set, joins each host to its Kubernetes node and audits
+	// the nodes no input names on what the cluster knows (see kube.go).
+	Cluster *cluster.Cluster
+	// Manifests are workload manifest files or directories audited without
+	// a host, each as one host named by its path in ManifestFleet.
+	Manifests     []string
+	ManifestFleet string
+	// Now stamps the snapshots made from the cluster alone or from
+	// manifests; nil is time.Now.
+	Now func() time.Time
+	Log *slog.Logger
 }
 
 // Result is one audit's outcome.
@@ -112,7 +123,7 @@ type FleetSummary struct {
 }
 
 // ErrNoInput is returned when there is nothing to audit.
-var ErrNoInput = errors.New("nothing to audit: give --inventory, --snapshots or --root")
+var ErrNoInput = errors.New("nothing to audit: give --inventory, --snapshots, --root, --manifests or --kube")
 
 // ErrNoSnapshots is returned (wrapped, naming the directory) for a
 // --snapshots directory that holds no *.json file.
@@ -133,7 +144,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) {
+	kj := newKubeJoin(opts, files, targets, log)
+	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) && (opts.Cluster == nil || len(opts.Cluster.Nodes) == 0) && len(opts.Manifests) == 0 {
 		return nil, ErrNoInput
 	}
 	engine, err := fleets.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
@@ -141,6 +153,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	fleetOf := newFleetResolver(opts.Fleets, opts.Inventory)
+	for _, h := range manifestHosts(opts) {
+		fleetOf.hosts[h.Name] = h
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
 	if opts.SSH != nil && opts.SSH.Parallel > 0 {
 		// Hosts are collected inside the engine's workers: as many as
@@ -151,11 +170,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// or collected inside the engine's workers and goes straight in.
 	inputs := func(yield func(policies.HostInput) bool) {
 		for in := range policies.SnapshotFiles(files) {
-			if !yield(in) {
+			if !yield(kj.wrap(in)) {
 				return
 			}
 		}
 		for in := range collected(targets, inputsOf(opts), log) {
+			if !yield(kj.wrap(in)) {
+				return
+			}
+		}
+		for in := range kj.nodes() {
+			if !yield(in) {
+				return
+			}
+		}
+		for in := range manifestInputs(opts, now) {
 			if !yield(in) {
 				return
 			}

@@ -298,9 +298,14 @@ func (c *collection) readTrimmed(collector, name string) (string, bool) {
 	return strings.TrimSpace(string(data)), ok
 }
 
-func (c *collection) hostname() string {
+func (c *collection) hostname() string { return Hostname(c.src) }
+
+// Hostname is the host name Collect records for a host whose name is not
+// given: the first line of /proc/sys/kernel/hostname, else of /etc/hostname;
+// "" when neither names one.
+func Hostname(src Source) string {
 	for _, name := range []string{"/proc/sys/kernel/hostname", "/etc/hostname"} {
-		data, err := readCapped(c.src, name, 4096)
+		data, err := readCapped(src, name, 4096)
 		if err != nil {
 			continue
 		}

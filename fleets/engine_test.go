@@ -41,6 +41,14 @@ func TestFactsOf(t *testing.T) {
 		{"seen without", nil, map[string]any{"nvidia": map[string]any{"present": false, "gpus": []any{}}, "rdma": map[string]any{"devices": map[string]any{}}},
 			HostFacts{Name: "h", Labels: map[string]string{}, GPUs: Absent, RDMA: Absent}},
 		{"wrong type", nil, map[string]any{"nvidia": "yes", "rdma": []any{}}, HostFacts{Name: "h", Labels: map[string]string{}}},
+		// A node only the Kubernetes API describes: the GPUs its device
+		// plugin advertises; none advertised is not known to be none.
+		{"node only, GPUs allocatable", nil, map[string]any{"node": map[string]any{"allocatable": map[string]any{"nvidia.com/gpu": "8"}}},
+			HostFacts{Name: "h", Labels: map[string]string{}, GPUs: Present}},
+		{"node only, no GPU allocatable", nil, map[string]any{"node": map[string]any{"allocatable": map[string]any{"nvidia.com/gpu": "0", "cpu": "64"}}},
+			HostFacts{Name: "h", Labels: map[string]string{}}},
+		{"host facts win over the node", nil, map[string]any{"nvidia": map[string]any{"present": false}, "node": map[string]any{"allocatable": map[string]any{"nvidia.com/gpu": "8"}}},
+			HostFacts{Name: "h", Labels: map[string]string{}, GPUs: Absent}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,10 +47,22 @@ func FactsOf(name string, h *inventory.Host, doc map[string]any) HostFacts {
 func gpusOf(doc map[string]any) Presence {
 	nv, ok := doc["nvidia"].(map[string]any)
 	if !ok {
-		return Unknown
+		return advertisedGPUs(doc)
 	}
 	gpus, _ := nv["gpus"].([]any)
 	return PresenceOf(nv["present"] == true || len(gpus) > 0)
+}
+
+// advertisedGPUs reads a host without host facts (a node only the
+// Kubernetes API describes): Present when its node's allocatable holds
+// NVIDIA GPUs, else Unknown (no GPU advertised is not no GPU).
+func advertisedGPUs(doc map[string]any) Presence {
+	node, _ := doc["node"].(map[string]any)
+	alloc, _ := node["allocatable"].(map[string]any)
+	if q, _ := alloc["nvidia.com/gpu"].(string); q != "" && q != "0" && strings.Trim(q, "0123456789") == "" {
+		return Present
+	}
+	return Unknown
 }
 
 // rdmaOf reads whether a snapshot shows RDMA devices. Unknown without an

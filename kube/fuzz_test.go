@@ -12,6 +12,13 @@ func FuzzParseManifests(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// The manifests audit --manifests reads: every kind, Helm and envsubst
+	// templates, duplicate keys.
+	more, err := filepath.Glob("../testdata/manifests/*/*")
+	if err != nil {
+		f.Fatal(err)
+	}
+	files = append(files, more...)
 	for _, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {
@@ -24,6 +31,7 @@ func FuzzParseManifests(f *testing.F) {
 	f.Add([]byte("x: &a {<<: *a}\n"))
 	f.Add([]byte("{\"kind\": \"PodList\", \"items\": [{\"metadata\": {\"name\": \"a\\/b\"}}]}"))
 	f.Add([]byte("kind: Pod\nspec: {a: .nan, 1: 2}\n---\n- 1\n"))
+	f.Add([]byte("kind: Pod\nspec:\n  {{- if x }}\n  - {{ a }}: {{ b }}\n  {{ c }}:\n  x: '{{ it's }}'\r\n{{"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := ParseManifests(data, "fuzz.yaml")
 		if len(objs) > maxObjects {

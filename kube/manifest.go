@@ -67,8 +67,10 @@ func (e *ManifestError) Unwrap() error { return e.Err }
 // in file order. Objects that hold no pod (ConfigMap, Service, ...) are
 // skipped. The error joins one *ManifestError per document that is not a
 // valid object; a YAML syntax error ends the file, and the objects before it
-// are still returned.
+// are still returned. Values left to a template (Helm's {{ }}, envsubst's
+// $VAR) are read as their template text: see untemplate.
 func ParseManifests(data []byte, file string) ([]Object, error) {
+	data = untemplate(data)
 	objs, errs := parse(data, file)
 	if len(errs) > 0 && syntaxError(errs[len(errs)-1]) && looksJSON(data) && bytes.Contains(data, []byte(`\/`)) {
 		// JSON may escape "/" but YAML may not; the rewrite keeps lines.

@@ -48,6 +48,9 @@ type Snapshot struct {
 	Net        Net        `json:"net"`
 	Services   Services   `json:"services"`
 	Pods       []Pod      `json:"pods,omitempty"`
+	// Node is the host's Kubernetes Node, nil when none was read: absent,
+	// it claims nothing (no labels, devices or taints to hold the host to).
+	Node *KubeNode `json:"node,omitempty"`
 
 	// Sources maps a fact path (e.g. "boot.configured.params.hugetlb_cma") to
 	// the place its value came from, written as text: "file:line", or
@@ -63,7 +66,8 @@ type Snapshot struct {
 
 // Origin says how the snapshot was produced.
 type Origin struct {
-	// Kind is "local", "ssh" or "config-repo".
+	// Kind is "local", "ssh", "config-repo", or "kube" for a snapshot of
+	// what the Kubernetes API alone knows of the host (its node and pods).
 	Kind string `json:"kind"`
 	// Address is a remote host's address ("" for a local root or a
 	// config repo).

@@ -38,7 +38,7 @@ includes nvidia-smi for GPU persistence mode, unless --no-exec). A host that can
 read is reported as a collection-error finding and the rest of the fleet is still audited.
 
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on a usage error
-or when nothing could be audited.`,
+or when nothing could be audited.` + kubeHelp,
 		Example: `  # The bundled example fleet: its inventory, and the snapshots collected from it
   fleetaudit audit --inventory examples/fleet/inventory.yaml --snapshots examples/fleet/snapshots
 
@@ -55,7 +55,7 @@ or when nothing could be audited.`,
   fleetaudit audit --snapshots snaps/ --group-by rule
 
   # Site profiles and policies beside the built-in ones
-  fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies`,
+  fleetaudit audit --inventory hosts.ini --fleets ./fleets --policies ./policies` + kubeExamples,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runAudit(cmd) },
 	}
@@ -70,6 +70,7 @@ or when nothing could be audited.`,
 	addWaiverFlags(f, "./"+waivers.DefaultFile)
 	addRecordFlags(f)
 	addGroupByFlag(cmd)
+	addKubeAuditFlags(f)
 	return cmd
 }
 
@@ -144,6 +145,9 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
 		Log:        a.log,
+	}
+	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
+		return err
 	}
 	switch timeout := v.GetDuration("rule-timeout"); {
 	case timeout < 0:

@@ -69,6 +69,7 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
 	f.Bool("no-exec", false, "run no command (nvidia-smi) on the live host; only files are read")
 	f.StringSlice("pods", nil, "Kubernetes manifest FILE or DIR whose pods and pod templates to record, e.g. kubectl get pods -o json output (repeatable)")
 	addCollectInventoryFlags(f)
+	addCollectEvery(a, cmd)
 	return cmd
 }
 

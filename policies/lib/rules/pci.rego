@@ -57,6 +57,17 @@ labelled_rdma := {k |
 	lower(v) in {"true", "1", "yes"}
 }
 
+# Device plugins advertise RDMA devices as node allocatable resources: EFA
+# (vpc.amazonaws.com/efa, one per device), RDMA shared devices (rdma/*),
+# host devices (nvidia.com/hostdev). A count above 0 claims a device.
+allocatable_rdma := {sprintf("%s=%s", [r, q]) |
+	some r, q in object.get(input, ["node", "allocatable"], {})
+	regex.match(`^rdma/|^vpc\.amazonaws\.com/efa$|/ib$|^nvidia\.com/hostdev`, r)
+	regex.match(`^[1-9][0-9]*[kMG]?$`, q)
+}
+
+advertised := {sprintf("label %s", [k]) | some k in labelled_rdma} | {sprintf("allocatable %s", [a]) | some a in allocatable_rdma}
+
 active_ports := [p |
 	some _, d in input.rdma.devices
 	some _, p in d.ports
@@ -67,9 +78,11 @@ active_ports := [p |
 # title: RDMA advertised in labels but not on the host
 # description: >-
 #   A node label advertises RDMA, InfiniBand or EFA (for example
-#   feature.node.kubernetes.io/rdma.available=true), but the host has no RDMA
-#   device, or none of its ports is ACTIVE. Schedulers place RDMA jobs on it
-#   and NCCL silently falls back to TCP sockets.
+#   feature.node.kubernetes.io/rdma.available=true), or the Kubernetes node's
+#   allocatable resources hold an RDMA device (vpc.amazonaws.com/efa, rdma/*,
+#   */ib, nvidia.com/hostdev above 0: a device plugin registered it), but the
+#   host has no RDMA device, or none of its ports is ACTIVE. Schedulers place
+#   RDMA jobs on it and NCCL silently falls back to TCP sockets.
 # related_resources:
 # - ref: https://kubernetes-sigs.github.io/node-feature-discovery/stable/usage/features.html
 #   description: node feature labels
@@ -82,15 +95,21 @@ active_ports := [p |
 #     until it works.
 #   facts:
 #   - labels
+#   - node.allocatable
 #   - rdma.devices
 rdma_label_without_device contains f if {
-	count(labelled_rdma) > 0
+	count(advertised) > 0
 	count(active_ports) == 0
 	f := {
-		"msg": sprintf("label %s advertises RDMA, but the host has %d RDMA devices and no ACTIVE port", [concat(", ", sort(labelled_rdma)), count(input.rdma.devices)]),
-		"evidence": ["labels", "rdma.devices"],
+		"msg": sprintf("%s advertises RDMA, but the host has %d RDMA devices and no ACTIVE port", [concat(", ", sort(advertised)), count(input.rdma.devices)]),
+		"evidence": array.concat(advertised_evidence, ["rdma.devices"]),
 	}
 }
+
+advertised_evidence := array.concat(
+	["labels" | count(labelled_rdma) > 0],
+	["node.allocatable" | count(allocatable_rdma) > 0],
+)
 
 efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
 
@@ -101,7 +120,11 @@ efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
 #   known EFA device count (param efa_devices_by_instance_type: p5.48xlarge and
 #   p5e.48xlarge 32, p5en.48xlarge 16, p4d.24xlarge 4) and the host has a
 #   different number of EFA devices: a NIC that did not attach at boot halves
-#   or worse a job's network bandwidth.
+#   or worse a job's network bandwidth. With the host's Kubernetes node, the
+#   EFA devices its device plugin advertises (allocatable
+#   vpc.amazonaws.com/efa, one per device) are held to the host's count too:
+#   more advertised than present schedules jobs onto devices that do not
+#   exist; fewer leaves devices unused and jobs that ask for all unscheduled.
 # related_resources:
 # - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html
 #   description: EFA and the supported instance types
@@ -114,6 +137,7 @@ efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
 #     attaches, and check the launch template's network interfaces.
 #   facts:
 #   - labels
+#   - node.allocatable
 #   - rdma.devices
 efa_device_count_mismatch contains f if {
 	itype := input.labels["node.kubernetes.io/instance-type"]
@@ -122,5 +146,16 @@ efa_device_count_mismatch contains f if {
 	f := {
 		"msg": sprintf("%s has %d EFA devices, %d expected", [itype, efa_count, want]),
 		"evidence": ["labels", "rdma.devices"],
+	}
+}
+
+efa_device_count_mismatch contains f if {
+	q := input.node.allocatable["vpc.amazonaws.com/efa"]
+	regex.match(`^[0-9]+$`, q)
+	advertised_efa := to_number(q)
+	advertised_efa != efa_count
+	f := {
+		"msg": sprintf("node %s advertises %d EFA devices (allocatable vpc.amazonaws.com/efa), the host has %d", [input.node.name, advertised_efa, efa_count]),
+		"evidence": ["node.allocatable", "rdma.devices"],
 	}
 }

@@ -53,3 +53,34 @@ test_efa_count_matches_or_unknown_type if {
 	h2 := {"labels": {"node.kubernetes.io/instance-type": "g6.xlarge"}, "rdma": {"devices": {}}}
 	count(pci.efa_device_count_mismatch) == 0 with input as h2 with data.fleetaudit.params as params
 }
+
+# Label-vs-reality with the Kubernetes node: what device plugins advertise.
+test_rdma_allocatable_without_device if {
+	h := {"labels": {}, "node": {"name": "gpu-a-002", "allocatable": {"rdma/ib": "1k", "nvidia.com/gpu": "8"}}, "rdma": {"devices": {}}}
+	[f] := [f | some f in pci.rdma_label_without_device with input as h]
+	f.msg == "allocatable rdma/ib=1k advertises RDMA, but the host has 0 RDMA devices and no ACTIVE port"
+	f.evidence == ["node.allocatable", "rdma.devices"]
+}
+
+test_rdma_allocatable_zero_or_with_active_port_pass if {
+	zero := {"node": {"name": "n", "allocatable": {"vpc.amazonaws.com/efa": "0"}}, "rdma": {"devices": {}}}
+	count(pci.rdma_label_without_device) == 0 with input as zero
+	active := {"node": {"name": "n", "allocatable": {"rdma/ib": "1k"}}, "rdma": {"devices": {"mlx5_0": {"driver": "mlx5_core", "ports": port("ACTIVE")}}}}
+	count(pci.rdma_label_without_device) == 0 with input as active
+
+	# No node read: nothing advertised by a device plugin.
+	count(pci.rdma_label_without_device) == 0 with input as {"rdma": {"devices": {}}}
+}
+
+test_efa_allocatable_differs_from_devices if {
+	h := {"node": {"name": "p5-001", "allocatable": {"vpc.amazonaws.com/efa": "32"}}, "rdma": {"devices": efa_devices(30)}}
+	[f] := [f | some f in pci.efa_device_count_mismatch with input as h with data.fleetaudit.params as {}]
+	f.msg == "node p5-001 advertises 32 EFA devices (allocatable vpc.amazonaws.com/efa), the host has 30"
+	f.evidence == ["node.allocatable", "rdma.devices"]
+}
+
+test_efa_allocatable_matches_or_absent if {
+	h := {"node": {"name": "p5-001", "allocatable": {"vpc.amazonaws.com/efa": "32"}}, "rdma": {"devices": efa_devices(32)}}
+	count(pci.efa_device_count_mismatch) == 0 with input as h with data.fleetaudit.params as {}
+	count(pci.efa_device_count_mismatch) == 0 with input as {"node": {"name": "c", "allocatable": {"cpu": "64"}}, "rdma": {"devices": {}}} with data.fleetaudit.params as {}
+}

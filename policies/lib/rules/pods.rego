@@ -13,14 +13,49 @@ pod_path(i) := sprintf("pods.%d", [i])
 
 containers(p) := array.concat(object.get(spec(p), "containers", []), object.get(spec(p), "initContainers", []))
 
-gpu_count(c) := to_number(object.get(c, ["resources", "limits", "nvidia.com/gpu"], 0))
+# A container's extended resources: limits, and requests a manifest may
+# give alone (the API server would refuse it; a manifest in a repo is not
+# validated).
+resources(c) := object.union(object.get(c, ["resources", "requests"], {}), object.get(c, ["resources", "limits"], {}))
 
-gpu_pod(p) if {
+# Resource names that are GPUs: whole NVIDIA GPUs, shared (time-sliced)
+# ones, MIG slices, AMD GPUs.
+gpu_resource(r) if regex.match(`^(nvidia\.com/(gpu|gpu\.shared|mig-.+)|amd\.com/gpu)$`, r)
+
+# A count as written: a number, or a string of digits. Anything else was
+# left to a template ($GPU_PER_NODE, {{ .Values.gpus }}): unknown, not 0.
+known_count(q) := q if is_number(q)
+
+else := to_number(q) if {
+	is_string(q)
+	regex.match(`^[0-9]+$`, q)
+}
+
+zero_count(q) if known_count(q) == 0
+
+# The container requests GPUs: a GPU resource whose count is not known to
+# be 0. A templated count makes a GPU container whatever it turns out to be.
+gpu_container(c) if {
+	some r, q in resources(c)
+	gpu_resource(r)
+	not zero_count(q)
+}
+
+gpu_count(c) := sum([n | some r, q in resources(c); gpu_resource(r); n := known_count(q)])
+
+# GPU counts left to a template, as written ("nvidia.com/gpu: $GPU_PER_NODE").
+templated_gpus(p) := {sprintf("%s: %v", [r, q]) |
 	some c in containers(p)
-	gpu_count(c) > 0
+	some r, q in resources(c)
+	gpu_resource(r)
+	not known_count(q)
 }
 
 multi_gpu(p) if sum([gpu_count(c) | some c in containers(p)]) > 1
+
+# A GPU count the template fills in is read as the job's, per node: a
+# training template parameterised by it is meant for several.
+multi_gpu(p) if count(templated_gpus(p)) > 0
 
 nccl_pod(p) if {
 	some c in containers(p)
@@ -106,7 +141,9 @@ else := format_int(q, 10)
 #   nothing at /dev/shm and does not share the host's IPC namespace, so it gets
 #   the container runtime's 64 MiB /dev/shm. NCCL's shared-memory transport
 #   then fails ("Error while creating shared memory segment") or falls back.
-#   An MPIJob launcher is not reported.
+#   A GPU count left to a template (nvidia.com/gpu: $GPU_PER_NODE or
+#   {{ .Values.gpus }}) counts as several: the template is meant for a
+#   node's GPUs. An MPIJob launcher is not reported.
 # related_resources:
 # - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
 #   description: NCCL troubleshooting, shared memory
@@ -126,18 +163,23 @@ pod_shm_missing contains f if {
 	not spec(p).hostIPC
 	count([c | some c in containers(p); shm_mount(c)]) == 0
 	f := {
-		"msg": sprintf("pod %s uses NCCL or several GPUs with the default 64 MiB /dev/shm", [name(p)]),
+		"msg": sprintf("pod %s uses NCCL or several GPUs with the default 64 MiB /dev/shm%s", [name(p), templated_text(p)]),
 		"evidence": [pod_path(i)],
 	}
 }
+
+templated_text(p) := sprintf(" (GPU count left to the template: %s)", [concat(", ", sort(templated_gpus(p)))]) if {
+	count(templated_gpus(p)) > 0
+} else := ""
 
 gpu_or_nccl(p) if multi_gpu(p)
 
 gpu_or_nccl(p) if nccl_pod(p)
 
 rdma_resource(c) if {
-	some r, _ in object.get(c, ["resources", "limits"], {})
+	some r, q in resources(c)
 	regex.match(`^rdma/|/efa$|/ib$|^nvidia.com/hostdev`, r)
+	not zero_count(q)
 }
 
 mounts_infiniband(c) if {
@@ -190,7 +232,9 @@ rdma_container(c) if mounts_infiniband(c)
 # METADATA
 # title: GPU container without a memory limit
 # description: >-
-#   A container that requests GPUs has no memory limit. Pinned host buffers
+#   A container that requests GPUs (nvidia.com/gpu, nvidia.com/mig-*,
+#   amd.com/gpu, in limits or requests, with any count but 0, a templated
+#   one included) has no memory limit. Pinned host buffers
 #   (NCCL, CUDA host allocations, DataLoader workers) then grow until the node
 #   runs out of memory and the kernel OOM-kills whatever it picks, often
 #   another job.
@@ -208,7 +252,7 @@ rdma_container(c) if mounts_infiniband(c)
 pod_memory_limit_missing contains f if {
 	some i, p in input.pods
 	some c in containers(p)
-	gpu_count(c) > 0
+	gpu_container(c)
 	not c.resources.limits.memory
 	f := object.union(
 		{

@@ -108,3 +108,38 @@ test_memory_limit_fix_is_the_request if {
 	[g] := [g | some g in pods.pod_memory_limit_missing with input as {"pods": [pod("w0", {"containers": [d]})]}]
 	not g.fix
 }
+
+# Templated manifests: the count is unknown, not absent.
+test_templated_gpu_count_is_a_gpu_container if {
+	for_envsubst := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": "$GPU_PER_NODE"}}}
+	for_helm := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": "{{ .Values.gpus }}"}}}
+	count(pods.pod_memory_limit_missing) == 2 with input as {"pods": [pod("w0", {"containers": [for_envsubst]}), pod("w1", {"containers": [for_helm]})]}
+	[f] := [f | some f in pods.pod_shm_missing with input as {"pods": [pod("w0", {"containers": [for_envsubst]})]}]
+	contains(f.msg, "GPU count left to the template: nvidia.com/gpu: $GPU_PER_NODE")
+}
+
+test_gpu_count_known_zero_or_absent_is_no_gpu_container if {
+	zero := {"name": "cpu", "resources": {"limits": {"nvidia.com/gpu": 0}}}
+	zero_text := {"name": "cpu", "resources": {"limits": {"nvidia.com/gpu": "0"}}}
+	none := {"name": "cpu", "resources": {"limits": {"cpu": "4"}}}
+	input_pods := {"pods": [pod("w0", {"containers": [zero, zero_text, none]})]}
+	count(pods.pod_memory_limit_missing) == 0 with input as input_pods
+	count(pods.pod_shm_missing) == 0 with input as input_pods
+}
+
+test_gpu_in_requests_or_as_mig_slice_or_quoted if {
+	requests := {"name": "a", "resources": {"requests": {"nvidia.com/gpu": "8"}}}
+	mig := {"name": "b", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}
+	amd := {"name": "c", "resources": {"limits": {"amd.com/gpu": 2}}}
+	count(pods.pod_memory_limit_missing) == 3 with input as {"pods": [pod("w0", {"containers": [requests, mig, amd]})]}
+
+	# "8" in requests is several GPUs: /dev/shm matters.
+	count(pods.pod_shm_missing) == 1 with input as {"pods": [pod("w0", {"containers": [requests]})]}
+}
+
+test_templated_rdma_resource_needs_ipc_lock if {
+	c := {"name": "w", "resources": {"limits": {"vpc.amazonaws.com/efa": "${EFA_PER_NODE}"}}}
+	count(pods.pod_rdma_without_ipc_lock) == 1 with input as {"pods": [pod("w0", {"containers": [c]})]}
+	zero := {"name": "w", "resources": {"limits": {"rdma/ib": 0}}}
+	count(pods.pod_rdma_without_ipc_lock) == 0 with input as {"pods": [pod("w0", {"containers": [zero]})]}
+}

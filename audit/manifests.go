@@ -1,0 +1,83 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/kube"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// Workload manifests audited without a host (audit --manifests): each path
+// is one host-less snapshot of its pods and pod templates, in the fleet the
+// caller names, so the pod rules judge a team's job specs in CI before any
+// node runs them. Host rules skip it: no host facts were collected.
+
+// manifestInputs are the inputs of opts.Manifests, one per path, named by
+// the path.
+func manifestInputs(opts Options, now func() time.Time) iter.Seq[policies.HostInput] {
+	return func(yield func(policies.HostInput) bool) {
+		for _, path := range opts.Manifests {
+			in := policies.HostInput{
+				Origin: path,
+				Name:   path,
+				Load: func(ctx context.Context) (map[string]any, error) {
+					return manifestDocument(ctx, path, now(), opts.Version)
+				},
+			}
+			if !yield(in) {
+				return
+			}
+		}
+	}
+}
+
+// manifestHosts names the fleet of each manifest path's host.
+func manifestHosts(opts Options) []inventory.Host {
+	var hosts []inventory.Host
+	for _, path := range opts.Manifests {
+		hosts = append(hosts, inventory.Host{Name: path, Fleet: opts.ManifestFleet})
+	}
+	return hosts
+}
+
+// manifestDocument reads the pods of path (a file or directory) into a
+// host-less snapshot document; files that cannot be read or parsed are its
+// collection errors, as collect --pods records them.
+func manifestDocument(ctx context.Context, path string, now time.Time, version string) (map[string]any, error) {
+	s := snapshot.New(path)
+	s.CollectedAt = now.UTC()
+	s.Source = snapshot.Origin{Kind: "manifests", Root: path, Collector: version}
+	objs, errs := collectors.ManifestFiles(path).ReadPods(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		s.Sources[fmt.Sprintf("pods.%d", len(s.Pods))] = snapshot.FileAt(o.File, o.Line)
+		s.Pods = append(s.Pods, o.Pod)
+	}
+	for _, err := range errs {
+		e := snapshot.CollectionError{Collector: "pods", Path: path, Reason: err.Error()}
+		var me *kube.ManifestError
+		if errors.As(err, &me) {
+			e.Path, e.Reason = me.File, me.Err.Error()
+			if me.Line > 0 {
+				e.Reason = fmt.Sprintf("line %d: %s", me.Line, e.Reason)
+			}
+		}
+		s.Errors = append(s.Errors, e)
+	}
+	s.Normalize()
+	doc, err := snapshot.Document(s)
+	if err != nil {
+		return nil, err
+	}
+	snapshot.WithoutHostFacts(doc)
+	return doc, nil
+}

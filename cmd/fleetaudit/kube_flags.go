@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/kube/cluster"
+)
+
+// Kubernetes inputs of audit: the cluster's nodes and pods through the API
+// server, and workload manifests audited without a host.
+
+const kubeHelp = `
+
+Kubernetes: --kube reads every node (labels, taints, allocatable GPUs, RDMA and EFA
+devices) and every pod once per run from the API server (--kubeconfig, else $KUBECONFIG,
+else ~/.kube/config, else the pod's service account in a cluster; --context picks a
+context) and attaches to each host's snapshot its node and the pods bound to it (pods
+provenance kube:pod/NAMESPACE/NAME). Hosts join nodes by name, or by the value of the
+node label --kube-host-label. Nodes no other input names are audited on what the cluster
+alone knows: the pod and label rules run, host rules are reported skipped. --kubeconfig or
+--context imply --kube.
+
+--manifests audits workload manifests (files or directories of YAML or JSON, kubectl get
+-o json output included) without any host, as pods of the fleet --fleet names: a team's
+job specs checked in CI.`
+
+const kubeExamples = `
+
+  # Every node and pod of the current kube context, without host facts
+  fleetaudit audit --kube
+
+  # The DaemonSet's snapshots joined to their nodes and pods (in the cluster)
+  fleetaudit audit --kube --snapshots /var/lib/fleetaudit/snapshots --fail-on none
+
+  # Only the GPU nodes of one cluster, hosts named by a label
+  fleetaudit audit --context prod --kube-node-selector nvidia.com/gpu.present=true \
+    --kube-host-label fleetaudit.io/host --inventory hosts.yaml --snapshots snaps/
+
+  # A team's job specs in CI, with the rules of the gpu-training fleet
+  fleetaudit audit --manifests k8s/jobs/ --fleet gpu-training --format json`
+
+// addKubeAuditFlags adds the Kubernetes flags to audit's flag set.
+func addKubeAuditFlags(f *pflag.FlagSet) {
+	f.Bool("kube", false, "read nodes and pods from the Kubernetes API server")
+	f.String("kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else in-cluster); implies --kube")
+	f.String("context", "", "kubeconfig context (default its current context); implies --kube")
+	f.String("kube-node-selector", "", "label selector of the nodes to read, e.g. nvidia.com/gpu.present=true")
+	f.String("kube-host-label", "", "node label whose value is the host's name (default: the node's name)")
+	f.StringSlice("manifests", nil, "workload manifest FILE or DIR to audit without a host, in the fleet --fleet names (repeatable)")
+	f.String("fleet", "", "fleet profile whose rules judge --manifests")
+}
+
+// kubeAuditOptions fills in opts from the Kubernetes flags: the cluster is
+// read here, once, before the run.
+func (a *app) kubeAuditOptions(cmd *cobra.Command, set *fleets.Set, opts *audit.Options) error {
+	v := a.v
+	manifests := v.GetStringSlice("manifests")
+	fleet := v.GetString("fleet")
+	switch {
+	case len(manifests) > 0 && fleet == "":
+		return usageError{errors.New("--manifests needs --fleet: the fleet whose rules judge the workloads")}
+	case fleet != "" && len(manifests) == 0:
+		return usageError{errors.New("--fleet names the fleet of --manifests; give --manifests")}
+	case fleet != "" && !slices.Contains(set.Names(), fleet):
+		return usageError{fmt.Errorf("--fleet %q: no such fleet profile (have %v)", fleet, set.Names())}
+	}
+	for _, m := range manifests {
+		if _, err := os.Stat(m); err != nil {
+			return usageError{fmt.Errorf("--manifests %s: %w", m, err)}
+		}
+	}
+	opts.Manifests, opts.ManifestFleet = manifests, fleet
+	if err := checkOutput(v.GetString("output"), inputsOf("--manifests", manifests, 0)); err != nil {
+		return err
+	}
+	if !v.GetBool("kube") && v.GetString("kubeconfig") == "" && v.GetString("context") == "" {
+		if v.GetString("kube-node-selector") != "" || v.GetString("kube-host-label") != "" {
+			return usageError{errors.New("--kube-node-selector and --kube-host-label need --kube")}
+		}
+		return nil
+	}
+	copts := cluster.Options{
+		Kubeconfig:   v.GetString("kubeconfig"),
+		Context:      v.GetString("context"),
+		Getenv:       a.getenv,
+		NodeSelector: v.GetString("kube-node-selector"),
+		HostLabel:    v.GetString("kube-host-label"),
+	}
+	if terminalFD(a.err) >= 0 {
+		copts.Progress = a.err
+	}
+	cfg, where, err := cluster.Config(copts)
+	if err != nil {
+		return usageError{err}
+	}
+	c, err := cluster.Read(cmd.Context(), cfg, copts)
+	if err != nil {
+		return err
+	}
+	a.log.Info("read the cluster", "from", where, "server", c.Server, "nodes", len(c.Nodes), "pods", c.Pods,
+		"unscheduled", c.Unscheduled, "on_other_nodes", c.Elsewhere)
+	opts.Cluster = c
+	return nil
+}
