@@ -35,6 +35,9 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 		Example: `  # What does my uncommitted change do to each fleet?
   fleetaudit gate --repo examples/config-repo --base HEAD
 
+  # Before committing (the pre-commit hook): the staged change against HEAD
+  fleetaudit gate --repo . --base HEAD --staged
+
   # In CI on a pull request, as a PR comment
   fleetaudit gate --repo . --base origin/main --head HEAD --format markdown -o gate.md
 
@@ -47,6 +50,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	f.String("repo", ".", "config repo directory (a git work tree holding fleetaudit.yaml)")
 	f.String("base", "", "git ref the change starts from (required), e.g. origin/main")
 	f.String("head", "", "git ref the change ends at (default: the work tree, uncommitted files included)")
+	f.Bool("staged", false, "gate the staged change (the index, as git commit records it) instead of the work tree; unstaged edits are not read")
 	f.String("inventory", "", "inventory counting each fleet's hosts for the blast radius (default: fleetaudit.yaml's inventory)")
 	addReportFlags(f, reports.GateFormats(), "exit 1 when the change introduces a finding at or above")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
@@ -84,6 +88,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		AllowRenderCommand: v.GetBool("allow-render-command"),
 		Version:            version,
 		Log:                a.log,
+	}
+	if err := a.stagedHead(cmd.Context(), &opts); err != nil {
+		return err
 	}
 	res, err := configrepo.Run(cmd.Context(), opts)
 	if err != nil {
