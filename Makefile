@@ -90,7 +90,7 @@ $(ACTIONLINT):
 
 # The GitHub Action and the example workflow, as GitHub would read them.
 actionlint: $(ACTIONLINT)
-	$(ACTIONLINT) -config-file .github/actionlint.yaml action.yml docs/examples/fleetaudit-gate.yml
+	$(ACTIONLINT) .github/workflows/gate-action.yml docs/examples/fleetaudit-gate.yml
 
 clean:
 	rm -rf bin bench.out dist

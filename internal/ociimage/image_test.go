@@ -219,4 +219,3 @@ func TestBuildRefusesNonLinuxPlatformsAndMissingBinaries(t *testing.T) {
 		}
 	}
 }
-
