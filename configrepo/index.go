@@ -42,20 +42,11 @@ func checkoutIndex(ctx context.Context, repo, indexFile string, lim limits) (*Ch
 		if len(entries) == lim.files {
 			return fmt.Errorf("the repo holds more than %d files", lim.files)
 		}
-		// "<mode> SP <object> SP <stage> TAB <path>"
-		meta, name, ok := strings.Cut(line, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 || !isHex(f[1]) {
-			return fmt.Errorf("git ls-files: unexpected line %q", line)
+		e, err := parseStageLine(line)
+		if err != nil {
+			return err
 		}
-		if f[2] != "0" {
-			return fmt.Errorf("%s is unmerged: resolve the conflict and stage the result", name)
-		}
-		typ := "blob"
-		if f[0] == "160000" {
-			typ = "commit"
-		}
-		entries = append(entries, treeEntry{mode: f[0], typ: typ, oid: f[1], path: name})
+		entries = append(entries, e)
 		return nil
 	}, "ls-files", "--stage", "-z")
 	if err != nil {
@@ -65,4 +56,23 @@ func checkoutIndex(ctx context.Context, repo, indexFile string, lim limits) (*Ch
 		return nil, fmt.Errorf("index: %w", err)
 	}
 	return c, nil
+}
+
+// parseStageLine parses a git ls-files --stage record, "<mode> SP <object>
+// SP <stage> TAB <path>", as the tree entry it stands for; a path at a
+// stage other than 0 is unmerged.
+func parseStageLine(line string) (treeEntry, error) {
+	meta, name, ok := strings.Cut(line, "\t")
+	f := strings.Fields(meta)
+	if !ok || len(f) != 3 || !isHex(f[1]) || len(f[0]) != 6 {
+		return treeEntry{}, fmt.Errorf("git ls-files: unexpected line %q", line)
+	}
+	if f[2] != "0" {
+		return treeEntry{}, fmt.Errorf("%s is unmerged: resolve the conflict and stage the result", name)
+	}
+	typ := "blob"
+	if f[0] == "160000" {
+		typ = "commit"
+	}
+	return treeEntry{mode: f[0], typ: typ, oid: f[1], path: name}, nil
 }
