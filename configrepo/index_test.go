@@ -19,7 +19,7 @@ func TestCheckoutIndexReadsStagedBlobsOnly(t *testing.T) {
 	r.Write("infra/layers/base/etc/sysctl.d/10.conf", "vm.swappiness = 1\n")
 	r.Git("add", "infra/layers/base/etc/sysctl.d/10.conf")
 	r.Write("infra/layers/base/etc/sysctl.d/10.conf", "vm.swappiness = 99\n") // unstaged
-	r.Write("infra/layers/base/etc/sysctl.d/20.conf", "vm.x = 1\n")         // untracked
+	r.Write("infra/layers/base/etc/sysctl.d/20.conf", "vm.x = 1\n")           // untracked
 
 	co, err := CheckoutIndex(context.Background(), r.Dir+"/infra", "")
 	if err != nil {
