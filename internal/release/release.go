@@ -206,29 +206,27 @@ func fileSHA256(p string) (string, error) {
 // SBOMName is the file name of target's CycloneDX SBOM.
 func SBOMName(t Target) string { return BinaryName(t) + ".cdx.json" }
 
-// SBOM writes a CycloneDX JSON SBOM of opts.Main for each target with
-// cyclonedx-gomod (tool: its path), without serial number or timestamp so
-// that it is reproducible too. The build constraints are the binaries'.
-func SBOM(ctx context.Context, tool string, opts Options) ([]Artifact, error) {
+// SBOM writes a CycloneDX JSON SBOM of each binary with cyclonedx-gomod
+// (tool: its path) in its bin mode: the modules and Go standard library the
+// binary was linked from, as its build info records them, and its hashes.
+// Reading the binary, not the source tree, needs no git (cyclonedx-gomod's
+// app mode fails in a git worktree) and describes exactly what ships; no
+// serial number or timestamp, so it is reproducible too.
+func SBOM(ctx context.Context, tool string, version string, bins []Artifact, date time.Time) ([]Artifact, error) {
 	var out []Artifact
-	for _, t := range opts.Targets {
-		dst, err := filepath.Abs(filepath.Join(opts.Dir, SBOMName(t)))
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.CommandContext(ctx, tool, "app", "-json", "-licenses", "-noserial", "-notimestamp",
-			"-main", strings.TrimPrefix(opts.Main, "./"), "-output", dst, ".")
-		cmd.Dir = opts.Module
-		cmd.Env = BuildEnv(os.Environ(), t)
+	for _, b := range bins {
+		dst := filepath.Join(filepath.Dir(b.Path), SBOMName(b.Target))
+		cmd := exec.CommandContext(ctx, tool, "bin", "-json", "-std", "-noserial", "-notimestamp",
+			"-version", version, "-output", dst, b.Path)
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("SBOM for %s with %s: %w: %s", t, tool, err, lastLines(stderr.String(), 10))
+			return nil, fmt.Errorf("SBOM of %s with %s: %w: %s", b.Path, tool, err, lastLines(stderr.String(), 10))
 		}
-		if err := os.Chtimes(dst, opts.Stamp.Date, opts.Stamp.Date); err != nil {
+		if err := os.Chtimes(dst, date, date); err != nil {
 			return nil, err
 		}
-		out = append(out, Artifact{Target: t, Path: dst})
+		out = append(out, Artifact{Target: b.Target, Path: dst})
 	}
 	return out, nil
 }

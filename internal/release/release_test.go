@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,11 +63,20 @@ func TestReleaseBinaryRunsAndSumsMatch(t *testing.T) {
 		t.Errorf("binary mtime: %v, %v; want the commit date %v", fi.ModTime(), err, date)
 	}
 
-	if err := WriteSums(dir, []string{filepath.Base(bin)}, date); err != nil {
+	files := []string{filepath.Base(bin)}
+	if tool := sbomTool(t); tool != "" {
+		boms, err := SBOM(context.Background(), tool, "v9.8.7", arts, date)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSBOM(t, boms[0].Path, bin)
+		files = append(files, filepath.Base(boms[0].Path))
+	}
+	if err := WriteSums(dir, files, date); err != nil {
 		t.Fatal(err)
 	}
 	names, err := VerifySums(dir)
-	if err != nil || !slices.Equal(names, []string{filepath.Base(bin)}) {
+	if err != nil || !slices.Equal(names, files) {
 		t.Fatalf("VerifySums: %v, %v", names, err)
 	}
 	// sha256sum reads the file as users will check a download.
@@ -130,6 +140,66 @@ func TestVerifySumsRefusesPathsAndBadLines(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, SumsFile), []byte(line), 0o644)
 		if _, err := VerifySums(dir); err == nil {
 			t.Errorf("VerifySums accepted %q", line)
+		}
+	}
+}
+
+// sbomTool is cyclonedx-gomod where make tools installs it; CI requires it.
+func sbomTool(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(os.Getenv("HOME"), ".cache", "fleetaudit", "bin", "cyclonedx-gomod")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI (make tools)", p)
+	}
+	t.Logf("no SBOM checked: %s is not installed (make tools)", p)
+	return ""
+}
+
+// checkSBOM reads the CycloneDX SBOM of bin: the main component is
+// fleetaudit at the stamped version, the binary's SHA-256 is recorded, and
+// the modules linked in are listed (OPA, the Go standard library).
+func checkSBOM(t *testing.T, path, bin string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom struct {
+		BOMFormat string `json:"bomFormat"`
+		Metadata  struct {
+			Timestamp string `json:"timestamp"`
+			Component struct {
+				Name, Version string
+			} `json:"component"`
+			Properties []struct{ Name, Value string } `json:"properties"`
+		} `json:"metadata"`
+		Components []struct{ Name, Version string } `json:"components"`
+	}
+	if err := json.Unmarshal(data, &bom); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != "github.com/fleetaudit/fleetaudit" ||
+		bom.Metadata.Component.Version != "v9.8.7" || bom.Metadata.Timestamp != "" {
+		t.Errorf("SBOM metadata: %s %+v", bom.BOMFormat, bom.Metadata)
+	}
+	sum, _ := fileSHA256(bin)
+	hashed := false
+	for _, p := range bom.Metadata.Properties {
+		hashed = hashed || p.Name == "cdx:gomod:binary:hash:SHA-256" && p.Value == sum
+	}
+	if !hashed {
+		t.Errorf("SBOM does not record the binary's sha256 %s", sum)
+	}
+	var names []string
+	for _, c := range bom.Components {
+		names = append(names, c.Name)
+	}
+	for _, want := range []string{"github.com/open-policy-agent/opa", "std"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("SBOM components lack %s: %q", want, names)
 		}
 	}
 }

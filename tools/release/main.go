@@ -58,7 +58,7 @@ func run() error {
 		return err
 	}
 	if *sbom != "" {
-		boms, err := release.SBOM(ctx, *sbom, opts)
+		boms, err := release.SBOM(ctx, *sbom, *version, arts, opts.Stamp.Date)
 		if err != nil {
 			return err
 		}
