@@ -1,7 +1,16 @@
 GO        ?= go
 BIN       := bin/fleetaudit
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Release stamps carry the commit's date, not the build's: reproducible.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+DATE      ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+# Tools installed by version outside the repo (go install, not go.mod).
+TOOLBIN   ?= $(HOME)/.cache/fleetaudit/bin
+CYCLONEDX := $(TOOLBIN)/cyclonedx-gomod
+ACTIONLINT := $(TOOLBIN)/actionlint
+IMAGE     ?= ghcr.io/fleetaudit/fleetaudit:$(VERSION)
 FUZZTIME  ?= 30s
 EXAMPLE   := examples/fleet
 # The race detector needs cgo, and cgo a C compiler: without one (go env
@@ -10,7 +19,7 @@ EXAMPLE   := examples/fleet
 CGO_CC    := $(firstword $(shell $(GO) env CC 2>/dev/null))
 RACE      ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED 2>/dev/null)),$(CGO_CC),$(shell command -v '$(CGO_CC)' 2>/dev/null)),-race)
 
-.PHONY: build test demo gate-demo bench fuzz lint docs clean
+.PHONY: build test demo gate-demo bench fuzz lint docs clean release image tools actionlint
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/fleetaudit
@@ -59,5 +68,31 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# Static, stamped, reproducible binaries for linux/amd64, linux/arm64 and
+# darwin/arm64, a CycloneDX SBOM each and SHA256SUMS, in dist/.
+release: $(CYCLONEDX)
+	$(GO) run ./tools/release -version $(VERSION) -commit $(COMMIT) -date $(SOURCE_DATE_EPOCH) \
+	  -out dist -sbom-tool $(CYCLONEDX)
+
+# The container image (linux/amd64 and linux/arm64) as an OCI layout in
+# dist/image, without a Docker daemon; push it with crane (see docs/install.md).
+image:
+	$(GO) run ./tools/release -version $(VERSION) -commit $(COMMIT) -date $(SOURCE_DATE_EPOCH) \
+	  -out dist/image-bin -targets linux/amd64,linux/arm64
+	$(GO) run ./tools/mkimage -bin dist/image-bin -tag $(IMAGE) -version $(VERSION) -commit $(COMMIT) \
+	  -date $(SOURCE_DATE_EPOCH) -out dist/image
+
+tools: $(CYCLONEDX) $(ACTIONLINT)
+
+$(CYCLONEDX):
+	GOBIN=$(TOOLBIN) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+
+$(ACTIONLINT):
+	GOBIN=$(TOOLBIN) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
+# The GitHub Action and the example workflow, as GitHub would read them.
+actionlint: $(ACTIONLINT)
+	$(ACTIONLINT) .github/workflows/gate-action.yml docs/examples/fleetaudit-gate.yml
+
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out dist

@@ -561,9 +561,15 @@ func git(ctx context.Context, repo string, args ...string) ([]byte, error) {
 // gitRecords runs git in repo and hands each NUL-terminated record of its
 // output to fn, without holding the output; fn's error stops git.
 func gitRecords(ctx context.Context, repo string, fn func(string) error, args ...string) error {
+	return gitRecordsEnv(ctx, repo, nil, fn, args...)
+}
+
+// gitRecordsEnv is gitRecords with env added to the fixed environment.
+func gitRecordsEnv(ctx context.Context, repo string, env []string, fn func(string) error, args ...string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd, stderr := gitCommand(ctx, repo, args...)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

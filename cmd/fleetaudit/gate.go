@@ -37,6 +37,9 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 		Example: `  # What does my uncommitted change do to each fleet?
   fleetaudit gate --repo examples/config-repo --base HEAD
 
+  # Before committing (the pre-commit hook): the staged change against HEAD
+  fleetaudit gate --repo . --base HEAD --staged
+
   # In CI on a pull request, as a PR comment
   fleetaudit gate --repo . --base origin/main --head HEAD --format markdown -o gate.md
 
@@ -52,6 +55,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	f.String("repo", ".", "config repo directory (a git work tree holding fleetaudit.yaml)")
 	f.String("base", "", "git ref the change starts from (required), e.g. origin/main")
 	f.String("head", "", "git ref the change ends at (default: the work tree, uncommitted files included)")
+	f.Bool("staged", false, "gate the staged change (the index, as git commit records it) instead of the work tree; unstaged edits are not read")
 	f.String("inventory", "", "inventory counting each fleet's hosts for the blast radius (default: fleetaudit.yaml's inventory)")
 	addReportFlags(f, reports.GateFormats(), "exit 1 when the change introduces a finding at or above")
 	addWaiverFlags(f, waivers.DefaultFile+" at the --base commit")
@@ -90,6 +94,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		AllowRenderCommand: v.GetBool("allow-render-command"),
 		Version:            version,
 		Log:                a.log,
+	}
+	if err := a.stagedHead(cmd.Context(), &opts); err != nil {
+		return err
 	}
 	// The base is checked out once: the gate audits it, and its
 	// waivers.yaml is the one that applies.

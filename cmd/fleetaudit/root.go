@@ -118,7 +118,7 @@ workload of its fleet, and says which file set each value.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&configFile, "config", "", "config file (default $XDG_CONFIG_HOME/fleetaudit/config.yaml)")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newCollectCmd(a), newAuditCmd(a), newGateCmd(a), newRemediateCmd(a), newPoliciesCmd(a))
+	root.AddCommand(newCollectCmd(a), newAuditCmd(a), newGateCmd(a), newRemediateCmd(a), newPoliciesCmd(a), newVersionCmd(a))
 	root.AddCommand(newHistoryCmd(a), newDriftCmd(a), newReportCmd(a))
 	registerCompletions(root)
 	return root

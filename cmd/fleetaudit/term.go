@@ -52,7 +52,7 @@ func terminalFD(w any) int {
 		return -1
 	}
 	fd := int(f.Fd())
-	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+	if _, err := unix.IoctlGetTermios(fd, ioctlGetTermios); err != nil {
 		return -1
 	}
 	return fd
