@@ -128,6 +128,7 @@ func TestAuditKube(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"gpu-a-001 efa-device-count-mismatch kube:node/gpu-a-001",
+		"gpu-a-001 pod-rdma-resource-missing kube:pod/research/train-0", // 8 GPUs on an InfiniBand node, no RDMA resource
 		"gpu-a-001 pod-shm-missing kube:pod/research/train-0",
 		"gpu-b-002 pod-rdma-without-ipc-lock kube:pod/research/llama-worker-0",
 	}
