@@ -37,7 +37,8 @@ func rules(fs []policies.Finding) map[string]int {
 
 // driftStore records the example fleet, then the next night's fleet:
 //   - gpu-a-001: hugetlb_cma taken off the configured and running command
-//     lines (hugetlb-cma-on-gpu resolved, boot-cmdline-skew new);
+//     lines and rebooted, so no CMA area (hugetlb-cma-on-gpu resolved,
+//     boot-cmdline-skew new);
 //   - gpu-a-002: kernel.numa_balancing 1 → 0 at runtime
 //     (numa-balancing-enabled resolved);
 //   - gpu-a-003: the same hugetlb_cma=6G, now set by 70-gpu.cfg (moved;
@@ -64,6 +65,12 @@ func driftStore(t *testing.T) (*SQLite, RunID, RunID) {
 				delete(boot[side].(map[string]any)["params"].(map[string]any), "hugetlb_cma")
 				delete(sources, "boot."+side+".params.hugetlb_cma")
 			}
+			// Booted without it, the kernel reserves no CMA area
+			// (/proc/meminfo's CmaTotal was hugetlb_cma's 6G): a CMA
+			// area left behind would be a new finding of its own, one
+			// no boot parameter explains.
+			mem := doc["memory"].(map[string]any)
+			mem["cma_total_kb"], mem["cma_free_kb"] = 0, 0
 		case "gpu-a-002":
 			doc["sysctl"].(map[string]any)["running"].(map[string]any)["kernel.numa_balancing"] = "0"
 		case "gpu-a-003":
