@@ -192,6 +192,54 @@ func TestDriftBetweenRuns(t *testing.T) {
 	}
 }
 
+// A finding is its rule and the facts it cites: when hugetlb_cma leaves the
+// command lines but /proc/meminfo still shows the CMA area (a kernel build
+// default), the parameter's finding is resolved and the unexplained area's
+// is new, with its own fix (cma=0), not one finding left open.
+func TestDriftCMAAreaOutlivesItsParameter(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
+	first, _ := record(t, s, copyFleet(t, nil))
+	second, _ := record(t, s, copyFleet(t, func(host string, doc map[string]any) any {
+		if host == "gpu-a-001" {
+			boot := doc["boot"].(map[string]any)
+			for _, side := range []string{"configured", "running"} {
+				delete(boot[side].(map[string]any)["params"].(map[string]any), "hugetlb_cma")
+			}
+		}
+		return doc
+	}))
+	d, err := Compute(ctx, s, DriftQuery{From: first, To: second, Hosts: []string{"gpu-a-001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := findHost(d, "gpu-a-001")
+	if h == nil || rules(h.Resolved)["hugetlb-cma-on-gpu"] != 1 || rules(h.New)["hugetlb-cma-on-gpu"] != 1 || rules(h.Open)["hugetlb-cma-on-gpu"] != 0 {
+		t.Fatalf("gpu-a-001: %+v", h)
+	}
+	cites := func(f policies.Finding, fact string) bool {
+		for _, ev := range f.Evidence {
+			if ev.Fact == fact {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range h.Resolved {
+		if f.Rule == "hugetlb-cma-on-gpu" && !cites(f, "boot.configured.params.hugetlb_cma") {
+			t.Errorf("resolved: %s %v", f.Message, f.Evidence)
+		}
+	}
+	for _, f := range h.New {
+		if f.Rule != "hugetlb-cma-on-gpu" {
+			continue
+		}
+		if set, _ := f.Fix["set"].(map[string]any); !cites(f, "memory.cma_total_kb") || set["cma"] != "0" {
+			t.Errorf("new: %s %v fix %v", f.Message, f.Evidence, f.Fix)
+		}
+	}
+}
+
 func TestDriftRefusesIncompleteRuns(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
