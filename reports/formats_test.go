@@ -35,7 +35,7 @@ var example struct {
 	err  error
 }
 
-// exampleAudit audits the example fleet (13 hosts) for real, with the
+// exampleAudit audits the example fleet (examples/fleet/inventory.yaml) for real, with the
 // built-in profiles and policies, and applies testdata/waivers.yaml.
 // Each caller gets its own copy of the findings.
 func exampleAudit(t *testing.T) (*audit.Result, *Catalog) {

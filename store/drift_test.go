@@ -37,7 +37,8 @@ func rules(fs []policies.Finding) map[string]int {
 
 // driftStore records the example fleet, then the next night's fleet:
 //   - gpu-a-001: hugetlb_cma taken off the configured and running command
-//     lines (hugetlb-cma-on-gpu resolved, boot-cmdline-skew new);
+//     lines and rebooted, so no CMA area (hugetlb-cma-on-gpu resolved,
+//     boot-cmdline-skew new);
 //   - gpu-a-002: kernel.numa_balancing 1 → 0 at runtime
 //     (numa-balancing-enabled resolved);
 //   - gpu-a-003: the same hugetlb_cma=6G, now set by 70-gpu.cfg (moved;
@@ -64,6 +65,12 @@ func driftStore(t *testing.T) (*SQLite, RunID, RunID) {
 				delete(boot[side].(map[string]any)["params"].(map[string]any), "hugetlb_cma")
 				delete(sources, "boot."+side+".params.hugetlb_cma")
 			}
+			// Booted without it, the kernel reserves no CMA area
+			// (/proc/meminfo's CmaTotal was hugetlb_cma's 6G): a CMA
+			// area left behind would be a new finding of its own, one
+			// no boot parameter explains.
+			mem := doc["memory"].(map[string]any)
+			mem["cma_total_kb"], mem["cma_free_kb"] = 0, 0
 		case "gpu-a-002":
 			doc["sysctl"].(map[string]any)["running"].(map[string]any)["kernel.numa_balancing"] = "0"
 		case "gpu-a-003":
@@ -182,6 +189,54 @@ func TestDriftBetweenRuns(t *testing.T) {
 	}
 	if len(web.Hosts) != 0 || web.Summary.Hosts != 4 {
 		t.Errorf("web-serving drift: %d hosts listed, summary %+v", len(web.Hosts), web.Summary)
+	}
+}
+
+// A finding is its rule and the facts it cites: when hugetlb_cma leaves the
+// command lines but /proc/meminfo still shows the CMA area (a kernel build
+// default), the parameter's finding is resolved and the unexplained area's
+// is new, with its own fix (cma=0), not one finding left open.
+func TestDriftCMAAreaOutlivesItsParameter(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
+	first, _ := record(t, s, copyFleet(t, nil))
+	second, _ := record(t, s, copyFleet(t, func(host string, doc map[string]any) any {
+		if host == "gpu-a-001" {
+			boot := doc["boot"].(map[string]any)
+			for _, side := range []string{"configured", "running"} {
+				delete(boot[side].(map[string]any)["params"].(map[string]any), "hugetlb_cma")
+			}
+		}
+		return doc
+	}))
+	d, err := Compute(ctx, s, DriftQuery{From: first, To: second, Hosts: []string{"gpu-a-001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := findHost(d, "gpu-a-001")
+	if h == nil || rules(h.Resolved)["hugetlb-cma-on-gpu"] != 1 || rules(h.New)["hugetlb-cma-on-gpu"] != 1 || rules(h.Open)["hugetlb-cma-on-gpu"] != 0 {
+		t.Fatalf("gpu-a-001: %+v", h)
+	}
+	cites := func(f policies.Finding, fact string) bool {
+		for _, ev := range f.Evidence {
+			if ev.Fact == fact {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range h.Resolved {
+		if f.Rule == "hugetlb-cma-on-gpu" && !cites(f, "boot.configured.params.hugetlb_cma") {
+			t.Errorf("resolved: %s %v", f.Message, f.Evidence)
+		}
+	}
+	for _, f := range h.New {
+		if f.Rule != "hugetlb-cma-on-gpu" {
+			continue
+		}
+		if set, _ := f.Fix["set"].(map[string]any); !cites(f, "memory.cma_total_kb") || set["cma"] != "0" {
+			t.Errorf("new: %s %v fix %v", f.Message, f.Evidence, f.Fix)
+		}
 	}
 }
 

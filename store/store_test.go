@@ -69,6 +69,33 @@ func copyFleet(t *testing.T, edit func(host string, doc map[string]any) any) str
 	return dir
 }
 
+// exampleHosts counts the example fleet's hosts, in all and by the fleet
+// its inventory gives them: the snapshot files and the hosts collected from
+// roots, every one listed in the inventory.
+func exampleHosts(t *testing.T) (int, map[string]int) {
+	t.Helper()
+	inv, err := inventory.Load(filepath.Join(exampleFleet, "inventory.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	byFleet := map[string]int{}
+	for _, h := range inv.Hosts {
+		listed[h.Name] = true
+		byFleet[h.Fleet]++
+	}
+	files, err := filepath.Glob(filepath.Join(exampleFleet, "snapshots", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("example snapshots: %v", err)
+	}
+	for _, f := range files {
+		if host := strings.TrimSuffix(filepath.Base(f), ".json"); !listed[host] {
+			t.Fatalf("example snapshot %s is not in the inventory: the counts below would miss it", f)
+		}
+	}
+	return len(inv.Hosts), byFleet
+}
+
 // record audits the snapshots in dir with the example inventory, recording
 // the run as the CLI does.
 func record(t *testing.T, s Store, dir string) (RunID, *Recorder) {
@@ -130,8 +157,8 @@ func TestConcurrentWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Snapshots != 13 || st.Hosts != 26 {
-		t.Errorf("rows = %+v, want 13 snapshots for 26 host rows", st)
+	if n, _ := exampleHosts(t); st.Snapshots != n || st.Hosts != 2*n {
+		t.Errorf("rows = %+v, want %d snapshots for %d host rows", st, n, 2*n)
 	}
 }
 
@@ -141,10 +168,10 @@ func TestUnchangedSnapshotsAreStoredOnce(t *testing.T) {
 	first := copyFleet(t, nil)
 	id1, rec1 := record(t, s, first)
 	added, reused := rec1.Stored()
-	// 12 snapshot files and the inventory host nobody supplied (its
-	// failed snapshot says why it was not read).
-	if added != 13 || reused != 0 {
-		t.Fatalf("first run stored %d new snapshots, reused %d; want 13 and 0", added, reused)
+	// The snapshot files and the inventory hosts collected from roots.
+	n, _ := exampleHosts(t)
+	if added != n || reused != 0 {
+		t.Fatalf("first run stored %d new snapshots, reused %d; want %d and 0", added, reused, n)
 	}
 	st1, err := s.Stats(ctx)
 	if err != nil {
@@ -162,8 +189,8 @@ func TestUnchangedSnapshotsAreStoredOnce(t *testing.T) {
 	})
 	id2, rec2 := record(t, s, second)
 	added, reused = rec2.Stored()
-	if added != 1 || reused != 12 {
-		t.Fatalf("second run stored %d new snapshots, reused %d; want 1 (gpu-a-002) and 12", added, reused)
+	if added != 1 || reused != n-1 {
+		t.Fatalf("second run stored %d new snapshots, reused %d; want 1 (gpu-a-002) and %d", added, reused, n-1)
 	}
 	st2, err := s.Stats(ctx)
 	if err != nil {
@@ -192,8 +219,8 @@ func TestUnchangedSnapshotsAreStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h1) != 13 || len(h2) != 13 {
-		t.Fatalf("hosts per run: %d and %d, want 13", len(h1), len(h2))
+	if len(h1) != n || len(h2) != n {
+		t.Fatalf("hosts per run: %d and %d, want %d", len(h1), len(h2), n)
 	}
 	byName := func(hs []Host) map[string]Host {
 		m := map[string]Host{}
@@ -245,10 +272,10 @@ func TestUnchangedSnapshotsAreStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.State != Complete || run.Hosts != 13 || res.Summary.Hosts != 13 || len(res.Findings) != run.Findings || run.Findings == 0 {
+	if run.State != Complete || run.Hosts != n || res.Summary.Hosts != n || len(res.Findings) != run.Findings || run.Findings == 0 {
 		t.Errorf("run %+v, result summary %+v, %d findings", run, res.Summary, len(res.Findings))
 	}
-	if len(res.Rules) == 0 || len(res.FleetRules["gpu-training"]) == 0 || len(res.Hosts) != 13 {
+	if len(res.Rules) == 0 || len(res.FleetRules["gpu-training"]) == 0 || len(res.Hosts) != n {
 		t.Errorf("catalog: %d rules, gpu-training runs %v; %d hosts", len(res.Rules), res.FleetRules["gpu-training"], len(res.Hosts))
 	}
 	trend, err := s.Trend(ctx, []RunID{id1, id2})
@@ -286,7 +313,8 @@ func TestHistoryCounts(t *testing.T) {
 			gpu = &h.Runs[1].Fleets[i]
 		}
 	}
-	if gpu == nil || gpu.Hosts != 9 || gpu.BySeverity["critical"] == 0 {
+	_, byFleet := exampleHosts(t)
+	if gpu == nil || gpu.Hosts != byFleet["gpu-training"] || gpu.BySeverity["critical"] == 0 {
 		t.Fatalf("gpu-training counts = %+v", gpu)
 	}
 	if total != h.Runs[1].Findings {
