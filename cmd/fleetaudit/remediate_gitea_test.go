@@ -224,8 +224,19 @@ func TestRemediateGiteaEndToEnd(t *testing.T) {
 		remediate("created " + srv.URL + owner + "/" + name + "/pulls/2")
 		prs := pulls()
 		if len(prs) != 2 {
-			t.Errorf("%d pull requests, want the closed #1 and a new #2", len(prs))
+			t.Fatalf("%d pull requests, want the closed #1 and a new #2", len(prs))
 		}
+		// Gitea fills a new pull request's head from its push queue after
+		// the API call returns; the next run lists it by that head.
+		h := head()
+		srv.WaitFor(t, "pull request #2's head is the branch's "+h, func() bool {
+			for _, pr := range pulls() {
+				if pr.Number == 2 && pr.State == "open" && pr.Head.Ref == branch && pr.Head.SHA == h {
+					return true
+				}
+			}
+			return false
+		})
 	})
 
 	t.Run("at the cap of open pull requests its own is still kept up to date", func(t *testing.T) {
