@@ -52,15 +52,42 @@ type Options struct {
 	// Loaded, if set, sees each host's snapshot document as the rules will
 	// (see policies.RunOptions.Loaded).
 	Loaded func(in policies.HostInput, doc map[string]any)
+	// Stream leaves Result.Findings nil: the findings are read once, in
+	// order, through Result.All, and a large fleet's are never all in
+	// memory (reports that stream: json, table).
+	Stream bool
 	Log    *slog.Logger
 }
 
 // Result is one audit's outcome.
 type Result struct {
-	Schema   string             `json:"schema"`
+	Schema string `json:"schema"`
+	// Findings are sorted by fleet, most severe first, then host and
+	// rule; nil with Options.Stream (see All).
 	Findings []policies.Finding `json:"findings"`
 	Errors   []HostError        `json:"errors"`
 	Summary  Summary            `json:"summary"`
+
+	// audit yields the findings when they were not collected.
+	audit *policies.Audit
+}
+
+// All yields the findings in Findings' order, also when they were not
+// collected (Options.Stream). f is valid during the call only; when shared
+// is not nil, f is *shared with another host's name, and a writer may
+// encode shared once for every host that yields it.
+func (r *Result) All() iter.Seq2[*policies.Finding, *policies.Finding] {
+	return func(yield func(f, shared *policies.Finding) bool) {
+		if r.audit == nil {
+			for i := range r.Findings {
+				if !yield(&r.Findings[i], nil) {
+					return
+				}
+			}
+			return
+		}
+		r.audit.Each(yield)
+	}
 }
 
 // HostError is a host or input that could not be audited in full.
@@ -122,7 +149,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	fleetOf := newFleetResolver(opts.Fleets, opts.Inventory)
-	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
+	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
 	// Snapshot files, then the hosts collected during the run: each is read
 	// or collected inside the engine's workers and goes straight in.
 	inputs := func(yield func(policies.HostInput) bool) {
@@ -137,22 +164,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 	}
-	rep, err := engine.Run(ctx, inputs, runOpts)
+	rep, err := engine.RunAudit(ctx, inputs, runOpts)
 	if err != nil {
 		return nil, err
 	}
 	if missing := missingHosts(opts.Inventory, rep.Hosts); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
-		more, err := engine.Run(ctx, collected(missing, inputsOf(opts), log), runOpts)
+		more, err := engine.RunAudit(ctx, collected(missing, inputsOf(opts), log), runOpts)
 		if err != nil {
 			return nil, err
 		}
-		rep.Hosts = append(rep.Hosts, more.Hosts...)
-		rep.Findings = append(rep.Findings, more.Findings...)
-		rep.Failures = append(rep.Failures, more.Failures...)
+		rep.Append(more)
 	}
-	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors()}
+	res := &Result{Schema: Schema, Errors: fleetOf.errors(), audit: rep}
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}
@@ -162,13 +187,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			unread[[2]string{h.Fleet, h.Host}] = true
 		}
 	}
-	for _, f := range rep.Findings {
-		if f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
+	res.Summary = summarize(rep.Hosts)
+	for f := range res.All() {
+		count(&res.Summary, f)
+		if len(unread) > 0 && f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
 			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
 		}
 	}
-	sortFindings(res.Findings)
-	res.Summary = summarize(rep.Hosts, res.Findings)
 	for _, h := range rep.Hosts {
 		if h.Unread != "" {
 			res.Summary.Unread++
@@ -182,8 +207,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.Summary.RulesSkipped[id]++
 		}
 	}
-	if res.Findings == nil {
+	if !opts.Stream {
 		res.Findings = []policies.Finding{}
+		for f := range res.All() {
+			res.Findings = append(res.Findings, *f)
+		}
+		res.audit = nil
 	}
 	if res.Errors == nil {
 		res.Errors = []HostError{}

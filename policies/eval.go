@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -123,13 +124,21 @@ func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget 
 // Findings come sorted by host, then rule id. A finding about a host whose
 // facts for the rule were not collected is withheld, as in EvalHost.
 func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
-	findings, _, err := e.evalFleet(ctx, fleet, hosts, 0)
+	members := make([]member, len(hosts))
+	for i, h := range hosts {
+		name, _ := h["host"].(string)
+		proj := maps.Clone(h)
+		delete(proj, "host")
+		members[i] = member{name: name, t: &template{proj: proj}}
+	}
+	findings, _, err := e.evalFleet(ctx, fleet, members, 0)
 	return findings, err
 }
 
-// evalFleet is EvalFleet with an evaluation budget for the whole fleet (0:
-// none); it also returns the rules that did not finish within it.
-func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string]any, budget time.Duration) ([]Finding, []string, error) {
+// evalFleet is EvalFleet over members (a projection less "host", shared by
+// the hosts of one configuration) with an evaluation budget for the whole
+// fleet (0: none); it also returns the rules that did not finish within it.
+func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []member, budget time.Duration) ([]Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -140,40 +149,62 @@ func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string
 	if fq.fleet == nil || len(hosts) == 0 {
 		return nil, nil, nil
 	}
-	byName := make(map[string]map[string]any, len(hosts))
+	byName := make(map[string]*template, len(hosts))
 	list := make([]*ast.Term, len(hosts))
+	hostKey := ast.StringTerm("host")
 	for i, h := range hosts {
-		name, _ := h["host"].(string)
-		if _, dup := byName[name]; dup {
-			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
+		if _, dup := byName[h.name]; dup {
+			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, h.name)
 		}
-		byName[name] = h
-		v, err := e.ruleInput(h) // provenance stays in h, for evidence
-		if err != nil {
-			return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", name, err)
+		byName[h.name] = h.t
+		if h.t.projItems == nil {
+			// Converted once per configuration; provenance stays in
+			// the projection, for evidence.
+			v, err := e.ruleInput(h.t.proj)
+			if err != nil {
+				return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", h.name, err)
+			}
+			items := [][2]*ast.Term{}
+			_ = v.(ast.Object).Iter(func(k, v *ast.Term) error {
+				items = append(items, [2]*ast.Term{k, v})
+				return nil
+			})
+			h.t.projItems = items
 		}
-		list[i] = ast.NewTerm(v)
+		items := make([][2]*ast.Term, 0, len(h.t.projItems)+1)
+		items = append(items, [2]*ast.Term{hostKey, ast.StringTerm(h.name)})
+		items = append(items, h.t.projItems...)
+		list[i] = ast.NewTerm(ast.NewObject(items...))
 	}
 	input := ast.NewObject(
 		ast.Item(ast.StringTerm("fleet"), ast.StringTerm(fleet)),
 		ast.Item(ast.StringTerm("hosts"), ast.ArrayTerm(list...)),
 	)
+	docs := map[string]map[string]any{}
+	docOf := func(name string) map[string]any {
+		d, ok := docs[name]
+		if !ok {
+			d = maps.Clone(byName[name].proj)
+			d["host"] = name
+			docs[name] = d
+		}
+		return d
+	}
 	of := func(r *Rule, f map[string]any) (string, map[string]any, error) {
 		name, ok := f["host"].(string)
 		if !ok {
 			return "", nil, fmt.Errorf("rule %s: a fleet-wide finding needs \"host\" naming the deviating host", r.ID)
 		}
-		doc, ok := byName[name]
-		if !ok {
+		if _, ok := byName[name]; !ok {
 			return "", nil, fmt.Errorf("rule %s: finding names host %q, which is not in fleet %q", r.ID, name, fleet)
 		}
-		return name, doc, nil
+		return name, docOf(name), nil
 	}
 	covs := map[string]*coverage{}
 	admit := func(r *Rule, f *Finding) bool {
 		c, ok := covs[f.Host]
 		if !ok {
-			c = coverageOf(byName[f.Host])
+			c = coverageOf(docOf(f.Host))
 			covs[f.Host] = c
 		}
 		return c.admits(r, f)
@@ -195,32 +226,41 @@ type admitFunc func(r *Rule, f *Finding) bool
 
 // findings decodes the query result; severity holds the fleet's overrides.
 func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("policy query returned %d results, want 1", len(rs))
-	}
+	vals := make([][]any, len(ps.rules))
+	err := ps.bindings(rs, vals)
 	var out []Finding
-	var errs []error
+	errs := []error{err}
 	for i, r := range ps.rules {
-		values, ok := rs[0].Bindings[ps.names[i]].([]any)
-		if !ok {
-			errs = append(errs, fmt.Errorf("rule %s (%s): want a set of findings, got %T", r.ID, r.Location, rs[0].Bindings[ps.names[i]]))
+		if vals[i] == nil {
 			continue
 		}
-		for _, v := range values {
-			f, err := r.finding(v, of, fleet)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
-				continue
-			}
-			if admit != nil && !admit(r, &f) {
-				continue
-			}
-			if s, ok := severity[r.ID]; ok && s != f.Severity {
-				f.SeverityOverride = &SeverityOverride{RuleSeverity: f.Severity, Profile: fleet}
-				f.Severity = s
-			}
-			out = append(out, f)
+		fs, err := ruleFindings(r, vals[i], of, fleet, severity, admit)
+		out = append(out, fs...)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// ruleFindings turns one rule's raw findings into Findings about the
+// host of of, keeping those admit admits, with the fleet's severity
+// overrides applied.
+func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
+	var out []Finding
+	var errs []error
+	for _, v := range values {
+		f, err := r.finding(v, of, fleet)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+			continue
 		}
+		if admit != nil && !admit(r, &f) {
+			continue
+		}
+		if s, ok := severity[r.ID]; ok && s != f.Severity {
+			f.SeverityOverride = &SeverityOverride{RuleSeverity: f.Severity, Profile: fleet}
+			f.Severity = s
+		}
+		out = append(out, f)
 	}
 	return out, errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -24,6 +25,9 @@ import (
 // A rule that partial evaluation with input unknown reduces to a value (in
 // fleet gpu-training, unknown-fleet is the empty set whatever the host)
 // reads nothing in that fleet.
+
+// peBudget bounds the partial evaluation of one rule in one fleet.
+const peBudget = 2 * time.Second
 
 // inputPath is one constant path into the input.
 type inputPath []*ast.Term
@@ -190,8 +194,12 @@ func pathEqual(a, b inputPath) bool {
 
 // constantIn reports whether the prepared single-rule query of r reduces to
 // a value, input unknown, in the fleet whose data store is given: partial
-// evaluation leaves no reference to input. An error means no.
+// evaluation leaves no reference to input. An error means no, and so does
+// a rule partial evaluation cannot settle within peBudget (a user rule
+// may loop): only sharing is lost.
 func constantIn(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, store storage.Store, r *Rule) bool {
+	ctx, cancel := context.WithTimeout(ctx, peBudget)
+	defer cancel()
 	body := ast.NewBody(ast.Equality.Expr(ast.VarTerm("r0"), ast.NewTerm(r.ref.Copy())))
 	pq, err := rego.New(
 		rego.ParsedQuery(body),

@@ -112,6 +112,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		NoExec:     v.GetBool("no-exec"),
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
+		Stream:     reports.Streams(format),
 		Log:        a.log,
 	}
 	switch timeout := v.GetDuration("rule-timeout"); {
