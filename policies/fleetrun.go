@@ -83,6 +83,7 @@ type runState struct {
 type worker struct {
 	buf  []byte
 	keys ruleKeys
+	dec  snapshot.Decoder
 }
 
 // Audit is the result of a run, kept compact: one record per host, whose
@@ -251,7 +252,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 	}
 	host, start, end, ok := hostMember(raw)
 	if !ok || host == "" {
-		doc, err := snapshot.DecodeDocument(raw)
+		doc, err := w.dec.Document(raw)
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
 		return run, t, err
 	}
@@ -276,7 +277,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 			}
 		}
 	}
-	doc, err := snapshot.DecodeDocument(raw)
+	doc, err := w.dec.Document(raw)
 	if !seen {
 		defer close(c.ready)
 		if err != nil {

@@ -39,8 +39,20 @@ func DecodeJSON(b []byte, v any) error {
 // checked; members of the wrong type are removed and become entries of the
 // document's errors (see Validate), so the host is reported, never dropped.
 func DecodeDocument(b []byte) (map[string]any, error) {
-	var v any
-	if err := DecodeJSON(b, &v); err != nil {
+	return new(Decoder).Document(b)
+}
+
+// A Decoder is DecodeDocument for one goroutine that decodes many
+// snapshots: their repeated short strings (keys, enum-like values) share
+// one copy.
+type Decoder struct {
+	strs stringTable
+}
+
+// Document is DecodeDocument.
+func (d *Decoder) Document(b []byte) (map[string]any, error) {
+	v, err := decodeAny(b, &d.strs)
+	if err != nil {
 		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
 	}
 	doc, ok := v.(map[string]any)
