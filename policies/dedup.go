@@ -36,6 +36,11 @@ type digest = [sha256.Size]byte
 // document is not an object whose "host" (once, unescaped) is a string, or
 // is malformed: such a file is decoded, never shared.
 func hostMember(b []byte) (host string, start, end int, ok bool) {
+	// When "host" occurs once in the file and no \u escape could spell
+	// another, the first top-level "host" is the only one: stop there. What
+	// follows is the same in every file of the digest, so a malformed rest
+	// fails every one of them alike when decoded.
+	once := bytes.Count(b, []byte(`"host"`)) == 1 && !bytes.Contains(b, []byte(`\u`))
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return "", 0, 0, false
@@ -76,6 +81,9 @@ func hostMember(b []byte) (host string, start, end int, ok bool) {
 				return "", 0, 0, false
 			}
 			found, start, end = true, i, vEnd
+			if once {
+				return host, start, end, true
+			}
 		}
 		i = skipSpace(b, vEnd)
 		if i >= len(b) {
