@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
