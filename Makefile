@@ -33,10 +33,11 @@ gate-demo: build
 	scripts/gate-demo.sh $(BIN)
 
 # Go benchmarks (collection per host, policy evaluation), then fleetaudit and
-# conftest side by side over 1k and 10k generated snapshots.
+# conftest side by side on two cores: 10k hosts that all differ (gen -unique),
+# 10k and 100k of the default generator (conftest up to 10k).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./... | tee bench.out
-	bench/fleetaudit-vs-conftest.sh 1000 10000 | tee -a bench.out
+	bench/fleetaudit-vs-conftest.sh unique:10000 default:10000 default:100000 | tee -a bench.out
 
 # Each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m).
 fuzz:
