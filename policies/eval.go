@@ -8,12 +8,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unique"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"golang.org/x/sync/errgroup"
 )
 
 // EvalHost evaluates the host rules enabled for fleet against one snapshot
@@ -103,6 +105,63 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 	return out, slow, errors.Join(errs...)
 }
 
+// evalParallel evaluates a scope's rules each alone, workers at a time, on
+// one input (read-only, as OPA shares its store's values between
+// evaluations), each within budget (0: none). Findings come in rule order,
+// as from evalWithin; of and admit are called from one goroutine at a time.
+func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc, workers int) ([]Finding, []string, error) {
+	type outcome struct {
+		findings []Finding
+		slow     bool
+		err      error
+	}
+	outs := make([]outcome, len(ps.rules))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, r := range ps.rules {
+		g.Go(func() error {
+			one, err := fq.single(gctx, r)
+			if err != nil {
+				outs[i].err = fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
+				return nil
+			}
+			rs, err := evalBudget(gctx, one, input, budget)
+			switch {
+			case gctx.Err() != nil:
+				return gctx.Err()
+			case errors.Is(err, context.DeadlineExceeded):
+				outs[i].slow = true
+				return nil
+			case err != nil:
+				outs[i].err = err
+				return nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			outs[i].findings, outs[i].err = one.findings(rs, of, fleet, fq.severity, admit)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	var out []Finding
+	var slow []string
+	var errs []error
+	for i, o := range outs {
+		out = append(out, o.findings...)
+		if o.slow {
+			slow = append(slow, ps.rules[i].ID)
+		}
+		errs = append(errs, o.err)
+	}
+	return out, slow, errors.Join(errs...)
+}
+
 // evalBudget runs a prepared query within budget (0: none). A query the
 // budget stopped fails with an error wrapping context.DeadlineExceeded.
 func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
@@ -131,14 +190,17 @@ func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string
 		delete(proj, "host")
 		members[i] = member{name: name, t: &template{proj: proj}}
 	}
-	findings, _, err := e.evalFleet(ctx, fleet, members, 0)
+	findings, _, err := e.evalFleet(ctx, fleet, members, 0, 1)
 	return findings, err
 }
 
 // evalFleet is EvalFleet over members (a projection less "host", shared by
-// the hosts of one configuration) with an evaluation budget for the whole
-// fleet (0: none); it also returns the rules that did not finish within it.
-func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []member, budget time.Duration) ([]Finding, []string, error) {
+// the hosts of one configuration) with an evaluation budget (0: none); it
+// also returns the rules that did not finish within it. With workers > 1
+// the rules are evaluated that many at a time, each alone within the
+// budget: over a large fleet each rule is a long single-threaded
+// evaluation.
+func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []member, budget time.Duration, workers int) ([]Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -209,7 +271,14 @@ func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []member, bu
 		}
 		return c.admits(r, f)
 	}
-	findings, slow, err := fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
+	var findings []Finding
+	var slow []string
+	var err error
+	if workers > 1 && len(fq.fleet.rules) > 1 {
+		findings, slow, err = fq.evalParallel(ctx, fq.fleet, input, budget, of, fleet, admit, workers)
+	} else {
+		findings, slow, err = fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
+	}
 	if err != nil {
 		return nil, slow, err
 	}

@@ -213,7 +213,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	for i, fleet := range fleets {
 		g.Go(func() error {
 			var slow []string
-			fleetFindings[i], slow, fleetErrs[i] = e.evalFleet(gctx, fleet, members[fleet], s.budget)
+			fleetFindings[i], slow, fleetErrs[i] = e.evalFleet(gctx, fleet, members[fleet], s.budget, workers)
 			if len(slow) > 0 {
 				fleetErrs[i] = errors.Join(fleetErrs[i], fmt.Errorf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
 					plural(len(slow), "rule", "rules"), strings.Join(slow, ", "), s.budget, plural(len(slow), "its", "their")))
@@ -224,6 +224,12 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	_ = g.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	// Projections served the fleet pass only; the report needs none.
+	for _, ms := range members {
+		for _, m := range ms {
+			m.t.proj, m.t.projItems = nil, nil
+		}
 	}
 	for i, fleet := range fleets {
 		a.fleet = append(a.fleet, fleetFindings[i]...)
