@@ -80,6 +80,46 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 		}
 		seen[r] = true
 		done := map[*ast.Term]bool{}
+		// The compiler binds input to a local first
+		// (__local__ = input; object.get(__local__, ...)): such a local
+		// read only through object.get reads those paths only.
+		aliases := map[ast.Var]*ast.Term{}
+		ast.WalkExprs(r, func(e *ast.Expr) bool {
+			if !e.IsEquality() {
+				return false
+			}
+			x, y := e.Operand(0), e.Operand(1)
+			if _, ok := y.Value.(ast.Var); ok {
+				x, y = y, x
+			}
+			if v, ok := x.Value.(ast.Var); ok && isInputRef(y) {
+				aliases[v] = y
+			}
+			return false
+		})
+		uses := map[ast.Var]int{}
+		ast.WalkVars(r, func(v ast.Var) bool {
+			if aliases[v] != nil {
+				uses[v]++
+			}
+			return false
+		})
+		aliasPaths := map[ast.Var][]inputPath{}
+		// get is object.get(obj, path, ...): when obj is a constant input
+		// ref (or an alias of one) and path constant keys, it reads that
+		// path only.
+		get := func(obj, path *ast.Term) {
+			if v, ok := obj.Value.(ast.Var); ok && aliases[v] != nil {
+				if p, ok := getPath(aliases[v], path); ok {
+					aliasPaths[v] = append(aliasPaths[v], p)
+				}
+				return
+			}
+			if p, ok := getPath(obj, path); ok {
+				add(p)
+				done[obj] = true
+			}
+		}
 		ast.WalkExprs(r, func(e *ast.Expr) bool {
 			for _, w := range e.With {
 				if isInputRef(w.Target) {
@@ -89,37 +129,28 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 			if !e.IsCall() || !e.Operator().Equal(objectGet) || len(e.Operands()) < 2 {
 				return false
 			}
-			obj, path := e.Operand(0), e.Operand(1)
-			ref, ok := obj.Value.(ast.Ref)
-			if !ok || !isInputRef(obj) {
-				return false
-			}
-			base, ok := constPrefix(ref)
-			if !ok || len(base) != len(ref)-1 {
-				return false
-			}
-			var rest inputPath
-			switch p := path.Value.(type) {
-			case *ast.Array:
-				full := true
-				p.Foreach(func(t *ast.Term) {
-					if !ast.IsConstant(t.Value) || !isScalarKey(t) {
-						full = false
-					}
-					rest = append(rest, t)
-				})
-				if !full {
-					return false
-				}
-			case ast.String:
-				rest = inputPath{path}
-			default:
-				return false
-			}
-			add(append(slices.Clone(base), rest...))
-			done[obj] = true
+			get(e.Operand(0), e.Operand(1))
 			return false
 		})
+		// The compiler leaves a call nested in a term where its value is
+		// used (some x in object.get(input, ...) becomes
+		// __local__ = object.get(...)): the same read.
+		ast.WalkTerms(r, func(t *ast.Term) bool {
+			if c, ok := t.Value.(ast.Call); ok && len(c) >= 3 && c[0].Equal(ast.NewTerm(objectGet)) {
+				get(c[1], c[2])
+			}
+			return false
+		})
+		for v, ps := range aliasPaths {
+			// Each use but the binding is one of these calls.
+			if uses[v] != 1+len(ps) {
+				continue
+			}
+			for _, p := range ps {
+				add(p)
+			}
+			done[aliases[v]] = true
+		}
 		var visit func(t *ast.Term) bool
 		visit = func(t *ast.Term) bool {
 			if done[t] {
@@ -158,6 +189,38 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 		out.paths = nil
 	}
 	return out
+}
+
+// getPath is the input path object.get(obj, path, ...) reads: obj a
+// constant input ref, path a constant key or array of keys.
+func getPath(obj, path *ast.Term) (inputPath, bool) {
+	ref, ok := obj.Value.(ast.Ref)
+	if !ok || !isInputRef(obj) {
+		return nil, false
+	}
+	base, ok := constPrefix(ref)
+	if !ok || len(base) != len(ref)-1 {
+		return nil, false
+	}
+	var rest inputPath
+	switch p := path.Value.(type) {
+	case *ast.Array:
+		full := true
+		p.Foreach(func(t *ast.Term) {
+			if !ast.IsConstant(t.Value) || !isScalarKey(t) {
+				full = false
+			}
+			rest = append(rest, t)
+		})
+		if !full {
+			return nil, false
+		}
+	case ast.String:
+		rest = inputPath{path}
+	default:
+		return nil, false
+	}
+	return append(slices.Clone(base), rest...), true
 }
 
 func isInputRef(t *ast.Term) bool {
