@@ -243,6 +243,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			unread[[2]string{h.Fleet, h.Host}] = true
 		}
 	}
+	if !opts.Stream {
+		// Collected once, in report order; counted from the slice.
+		res.Findings = []policies.Finding{}
+		for f := range res.All() {
+			res.Findings = append(res.Findings, *f)
+		}
+		res.audit = nil
+	}
 	res.Summary = summarize(rep.Hosts)
 	for f := range res.All() {
 		count(&res.Summary, f)
@@ -262,13 +270,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 			res.Summary.RulesSkipped[id]++
 		}
-	}
-	if !opts.Stream {
-		res.Findings = []policies.Finding{}
-		for f := range res.All() {
-			res.Findings = append(res.Findings, *f)
-		}
-		res.audit = nil
 	}
 	if res.Errors == nil {
 		res.Errors = []HostError{}
