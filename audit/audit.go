@@ -67,12 +67,20 @@ type Options struct {
 	// Now stamps the snapshots made from the cluster alone or from
 	// manifests; nil is time.Now.
 	Now func() time.Time
-	Log *slog.Logger
+	// Stream leaves Result.Findings nil: the findings are read, in order,
+	// through Result.All, and a large fleet's are never all in memory
+	// (reports that stream: json, table). Only for a result nothing
+	// changes or keeps afterwards: waivers mark Findings, the history
+	// store records them, so a caller doing either must not stream.
+	Stream bool
+	Log    *slog.Logger
 }
 
 // Result is one audit's outcome.
 type Result struct {
-	Schema   string             `json:"schema"`
+	Schema string `json:"schema"`
+	// Findings are sorted by fleet, most severe first, then host and
+	// rule; nil with Options.Stream (see All).
 	Findings []policies.Finding `json:"findings"`
 	Errors   []HostError        `json:"errors"`
 	Summary  Summary            `json:"summary"`
@@ -88,6 +96,27 @@ type Result struct {
 	// the JSON.
 	Rules      []policies.Rule     `json:"-"`
 	FleetRules map[string][]string `json:"-"`
+
+	// audit yields the findings when they were not collected.
+	audit *policies.Audit
+}
+
+// All yields the findings in Findings' order, also when they were not
+// collected (Options.Stream). f is valid during the call only; when shared
+// is not nil, f is *shared with another host's name, and a writer may
+// encode shared once for every host that yields it.
+func (r *Result) All() iter.Seq2[*policies.Finding, *policies.Finding] {
+	return func(yield func(f, shared *policies.Finding) bool) {
+		if r.audit == nil {
+			for i := range r.Findings {
+				if !yield(&r.Findings[i], nil) {
+					return
+				}
+			}
+			return
+		}
+		r.audit.Each(yield)
+	}
 }
 
 // HostError is a host or input that could not be audited in full.
@@ -160,7 +189,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
+	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
 	if opts.SSH != nil && opts.SSH.Parallel > 0 {
 		// Hosts are collected inside the engine's workers: as many as
 		// SSH connections may be in flight.
@@ -190,23 +219,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 	}
-	rep, err := engine.Run(ctx, inputs, runOpts)
+	rep, err := engine.RunAudit(ctx, inputs, runOpts)
 	if err != nil {
 		return nil, err
 	}
 	if missing := missingHosts(opts.Inventory, rep.Hosts, targets); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
-		more, err := engine.Run(ctx, collected(missing, inputsOf(opts), log), runOpts)
+		more, err := engine.RunAudit(ctx, collected(missing, inputsOf(opts), log), runOpts)
 		if err != nil {
 			return nil, err
 		}
-		rep.Hosts = append(rep.Hosts, more.Hosts...)
-		rep.Findings = append(rep.Findings, more.Findings...)
-		rep.Failures = append(rep.Failures, more.Failures...)
+		rep.Append(more)
 	}
-	res := &Result{Schema: Schema, Findings: rep.Findings, Errors: fleetOf.errors(), Hosts: rep.Hosts,
-		Rules: engine.Rules(), FleetRules: fleetRules(engine, rep.Hosts)}
+	res := &Result{Schema: Schema, Errors: fleetOf.errors(), Hosts: rep.Hosts,
+		Rules: engine.Rules(), FleetRules: fleetRules(engine, rep.Hosts), audit: rep}
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}
@@ -216,13 +243,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			unread[[2]string{h.Fleet, h.Host}] = true
 		}
 	}
-	for _, f := range rep.Findings {
-		if f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
+	if !opts.Stream {
+		// Collected once, in report order; counted from the slice.
+		res.Findings = []policies.Finding{}
+		for f := range res.All() {
+			res.Findings = append(res.Findings, *f)
+		}
+		res.audit = nil
+	}
+	res.Summary = summarize(rep.Hosts)
+	for f := range res.All() {
+		count(&res.Summary, f)
+		if len(unread) > 0 && f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
 			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
 		}
 	}
-	sortFindings(res.Findings)
-	res.Summary = summarize(rep.Hosts, res.Findings)
 	for _, h := range rep.Hosts {
 		if h.Unread != "" {
 			res.Summary.Unread++
@@ -235,9 +270,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 			res.Summary.RulesSkipped[id]++
 		}
-	}
-	if res.Findings == nil {
-		res.Findings = []policies.Finding{}
 	}
 	if res.Errors == nil {
 		res.Errors = []HostError{}

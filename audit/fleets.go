@@ -63,46 +63,47 @@ func (r *fleetResolver) errors() []HostError {
 	return slices.Clone(r.errs)
 }
 
-// sortFindings orders findings for reading: by fleet, most severe first,
-// then host and rule.
-func sortFindings(fs []policies.Finding) {
-	slices.SortStableFunc(fs, func(a, b policies.Finding) int {
-		return cmp.Or(
-			cmp.Compare(a.Fleet, b.Fleet),
-			-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
-			cmp.Compare(a.Host, b.Host),
-			cmp.Compare(a.Rule, b.Rule),
-		)
-	})
-}
-
-func summarize(hosts []policies.HostRun, findings []policies.Finding) Summary {
-	s := Summary{Hosts: len(hosts), Findings: len(findings), BySeverity: map[string]int{}, Fleets: map[string]FleetSummary{}}
-	fleet := func(name string) FleetSummary {
-		fs, ok := s.Fleets[name]
-		if !ok {
-			fs = FleetSummary{BySeverity: map[string]int{}}
-		}
-		return fs
-	}
+func summarize(hosts []policies.HostRun) Summary {
+	s := Summary{Hosts: len(hosts), BySeverity: map[string]int{}, Fleets: map[string]FleetSummary{}}
 	for _, h := range hosts {
-		fs := fleet(h.Fleet)
+		fs := fleetSummary(&s, h.Fleet)
 		fs.Hosts++
 		s.Fleets[h.Fleet] = fs
 	}
-	for _, f := range findings {
-		s.BySeverity[f.Severity]++
-		fs := fleet(f.Fleet)
-		fs.BySeverity[f.Severity]++
-		s.Fleets[f.Fleet] = fs
-	}
 	return s
+}
+
+func fleetSummary(s *Summary, name string) FleetSummary {
+	fs, ok := s.Fleets[name]
+	if !ok {
+		fs = FleetSummary{BySeverity: map[string]int{}}
+	}
+	return fs
+}
+
+// count adds one finding to the summary.
+func count(s *Summary, f *policies.Finding) {
+	s.Findings++
+	s.BySeverity[f.Severity]++
+	fs := fleetSummary(s, f.Fleet)
+	fs.BySeverity[f.Severity]++
+	s.Fleets[f.Fleet] = fs
 }
 
 // MaxSeverityRank is the rank of the most severe unwaived finding (0 when
 // none): what --fail-on compares.
 func (r *Result) MaxSeverityRank() int {
 	worst := 0
+	if r.audit != nil {
+		// Streamed: nothing could mark these findings waived (waivers
+		// mark Findings), so the summary's counts are all unwaived.
+		for sev, n := range r.Summary.BySeverity {
+			if n > 0 {
+				worst = max(worst, policies.SeverityRank(sev))
+			}
+		}
+		return worst
+	}
 	for _, f := range r.Findings {
 		if f.Waived != nil {
 			continue

@@ -57,6 +57,9 @@ func (k *kubeJoin) wrap(in policies.HostInput) policies.HostInput {
 		return in
 	}
 	load := in.Load
+	// The engine reads a snapshot file's bytes itself when it can (Read),
+	// without calling Load: the node must be joined in, so it loads.
+	in.Read = nil
 	in.Load = func(ctx context.Context) (map[string]any, error) {
 		doc, err := load(ctx)
 		if err != nil {

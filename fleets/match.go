@@ -25,6 +25,10 @@ type HostFacts struct {
 	GPUs, RDMA Presence
 }
 
+// MatchSections are the members of a snapshot document FactsOf reads:
+// hosts whose snapshots agree on them and on the name match alike.
+func MatchSections() []string { return []string{"labels", "nvidia", "rdma"} }
+
 // FactsOf is what matching knows of the host name: its inventory entry (nil
 // when there is none) gives its fleet, groups and labels; its snapshot
 // document in generic JSON form (nil when it was not read) gives its labels

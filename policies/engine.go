@@ -90,6 +90,11 @@ type Engine struct {
 type fleetQueries struct {
 	host, fleet *preparedScope
 	severity    map[string]string
+	// reads are what each host rule (host.rules[i]) reads in this fleet;
+	// shareable is true when none reads the host's name, so hosts that
+	// differ only in name share one evaluation.
+	reads     readsOf
+	shareable bool
 
 	// What single needs to prepare one rule's query, when a host's
 	// evaluation ran out of its budget and each rule runs alone.
@@ -158,6 +163,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	var facts []string
 	for _, r := range rules {
 		e.byID[r.ID] = r
+		if r.Scope == ScopeHost {
+			r.reads = staticReads(compiler, r.ref)
+		}
 		if r.Scope == ScopeFleet {
 			facts = append(facts, r.Facts...)
 		}
@@ -244,6 +252,18 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 		}
 		if scope == ScopeHost {
 			fq.host = ps
+			fq.shareable = true
+			for _, r := range rules {
+				reads := r.reads
+				if reads.readsHost() && constantIn(ctx, c, caps, store, r) {
+					// Its result is the same whatever the host.
+					reads = ruleReads{}
+				}
+				fq.reads = append(fq.reads, reads)
+				if reads.readsHost() {
+					fq.shareable = false
+				}
+			}
 		} else {
 			fq.fleet = ps
 		}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unique"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"golang.org/x/sync/errgroup"
 )
 
 // EvalHost evaluates the host rules enabled for fleet against one snapshot
@@ -102,6 +105,63 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 	return out, slow, errors.Join(errs...)
 }
 
+// evalParallel evaluates a scope's rules each alone, workers at a time, on
+// one input (read-only, as OPA shares its store's values between
+// evaluations), each within budget (0: none). Findings come in rule order,
+// as from evalWithin; of and admit are called from one goroutine at a time.
+func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc, workers int) ([]Finding, []string, error) {
+	type outcome struct {
+		findings []Finding
+		slow     bool
+		err      error
+	}
+	outs := make([]outcome, len(ps.rules))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, r := range ps.rules {
+		g.Go(func() error {
+			one, err := fq.single(gctx, r)
+			if err != nil {
+				outs[i].err = fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
+				return nil
+			}
+			rs, err := evalBudget(gctx, one, input, budget)
+			switch {
+			case gctx.Err() != nil:
+				return gctx.Err()
+			case errors.Is(err, context.DeadlineExceeded):
+				outs[i].slow = true
+				return nil
+			case err != nil:
+				outs[i].err = err
+				return nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			outs[i].findings, outs[i].err = one.findings(rs, of, fleet, fq.severity, admit)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	var out []Finding
+	var slow []string
+	var errs []error
+	for i, o := range outs {
+		out = append(out, o.findings...)
+		if o.slow {
+			slow = append(slow, ps.rules[i].ID)
+		}
+		errs = append(errs, o.err)
+	}
+	return out, slow, errors.Join(errs...)
+}
+
 // evalBudget runs a prepared query within budget (0: none). A query the
 // budget stopped fails with an error wrapping context.DeadlineExceeded.
 func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
@@ -123,13 +183,24 @@ func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget 
 // Findings come sorted by host, then rule id. A finding about a host whose
 // facts for the rule were not collected is withheld, as in EvalHost.
 func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
-	findings, _, err := e.evalFleet(ctx, fleet, hosts, 0)
+	members := make([]member, len(hosts))
+	for i, h := range hosts {
+		name, _ := h["host"].(string)
+		proj := maps.Clone(h)
+		delete(proj, "host")
+		members[i] = member{name: name, t: &template{proj: proj}}
+	}
+	findings, _, err := e.evalFleet(ctx, fleet, members, 0, 1)
 	return findings, err
 }
 
-// evalFleet is EvalFleet with an evaluation budget for the whole fleet (0:
-// none); it also returns the rules that did not finish within it.
-func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string]any, budget time.Duration) ([]Finding, []string, error) {
+// evalFleet is EvalFleet over members (a projection less "host", shared by
+// the hosts of one configuration) with an evaluation budget (0: none); it
+// also returns the rules that did not finish within it. With workers > 1
+// the rules are evaluated that many at a time, each alone within the
+// budget: over a large fleet each rule is a long single-threaded
+// evaluation.
+func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []member, budget time.Duration, workers int) ([]Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -140,45 +211,74 @@ func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []map[string
 	if fq.fleet == nil || len(hosts) == 0 {
 		return nil, nil, nil
 	}
-	byName := make(map[string]map[string]any, len(hosts))
+	byName := make(map[string]*template, len(hosts))
 	list := make([]*ast.Term, len(hosts))
+	hostKey := ast.StringTerm("host")
 	for i, h := range hosts {
-		name, _ := h["host"].(string)
-		if _, dup := byName[name]; dup {
-			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, name)
+		if _, dup := byName[h.name]; dup {
+			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, h.name)
 		}
-		byName[name] = h
-		v, err := e.ruleInput(h) // provenance stays in h, for evidence
-		if err != nil {
-			return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", name, err)
+		byName[h.name] = h.t
+		if h.t.projItems == nil {
+			// Converted once per configuration; provenance stays in
+			// the projection, for evidence.
+			v, err := e.ruleInput(h.t.proj)
+			if err != nil {
+				return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", h.name, err)
+			}
+			items := [][2]*ast.Term{}
+			_ = v.(ast.Object).Iter(func(k, v *ast.Term) error {
+				items = append(items, [2]*ast.Term{k, v})
+				return nil
+			})
+			h.t.projItems = items
 		}
-		list[i] = ast.NewTerm(v)
+		items := make([][2]*ast.Term, 0, len(h.t.projItems)+1)
+		items = append(items, [2]*ast.Term{hostKey, ast.StringTerm(h.name)})
+		items = append(items, h.t.projItems...)
+		list[i] = ast.NewTerm(ast.NewObject(items...))
 	}
 	input := ast.NewObject(
 		ast.Item(ast.StringTerm("fleet"), ast.StringTerm(fleet)),
 		ast.Item(ast.StringTerm("hosts"), ast.ArrayTerm(list...)),
 	)
+	docs := map[string]map[string]any{}
+	docOf := func(name string) map[string]any {
+		d, ok := docs[name]
+		if !ok {
+			d = maps.Clone(byName[name].proj)
+			d["host"] = name
+			docs[name] = d
+		}
+		return d
+	}
 	of := func(r *Rule, f map[string]any) (string, map[string]any, error) {
 		name, ok := f["host"].(string)
 		if !ok {
 			return "", nil, fmt.Errorf("rule %s: a fleet-wide finding needs \"host\" naming the deviating host", r.ID)
 		}
-		doc, ok := byName[name]
-		if !ok {
+		if _, ok := byName[name]; !ok {
 			return "", nil, fmt.Errorf("rule %s: finding names host %q, which is not in fleet %q", r.ID, name, fleet)
 		}
-		return name, doc, nil
+		return name, docOf(name), nil
 	}
 	covs := map[string]*coverage{}
 	admit := func(r *Rule, f *Finding) bool {
 		c, ok := covs[f.Host]
 		if !ok {
-			c = coverageOf(byName[f.Host])
+			c = coverageOf(docOf(f.Host))
 			covs[f.Host] = c
 		}
 		return c.admits(r, f)
 	}
-	findings, slow, err := fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
+	var findings []Finding
+	var slow []string
+	var err error
+	if workers > 1 && len(fq.fleet.rules) > 1 {
+		findings, slow, err = fq.evalParallel(ctx, fq.fleet, input, budget, of, fleet, admit, workers)
+	} else {
+		findings, slow, err = fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
+	}
 	if err != nil {
 		return nil, slow, err
 	}
@@ -195,32 +295,41 @@ type admitFunc func(r *Rule, f *Finding) bool
 
 // findings decodes the query result; severity holds the fleet's overrides.
 func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("policy query returned %d results, want 1", len(rs))
-	}
+	vals := make([][]any, len(ps.rules))
+	err := ps.bindings(rs, vals)
 	var out []Finding
-	var errs []error
+	errs := []error{err}
 	for i, r := range ps.rules {
-		values, ok := rs[0].Bindings[ps.names[i]].([]any)
-		if !ok {
-			errs = append(errs, fmt.Errorf("rule %s (%s): want a set of findings, got %T", r.ID, r.Location, rs[0].Bindings[ps.names[i]]))
+		if vals[i] == nil {
 			continue
 		}
-		for _, v := range values {
-			f, err := r.finding(v, of, fleet)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
-				continue
-			}
-			if admit != nil && !admit(r, &f) {
-				continue
-			}
-			if s, ok := severity[r.ID]; ok && s != f.Severity {
-				f.SeverityOverride = &SeverityOverride{RuleSeverity: f.Severity, Profile: fleet}
-				f.Severity = s
-			}
-			out = append(out, f)
+		fs, err := ruleFindings(r, vals[i], of, fleet, severity, admit)
+		out = append(out, fs...)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// ruleFindings turns one rule's raw findings into Findings about the
+// host of of, keeping those admit admits, with the fleet's severity
+// overrides applied.
+func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
+	var out []Finding
+	var errs []error
+	for _, v := range values {
+		f, err := r.finding(v, of, fleet)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+			continue
 		}
+		if admit != nil && !admit(r, &f) {
+			continue
+		}
+		if s, ok := severity[r.ID]; ok && s != f.Severity {
+			f.SeverityOverride = &SeverityOverride{RuleSeverity: f.Severity, Profile: fleet}
+			f.Severity = s
+		}
+		out = append(out, f)
 	}
 	return out, errors.Join(errs...)
 }

@@ -52,6 +52,8 @@ type Rule struct {
 	// read (first elements, meta keys and "*" left out).
 	facts    [][]string
 	sections []string
+	// reads is what a host rule reads of its input (staticReads).
+	reads ruleReads
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)

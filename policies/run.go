@@ -3,18 +3,12 @@ package policies
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
@@ -35,6 +29,12 @@ type HostInput struct {
 	// host was read: the host gets its collection-error finding and nothing
 	// else.
 	Load func(ctx context.Context) (map[string]any, error)
+	// Read, if set, returns the host's snapshot file as bytes, read into
+	// buf's storage when it fits (see snapshot.ReadFile). Run then decodes
+	// them itself, the same way Load would, and a host whose snapshot
+	// differs from one already evaluated only in its "host" member is
+	// never decoded: it shares that evaluation.
+	Read func(ctx context.Context, buf []byte) ([]byte, error)
 }
 
 // SnapshotFile is the input of a snapshot file (see snapshot.ReadDocument);
@@ -44,6 +44,7 @@ func SnapshotFile(file string) HostInput {
 		Origin: file,
 		Name:   strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)),
 		Load:   func(context.Context) (map[string]any, error) { return snapshot.ReadDocument(file) },
+		Read:   func(_ context.Context, buf []byte) ([]byte, error) { return snapshot.ReadFile(file, buf) },
 	}
 }
 
@@ -65,6 +66,11 @@ type RunOptions struct {
 	// puts every host in fleet "". For a host whose document could not be
 	// loaded, the host is HostInput.Name and doc is nil.
 	FleetOf func(host string, doc map[string]any) string
+	// FleetSections are the top-level members of a document FleetOf reads
+	// (nil: all of it). Hosts that share an evaluation share these: FleetOf
+	// is then called with the host's own name and a document holding only
+	// them, so it must take the name from its argument.
+	FleetSections []string
 	// Workers bounds how many hosts are evaluated at once; 0 means GOMAXPROCS.
 	Workers int
 	// Progress, if set, is called from worker goroutines after each host
@@ -140,151 +146,6 @@ func (f Failure) MarshalJSON() ([]byte, error) {
 		plain
 		Error string `json:"error"`
 	}{plain(f), f.Err.Error()})
-}
-
-type hostResult struct {
-	run      HostRun
-	findings []Finding
-	proj     map[string]any
-	err      error
-}
-
-// Run audits the hosts: each document is loaded and evaluated inside a
-// bounded worker, then dropped, keeping only its findings and a compact
-// projection for the fleet-wide pass, so memory grows with the number of
-// workers, not with the size of the fleet. A host whose document cannot be
-// loaded is a collection-error finding for it. Run returns an error only
-// when ctx ends.
-func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
-	fleetOf := opts.FleetOf
-	if fleetOf == nil {
-		fleetOf = func(string, map[string]any) string { return "" }
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	budget := opts.HostTimeout
-	if budget == 0 {
-		budget = DefaultHostTimeout
-	}
-	// Each worker writes its own result; the slice of them grows here only.
-	var results []*hostResult
-	var done atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for in := range hosts {
-		if gctx.Err() != nil {
-			break
-		}
-		r := new(hostResult)
-		results = append(results, r)
-		g.Go(func() error {
-			*r = e.runHost(gctx, in, fleetOf, budget, opts.Loaded)
-			if opts.Progress != nil {
-				opts.Progress(int(done.Add(1)))
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	rep := &Report{Hosts: make([]HostRun, len(results))}
-	members := map[string][]map[string]any{}
-	firstFile := map[[2]string]string{}
-	for i, r := range results {
-		rep.Hosts[i] = r.run
-		rep.Findings = append(rep.Findings, r.findings...)
-		if r.err != nil {
-			rep.Failures = append(rep.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet, Err: r.err})
-		}
-		if r.proj == nil {
-			continue
-		}
-		key := [2]string{r.run.Fleet, r.run.Host}
-		if prev, dup := firstFile[key]; dup {
-			rep.Failures = append(rep.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet,
-				Err: fmt.Errorf("host name also used by %s; fleet-wide rules counted that file only", prev)})
-			continue
-		}
-		firstFile[key] = r.run.File
-		members[r.run.Fleet] = append(members[r.run.Fleet], r.proj)
-	}
-
-	fleets := slices.Sorted(maps.Keys(members))
-	fleetFindings := make([][]Finding, len(fleets))
-	fleetErrs := make([]error, len(fleets))
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for i, fleet := range fleets {
-		g.Go(func() error {
-			var slow []string
-			fleetFindings[i], slow, fleetErrs[i] = e.evalFleet(gctx, fleet, members[fleet], budget)
-			if len(slow) > 0 {
-				fleetErrs[i] = errors.Join(fleetErrs[i], fmt.Errorf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
-					plural(len(slow), "rule", "rules"), strings.Join(slow, ", "), budget, plural(len(slow), "its", "their")))
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for i, fleet := range fleets {
-		rep.Findings = append(rep.Findings, fleetFindings[i]...)
-		if fleetErrs[i] != nil {
-			rep.Failures = append(rep.Failures, Failure{Fleet: fleet, Err: fleetErrs[i]})
-		}
-	}
-	return rep, nil
-}
-
-func (e *Engine) runHost(ctx context.Context, in HostInput, fleetOf func(string, map[string]any) string, budget time.Duration, loaded func(HostInput, map[string]any)) hostResult {
-	var run HostRun
-	doc, err := in.Load(ctx)
-	if err == nil && doc == nil {
-		err = errors.New("no snapshot document")
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return hostResult{run: HostRun{File: in.Origin, Host: in.Name}, err: ctx.Err()}
-		}
-		run = HostRun{File: in.Origin, Host: in.Name, Fleet: fleetOf(in.Name, nil)}
-		doc = unreadDoc(in.Name, in.Origin, err)
-	} else {
-		host, _ := doc["host"].(string)
-		if host == "" {
-			host = in.Name
-			doc["host"] = host
-		}
-		run = HostRun{File: in.Origin, Host: host, Fleet: fleetOf(host, doc)}
-	}
-	if loaded != nil {
-		loaded(in, doc)
-	}
-	fq, ok := e.fleets[run.Fleet]
-	if !ok {
-		return hostResult{run: run, err: fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)}
-	}
-	res := hostResult{run: run}
-	cov := coverageOf(doc)
-	ev, err := e.evalHost(ctx, doc, cov, run.Fleet, budget)
-	res.findings, res.err = ev.findings, err
-	res.run.Skipped, res.run.TimedOut = ev.skipped, ev.timedOut
-	for _, id := range ev.timedOut {
-		res.findings = append(res.findings, e.overBudget(res.run, e.byID[id], budget))
-	}
-	res.run.Unread = cov.unread
-	if fq.fleet != nil && res.run.Unread == "" {
-		// An unread host has no facts to compare: it would only drag the
-		// fleet's majority towards empty values.
-		res.proj = e.Project(doc)
-	}
-	return res
 }
 
 // overBudget is the collection-error finding for a rule that did not finish

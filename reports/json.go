@@ -1,26 +1,31 @@
 package reports
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // jsonRenderer writes the fleetaudit.findings/v1 document. rule, severity,
 // host, fleet and evidence[].source are a stable contract. Findings are
-// encoded one at a time, so a large fleet's report is never in memory
-// twice; the bytes are those of an indented json.Encoder.
+// encoded one at a time as audit.Result.All yields them, so a large
+// fleet's report is never in memory; a finding many hosts share is encoded
+// once, with each host's name put in its place. The bytes are those of an
+// indented json.Encoder.
 type jsonRenderer struct{}
 
 func (jsonRenderer) Render(w io.Writer, r *audit.Result, _ Options) error {
-	jw := &jsonWriter{w: w}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	jw := &jsonWriter{w: bw}
 	jw.printf("{\n  \"schema\": ")
 	jw.value(r.Schema, "  ")
 	jw.printf(",\n  \"findings\": ")
-	jsonArray(jw, r.Findings)
+	jsonFindings(jw, r)
 	jw.printf(",\n  \"errors\": ")
 	jsonArray(jw, r.Errors)
 	jw.printf(",\n  \"summary\": ")
@@ -30,7 +35,80 @@ func (jsonRenderer) Render(w io.Writer, r *audit.Result, _ Options) error {
 		jw.value(r.Waivers, "  ")
 	}
 	jw.printf("\n}\n")
+	if jw.err == nil {
+		jw.err = bw.Flush()
+	}
 	return jw.err
+}
+
+// jsonFindings writes the findings array as jsonArray would.
+func jsonFindings(jw *jsonWriter, r *audit.Result) {
+	// Encodings of shared findings, split where the host goes.
+	split := map[*policies.Finding][2][]byte{}
+	n := 0
+	for f, shared := range r.All() {
+		if jw.err != nil {
+			return
+		}
+		if n == 0 {
+			jw.printf("[")
+		} else {
+			jw.printf(",")
+		}
+		n++
+		jw.printf("\n    ")
+		if shared == nil {
+			jw.value(f, "    ")
+			continue
+		}
+		parts, ok := split[shared]
+		if !ok {
+			parts = jw.split(shared)
+			split[shared] = parts
+		}
+		if parts[0] == nil {
+			jw.value(f, "    ")
+			continue
+		}
+		jw.write(parts[0])
+		jw.value(f.Host, "    ")
+		jw.write(parts[1])
+	}
+	if n == 0 {
+		jw.printf("[]")
+		return
+	}
+	jw.printf("\n  ]")
+}
+
+// hostMark stands for the host name in a shared finding's encoding.
+const hostMark = "\x00fleetaudit host\x00"
+
+// split encodes f with hostMark as its host, and cuts the encoding around
+// it; nil parts when the mark is not found exactly once.
+func (jw *jsonWriter) split(f *policies.Finding) [2][]byte {
+	g := *f
+	g.Host = hostMark
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("    ", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&g); err != nil {
+		return [2][]byte{}
+	}
+	b := EscapeJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	mark, _ := json.Marshal(hostMark)
+	if bytes.Count(b, mark) != 1 {
+		return [2][]byte{}
+	}
+	i := bytes.Index(b, mark)
+	return [2][]byte{bytes.Clone(b[:i]), bytes.Clone(b[i+len(mark):])}
+}
+
+func (jw *jsonWriter) write(b []byte) {
+	if jw.err == nil {
+		_, jw.err = jw.w.Write(b)
+	}
 }
 
 // jsonArray writes items as a JSON array indented one level under a field

@@ -29,8 +29,8 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		width = DefaultWidth
 	}
 	byFleet := map[string][]policies.Finding{}
-	for _, f := range r.Findings {
-		byFleet[f.Fleet] = append(byFleet[f.Fleet], f)
+	for f := range r.All() {
+		byFleet[f.Fleet] = append(byFleet[f.Fleet], *f)
 	}
 	names := make([]string, 0, len(r.Summary.Fleets))
 	for name := range r.Summary.Fleets {

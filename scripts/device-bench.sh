@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# The side-by-side benchmark on the device machine, pinned to two cores with
-# taskset: prebuilt binaries (fleetaudit, conftest, bench/gen, bench/params,
-# stripped) travel as devbin/bins.tgz because the machine has no Go:
+# The side-by-side benchmark (bench/fleetaudit-vs-conftest.sh) on the device
+# machine, pinned to two cores with taskset. The machine has no Go, so
+# prebuilt stripped binaries travel with the policy library, the conftest
+# adapter, the fixture roots and the script, as one tarball in the ignored
+# devbin/ directory (carried by the device tool):
 #
-#   GOBIN=/tmp/devb go install -ldflags='-s -w' github.com/open-policy-agent/conftest@v0.71.1
-#   CGO_ENABLED=0 go build -ldflags='-s -w' -o /tmp/devb/fleetaudit ./cmd/fleetaudit
-#   CGO_ENABLED=0 go build -o /tmp/devb/gen ./bench/gen
-#   CGO_ENABLED=0 go build -o /tmp/devb/params ./bench/params
-#   mkdir -p devbin && tar -C /tmp/devb -czf devbin/bins.tgz .
-set -e
-mkdir -p /tmp/db && tar -C /tmp/db -xzf devbin/bins.tgz
-W=/tmp/w; mkdir -p $W/policy; cp -r policies/lib $W/policy/; find $W/policy -name '*_test.rego' -delete; cp bench/conftest/adapter.rego $W/policy/
-/tmp/db/params gpu-training > $W/params.json
-nproc; command -v taskset; test -x /usr/bin/time && echo have-time
-for n in 1000 10000; do
-  /tmp/db/gen -n $n -o $W/s$n
-  for run in 1 2; do
-    /usr/bin/time -f "fleetaudit $n run$run %e s %U+%S cpu %M KiB" taskset -c 0,1 /tmp/db/fleetaudit audit --snapshots $W/s$n --format json -o $W/fa$n.json --fail-on none --log-level error || true
-    /usr/bin/time -f "conftest $n run$run %e s %U+%S cpu %M KiB" taskset -c 0,1 /tmp/db/conftest test --policy $W/policy --data $W/params.json --namespace main --no-color --output json $W/s$n/ > $W/ct$n.json || true
-  done
-  echo "hugetlb findings: fleetaudit $(grep -c '"rule": "hugetlb-cma-on-gpu"' $W/fa$n.json) conftest $(grep -c hugetlb_cma_on_gpu $W/ct$n.json)"
-done 2>&1
+#   B=/tmp/devb/bin T=/tmp/devb/tree; mkdir -p $B $T/bench/conftest $T/policies $T/testdata
+#   GOBIN=$B go install -ldflags='-s -w' github.com/open-policy-agent/conftest@v0.71.1
+#   for p in cmd/fleetaudit bench/gen bench/params bench/measure; do
+#     CGO_ENABLED=0 go build -ldflags='-s -w' -o $B/$(basename $p) ./$p; done
+#   cp -r policies/lib $T/policies/; cp -r testdata/hosts $T/testdata/
+#   cp bench/conftest/adapter.rego $T/bench/conftest/; cp bench/fleetaudit-vs-conftest.sh $T/bench/
+#   mkdir -p devbin && tar -C /tmp/devb -czf devbin/bench.tgz .
+#
+# An optional $B/fleetaudit-before (an earlier build) is measured beside.
+set -euo pipefail
+D=/tmp/devbench
+mkdir -p "$D" && tar -C "$D" -xzf "${1:-devbin/bench.tgz}"
+cd "$D/tree"
+nproc; lscpu | grep -m1 'Model name' || true
+export FLEETAUDIT=$D/bin/fleetaudit CONFTEST=$D/bin/conftest GEN=$D/bin/gen PARAMS=$D/bin/params MEASURE=$D/bin/measure CPUS=0,1
+[ ! -x "$D/bin/fleetaudit-before" ] || export FLEETAUDIT_BEFORE=$D/bin/fleetaudit-before
+bash bench/fleetaudit-vs-conftest.sh unique:10000 default:10000 default:100000

@@ -39,8 +39,20 @@ func DecodeJSON(b []byte, v any) error {
 // checked; members of the wrong type are removed and become entries of the
 // document's errors (see Validate), so the host is reported, never dropped.
 func DecodeDocument(b []byte) (map[string]any, error) {
-	var v any
-	if err := DecodeJSON(b, &v); err != nil {
+	return new(Decoder).Document(b)
+}
+
+// A Decoder is DecodeDocument for one goroutine that decodes many
+// snapshots: their repeated short strings (keys, enum-like values) share
+// one copy.
+type Decoder struct {
+	strs stringTable
+}
+
+// Document is DecodeDocument.
+func (d *Decoder) Document(b []byte) (map[string]any, error) {
+	v, err := decodeAny(b, &d.strs)
+	if err != nil {
 		return nil, fmt.Errorf("not a JSON snapshot: %w", err)
 	}
 	doc, ok := v.(map[string]any)
@@ -77,17 +89,35 @@ func ReadDocument(file string) (map[string]any, error) {
 	return DecodeDocument(b)
 }
 
-// readCapped reads a regular file of at most MaxBytes. The buffer is sized
+// ReadFile reads a snapshot file's bytes as ReadDocument does (a regular
+// file, at most MaxBytes), into buf's storage when the file fits in it, so
+// a worker reading many snapshots reuses one buffer. Errors are as
+// ReadDocument's.
+func ReadFile(file string, buf []byte) ([]byte, error) {
+	b, err := readInto(file, buf)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+func readCapped(file string) ([]byte, error) { return readInto(file, nil) }
+
+// readInto reads a regular file of at most MaxBytes. The buffer is sized
 // from fstat once the file is known to be regular (a snapshot's size is
 // true, unlike /proc's), so a fleet's worth of reads does not regrow it
 // from nothing; the cap holds whatever the size says.
-func readCapped(file string) ([]byte, error) {
+func readInto(file string, into []byte) ([]byte, error) {
 	f, err := safeio.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var buf bytes.Buffer
+	buf := bytes.NewBuffer(into[:0])
 	if st, err := f.Stat(); err == nil && st.Size() <= MaxBytes {
 		buf.Grow(int(st.Size()) + bytes.MinRead)
 	}

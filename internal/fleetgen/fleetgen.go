@@ -1,0 +1,238 @@
+// Package fleetgen writes generated host snapshots for benchmarks and
+// tests: each fixture root under testdata/hosts is collected once, then
+// copied with new host names and deterministic variation in the facts
+// fleet-wide rules compare (NCCL, driver and kernel versions, boot params,
+// memlock), so skew rules have work. With Unique, every host also differs
+// from every other in its identity (collection time) and in one to three
+// facts that rules read (versions, sysctls, limits, boot params): the
+// worst case for an auditor that shares work between equal hosts.
+package fleetgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// Options say what to generate.
+type Options struct {
+	// N snapshots are written into Dir (created), named <host>.json.
+	N   int
+	Dir string
+	// Roots is the directory of fixture roots (testdata/hosts).
+	Roots string
+	// Seed makes the variation deterministic.
+	Seed uint64
+	// Unique makes every host's facts differ from every other's.
+	Unique bool
+}
+
+// template is one collected root as generic JSON, and the host name prefix
+// that puts its copies in a fleet (gpu-* training, web-* serving).
+type template struct {
+	doc    map[string]any
+	prefix string
+}
+
+func Generate(opts Options) error {
+	n, out, roots, seed := opts.N, opts.Dir, opts.Roots, opts.Seed
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var templates []template
+	for _, root := range []struct{ dir, prefix string }{
+		{"gpu-node", "gpu"}, {"dropins", "gpu"}, {"rhel-node", "gpu"}, {"web-node", "web"},
+	} {
+		// A missing root would still collect, as a near-empty host full of
+		// errors: a benchmark of the wrong thing.
+		if _, err := os.Stat(filepath.Join(roots, root.dir, "etc")); err != nil {
+			return fmt.Errorf("fixture root (run from the repository root or pass -roots): %w", err)
+		}
+		target := collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: "/"}, Files: collectors.Dir(filepath.Join(roots, root.dir))}
+		snap, err := collectors.Collect(context.Background(), target, collectors.Options{
+			Version: "bench",
+			Now:     func() time.Time { return time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) },
+		})
+		if err != nil {
+			return err
+		}
+		doc, err := snapshot.Generic(snap)
+		if err != nil {
+			return err
+		}
+		templates = append(templates, template{doc, root.prefix})
+	}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ncclVersions := []string{"2.18.3", "2.20.5", "2.21.5"}
+	drivers := []string{"535.104.05", "535.129.03", "550.90.07"}
+	kernels := []string{"5.15.0-105-generic", "5.15.0-107-generic"}
+	// A training site: most GPU hosts share one build (so fleet-wide rules
+	// find a majority to compare with), a few run others, and one host in
+	// ten is a web server. Out of every 20 hosts: 15 gpu-node, 2 dropins,
+	// 1 rhel-node, 2 web-node.
+	mix := []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 3}
+	for i := range n {
+		t := templates[mix[i%len(mix)]]
+		doc := deepCopy(t.doc).(map[string]any)
+		host := fmt.Sprintf("%s-%05d", t.prefix, i)
+		doc["host"] = host
+		if t.prefix == "gpu" && rng.IntN(10) == 0 {
+			set(doc, ncclVersions[rng.IntN(len(ncclVersions))], "libraries", "nccl", 0, "version")
+			set(doc, drivers[rng.IntN(len(drivers))], "nvidia", "driver_version")
+			set(doc, kernels[rng.IntN(len(kernels))], "kernel", "release")
+		}
+		if rng.IntN(20) == 0 {
+			set(doc, "0", "boot", "running", "params", "hugetlb_cma")
+		}
+		if rng.IntN(25) == 0 {
+			set(doc, "65536", "limits", "effective", "*", "memlock", "hard")
+		}
+		if opts.Unique {
+			unique(doc, rng, i)
+		}
+		data, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, host+".json"), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set writes v at a path of map keys and list indexes, when the path exists.
+func set(doc any, v any, path ...any) {
+	node := doc
+	for i, p := range path {
+		last := i == len(path)-1
+		switch key := p.(type) {
+		case string:
+			m, ok := node.(map[string]any)
+			if !ok {
+				return
+			}
+			if last {
+				m[key] = v
+				return
+			}
+			if _, ok := m[key]; !ok {
+				m[key] = map[string]any{}
+			}
+			node = m[key]
+		case int:
+			l, ok := node.([]any)
+			if !ok || key >= len(l) {
+				return
+			}
+			if last {
+				l[key] = v
+				return
+			}
+			node = l[key]
+		}
+	}
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = deepCopy(x)
+		}
+		return l
+	}
+	return v
+}
+
+// unique gives host i a collection time of its own and one to three
+// changes in facts rules read. The first is made from i, so no two hosts
+// are equal even without their names or collection times: a memlock limit
+// or a configured sysctl, facts host rules read and fleet-wide rules do
+// not (skew rules cost distinct values × hosts, so a value unique to every
+// host would make them quadratic, which no real fleet is). The others are
+// drawn from small sets of real-looking values of sysctls, limits, boot
+// params and kernel, driver and NCCL versions, rarely enough for each
+// fleet to keep a majority for skew rules to compare with.
+func unique(doc map[string]any, rng *rand.Rand, i int) {
+	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	doc["collected_at"] = base.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+	// setIn sets a member of an object that exists: a change never adds a
+	// section the host does not have.
+	setIn := func(v any, path ...any) bool {
+		if _, ok := lookup(doc, path[:len(path)-1]...).(map[string]any); !ok {
+			return false
+		}
+		set(doc, v, path...)
+		return true
+	}
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	configured := []string{"vm.max_map_count", "net.core.rmem_max", "net.core.wmem_max", "net.core.somaxconn", "fs.file-max", "kernel.pid_max"}
+	others := []func() bool{
+		func() bool { return setIn(pick("262144", "1048576"), "sysctl", "running", "vm.max_map_count") },
+		func() bool { return setIn(pick("4096", "65535"), "sysctl", "running", "net.core.somaxconn") },
+		func() bool { return setIn(pick("0", "1"), "sysctl", "running", "kernel.numa_balancing") },
+		func() bool {
+			return setIn(pick("unlimited", "65536", "8192"), "limits", "effective", "*", "memlock", "soft")
+		},
+		func() bool { return setIn(pick("0", "2G", "6G"), "boot", "running", "params", "hugetlb_cma") },
+		func() bool {
+			return setIn(pick("5.15.0-105-generic", "5.15.0-107-generic", "6.8.0-45-generic"), "kernel", "release")
+		},
+		func() bool { return setIn(pick("535.104.05", "535.129.03", "550.90.07"), "nvidia", "driver_version") },
+		func() bool {
+			if l, _ := lookup(doc, "libraries", "nccl").([]any); len(l) == 0 {
+				return false
+			}
+			set(doc, pick("2.18.3", "2.20.5", "2.21.5"), "libraries", "nccl", 0, "version")
+			return true
+		},
+	}
+	own := strconv.Itoa(65536 + 4*i)
+	sysctl := func() bool { return setIn(own, "sysctl", "configured", configured[rng.IntN(len(configured))]) }
+	memlock := func() bool { return setIn(own, "limits", "effective", "*", "memlock", "hard") }
+	if rng.IntN(2) == 0 {
+		sysctl, memlock = memlock, sysctl
+	}
+	_ = sysctl() || memlock()
+	for range rng.IntN(3) {
+		others[rng.IntN(len(others))]()
+	}
+}
+
+// lookup returns the value at a path of map keys and list indexes, or nil.
+func lookup(doc any, path ...any) any {
+	node := doc
+	for _, p := range path {
+		switch key := p.(type) {
+		case string:
+			m, ok := node.(map[string]any)
+			if !ok {
+				return nil
+			}
+			node = m[key]
+		case int:
+			l, ok := node.([]any)
+			if !ok || key >= len(l) {
+				return nil
+			}
+			node = l[key]
+		}
+	}
+	return node
+}

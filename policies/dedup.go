@@ -1,0 +1,351 @@
+package policies
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Two levels of reuse keep a fleet's cost with its distinct configurations,
+// not its hosts:
+//
+//  1. A snapshot file is hashed as bytes with its top-level "host" member's
+//     value left out. Hosts whose files hash the same differ only in name:
+//     the first one's findings, skipped rules and fleet projection serve
+//     them all with the name put back, and the others are never decoded.
+//     This holds in a fleet only when no rule enabled there reads the host
+//     name (see ruleReads.readsHost; Engine.shareable).
+//  2. A host that must be decoded (a new configuration) has each rule's
+//     result looked up by a hash of the input that rule reads (ruleReads):
+//     only rules whose facts are new to the run are evaluated. The rule's
+//     raw result is reused; evidence, coverage and severity are applied to
+//     each host's own document, so provenance is always the host's.
+//
+// Keys are SHA-256 digests, so a collision (two different inputs sharing a
+// result) is not a practical concern.
+
+type digest = [sha256.Size]byte
+
+// hostMember finds the top-level "host" member of a JSON object: its value
+// as a string and the byte span of that value. ok is false when the
+// document is not an object whose "host" (once, unescaped) is a string, or
+// is malformed: such a file is decoded, never shared.
+func hostMember(b []byte) (host string, start, end int, ok bool) {
+	// When "host" occurs once in the file and no \u escape could spell
+	// another, the first top-level "host" is the only one: stop there. What
+	// follows is the same in every file of the digest, so a malformed rest
+	// fails every one of them alike when decoded.
+	once := bytes.Count(b, []byte(`"host"`)) == 1 && !bytes.Contains(b, []byte(`\u`))
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return "", 0, 0, false
+	}
+	i++
+	found := false
+	for {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == '}' && !found {
+			return "", 0, 0, false
+		}
+		if i >= len(b) || b[i] != '"' {
+			return "", 0, 0, false
+		}
+		kEnd := stringEnd(b, i)
+		if kEnd < 0 {
+			return "", 0, 0, false
+		}
+		key := b[i+1 : kEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			// An escaped key might spell "host".
+			return "", 0, 0, false
+		}
+		i = skipSpace(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return "", 0, 0, false
+		}
+		i = skipSpace(b, i+1)
+		vEnd := valueEnd(b, i)
+		if vEnd < 0 {
+			return "", 0, 0, false
+		}
+		if string(key) == "host" {
+			if found || b[i] != '"' {
+				return "", 0, 0, false
+			}
+			if err := json.Unmarshal(b[i:vEnd], &host); err != nil {
+				return "", 0, 0, false
+			}
+			found, start, end = true, i, vEnd
+			if once {
+				return host, start, end, true
+			}
+		}
+		i = skipSpace(b, vEnd)
+		if i >= len(b) {
+			return "", 0, 0, false
+		}
+		if b[i] == '}' {
+			if !found || skipSpace(b, i+1) != len(b) {
+				return "", 0, 0, false
+			}
+			return host, start, end, true
+		}
+		if b[i] != ',' {
+			return "", 0, 0, false
+		}
+		i++
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string starting at b[i] == '"',
+// or -1.
+func stringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// An odd run of backslashes escapes the quote.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// valueEnd returns the index after the JSON value starting at b[i], or -1.
+// Only structure is checked (brackets balance, strings close): the decoder
+// judges the rest when the file is decoded.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \n\t\r", rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// contentKey is the digest of a snapshot file without its host's name.
+func contentKey(b []byte, start, end int) digest {
+	h := sha256.New()
+	h.Write(b[:start])
+	h.Write(b[end:])
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
+// valueHasher writes a canonical form of document values (type-tagged,
+// length-prefixed, object keys sorted) into a buffer that is hashed once.
+type valueHasher struct {
+	buf  []byte
+	keys []string
+	// bad is set by a value that is not a document value (a typed
+	// provenance a caller put in a document): its key is not trusted.
+	bad bool
+}
+
+func (h *valueHasher) str(s string) {
+	h.buf = binary.AppendUvarint(h.buf, uint64(len(s)))
+	h.buf = append(h.buf, s...)
+}
+
+func (h *valueHasher) value(v any) {
+	switch v := v.(type) {
+	case nil:
+		h.buf = append(h.buf, 'z')
+	case bool:
+		if v {
+			h.buf = append(h.buf, 't')
+		} else {
+			h.buf = append(h.buf, 'f')
+		}
+	case string:
+		h.buf = append(h.buf, 's')
+		h.str(v)
+	case json.Number:
+		h.buf = append(h.buf, 'n')
+		h.str(string(v))
+	case []any:
+		h.buf = append(h.buf, '[')
+		h.buf = binary.AppendUvarint(h.buf, uint64(len(v)))
+		for _, x := range v {
+			h.value(x)
+		}
+	case map[string]any:
+		h.buf = append(h.buf, '{')
+		h.buf = binary.AppendUvarint(h.buf, uint64(len(v)))
+		start := len(h.keys)
+		for k := range v {
+			h.keys = append(h.keys, k)
+		}
+		keys := h.keys[start:]
+		slices.Sort(keys)
+		for _, k := range keys {
+			h.str(k)
+			h.value(v[k])
+		}
+		h.keys = h.keys[:start]
+	default:
+		h.bad = true
+	}
+}
+
+// at is the value at an input path of a rule's input (the document less
+// sources), and whether it exists.
+func at(doc map[string]any, p inputPath) (any, bool) {
+	var cur any = doc
+	for i, t := range p {
+		switch k := t.Value.(type) {
+		case ast.String:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if i == 0 && string(k) == "sources" {
+				return nil, false
+			}
+			if cur, ok = m[string(k)]; !ok {
+				return nil, false
+			}
+		case ast.Number:
+			l, ok := cur.([]any)
+			n, isInt := k.Int()
+			if !ok || !isInt || n < 0 || n >= len(l) {
+				return nil, false
+			}
+			cur = l[n]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// ruleKeys computes, for one host document, the key of each rule's result:
+// the fleet, the rule and the values of every path it reads. Paths several
+// rules read are hashed once.
+type ruleKeys struct {
+	h     valueHasher
+	memo  map[string]digest
+	whole *digest
+}
+
+func (k *ruleKeys) reset() {
+	clear(k.memo)
+	k.whole = nil
+	k.h.bad = false
+}
+
+func (k *ruleKeys) path(doc map[string]any, p inputPath) digest {
+	name := ast.Ref(p).String()
+	if d, ok := k.memo[name]; ok {
+		return d
+	}
+	k.h.buf = k.h.buf[:0]
+	if v, ok := at(doc, p); ok {
+		k.h.buf = append(k.h.buf, 'y')
+		k.h.value(v)
+	} else {
+		k.h.buf = append(k.h.buf, 'u')
+	}
+	d := sha256.Sum256(k.h.buf)
+	if k.memo == nil {
+		k.memo = map[string]digest{}
+	}
+	k.memo[name] = d
+	return d
+}
+
+func (k *ruleKeys) all(doc map[string]any) digest {
+	if k.whole != nil {
+		return *k.whole
+	}
+	k.h.buf = k.h.buf[:0]
+	k.h.buf = append(k.h.buf, '{')
+	names := make([]string, 0, len(doc))
+	for n := range doc {
+		if n != "sources" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		k.h.str(n)
+		k.h.value(doc[n])
+	}
+	d := sha256.Sum256(k.h.buf)
+	k.whole = &d
+	return d
+}
+
+// key is the digest of rule r's input in fleet; ok is false when the input
+// holds a value the hasher cannot read (the rule is then evaluated).
+func (k *ruleKeys) key(doc map[string]any, fleet string, r *Rule, reads ruleReads) (d digest, ok bool) {
+	h := sha256.New()
+	var scratch [binary.MaxVarintLen64]byte
+	write := func(s string) {
+		h.Write(binary.AppendUvarint(scratch[:0], uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	write(fleet)
+	write(r.ID)
+	if reads.whole {
+		d := k.all(doc)
+		h.Write(d[:])
+	} else {
+		for _, p := range reads.paths {
+			d := k.path(doc, p)
+			h.Write(d[:])
+		}
+	}
+	h.Sum(d[:0])
+	return d, !k.h.bad
+}

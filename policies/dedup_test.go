@@ -1,0 +1,36 @@
+package policies
+
+import (
+	"testing"
+)
+
+func TestHostMember(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		host string
+		ok   bool
+	}{
+		{`{"a":{"host":"x"},"host":"h","b":[1,"]"]}`, "h", true},
+		{`{"host":"h"}`, "h", true},
+		{` { "b" : "\"host\"" , "host" : "h\u00e9" } `, "hé", true},
+		{`{"host":"a","host":"b"}`, "", false},
+		{`{"ho\u0073t":"a","host":"b"}`, "", false},
+		{`{"host":1}`, "", false},
+		{`{"b":1}`, "", false},
+		{`[]`, "", false},
+		// What follows the only "host" is left to the decoder: it is the
+		// same in every file of the digest.
+		{`{"host":"h"`, "h", true},
+		{`{"host":"h"} x`, "h", true},
+		{`{"host":"h","a":{"host":1}`, "", false},
+	} {
+		host, start, end, ok := hostMember([]byte(tc.in))
+		if ok != tc.ok || host != tc.host {
+			t.Errorf("%s: %q %v, want %q %v", tc.in, host, ok, tc.host, tc.ok)
+			continue
+		}
+		if ok && tc.in[start] != '"' || ok && tc.in[end-1] != '"' {
+			t.Errorf("%s: span %d:%d is not the value", tc.in, start, end)
+		}
+	}
+}

@@ -1,0 +1,666 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// template is one evaluation's outcome, shared by every host whose input
+// it was: findings name the first such host, and are given each host's
+// name when they are read (Audit.Each).
+type template struct {
+	findings          []Finding
+	skipped, timedOut []string
+	unread            string
+	// proj is the fleet projection less "host" (nil: the host takes no part
+	// in fleet rules); projItems its members as Rego terms, made once.
+	proj      map[string]any
+	projItems [][2]*ast.Term
+	// members counts the hosts that use it.
+	members atomic.Int32
+}
+
+// class is the hosts whose snapshot files are equal but for the host name.
+// The first host to reach it evaluates; the others wait for ready.
+type class struct {
+	ready  chan struct{}
+	failed bool
+	// match is what FleetOf reads of the document (RunOptions.FleetSections).
+	match   map[string]any
+	mu      sync.Mutex
+	byFleet map[string]*template
+}
+
+func (c *class) get(fleet string) *template {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byFleet[fleet]
+}
+
+func (c *class) put(fleet string, t *template) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byFleet == nil {
+		c.byFleet = map[string]*template{}
+	}
+	if _, ok := c.byFleet[fleet]; !ok {
+		c.byFleet[fleet] = t
+	}
+}
+
+// runState is one Run's shared state: the classes and the rule results
+// seen so far.
+type runState struct {
+	e       *Engine
+	fleetOf func(string, map[string]any) string
+	budget  time.Duration
+	loaded  func(HostInput, map[string]any)
+	matchOf func(map[string]any) map[string]any
+
+	mu      sync.Mutex
+	classes map[digest]*class
+
+	rmu     sync.RWMutex
+	results map[digest][]any
+}
+
+// worker is one worker's scratch space.
+type worker struct {
+	buf  []byte
+	keys ruleKeys
+	dec  snapshot.Decoder
+}
+
+// Audit is the result of a run, kept compact: one record per host, whose
+// findings it shares with every host of the same configuration. Each
+// yields the findings in report order without holding them all.
+type Audit struct {
+	// Hosts has one entry per input, in the order given.
+	Hosts []HostRun
+	// Failures are hosts or fleets the engine could not evaluate.
+	Failures []Failure
+	tmpls    []*template // per host; nil when it was not evaluated
+	fleet    []Finding   // fleet-wide findings, by fleet, then host
+}
+
+// Run audits the hosts and returns every finding at once: host findings
+// in input order, then fleet-wide findings by fleet name and host. See
+// Audit for the compact form and RunAudit for what a run does.
+func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
+	a, err := e.RunAudit(ctx, hosts, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Hosts: a.Hosts, Findings: a.Findings(), Failures: a.Failures}, nil
+}
+
+// RunAudit audits the hosts: each is read and evaluated inside a bounded
+// worker, then dropped, keeping only what its findings and the fleet-wide
+// pass need, shared between hosts of the same configuration: memory grows
+// with the configurations and a small record per host. Hosts whose
+// snapshot files differ only in the host name are evaluated once; of a new
+// configuration, only the rules whose input is new to the run are
+// evaluated (see dedup.go). A host whose document cannot be loaded is a
+// collection-error finding for it. RunAudit returns an error only when ctx
+// ends.
+func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
+	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
+		classes: map[digest]*class{}, results: map[digest][]any{}}
+	if s.fleetOf == nil {
+		s.fleetOf = func(string, map[string]any) string { return "" }
+	}
+	if s.budget == 0 {
+		s.budget = DefaultHostTimeout
+	}
+	s.matchOf = func(doc map[string]any) map[string]any {
+		m := maps.Clone(doc)
+		delete(m, "host")
+		return m
+	}
+	if opts.FleetSections != nil {
+		sections := opts.FleetSections
+		s.matchOf = func(doc map[string]any) map[string]any {
+			m := make(map[string]any, len(sections))
+			for _, k := range sections {
+				if v, ok := doc[k]; ok && k != "host" {
+					m[k] = v
+				}
+			}
+			return m
+		}
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	pool := sync.Pool{New: func() any { return new(worker) }}
+	type result struct {
+		run  HostRun
+		tmpl *template
+		err  error
+	}
+	// Each worker writes its own result; the slice of them grows here only.
+	var results []*result
+	var done atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for in := range hosts {
+		if gctx.Err() != nil {
+			break
+		}
+		r := new(result)
+		results = append(results, r)
+		g.Go(func() error {
+			w := pool.Get().(*worker)
+			r.run, r.tmpl, r.err = s.host(gctx, in, w)
+			pool.Put(w)
+			if opts.Progress != nil {
+				opts.Progress(int(done.Add(1)))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	a := &Audit{Hosts: make([]HostRun, len(results)), tmpls: make([]*template, len(results))}
+	members := map[string][]member{}
+	firstFile := map[[2]string]string{}
+	for i, r := range results {
+		a.Hosts[i], a.tmpls[i] = r.run, r.tmpl
+		if r.err != nil {
+			a.Failures = append(a.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet, Err: r.err})
+		}
+		if r.tmpl != nil {
+			r.tmpl.members.Add(1)
+		}
+		if r.tmpl == nil || r.tmpl.proj == nil {
+			continue
+		}
+		key := [2]string{r.run.Fleet, r.run.Host}
+		if prev, dup := firstFile[key]; dup {
+			a.Failures = append(a.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet,
+				Err: fmt.Errorf("host name also used by %s; fleet-wide rules counted that file only", prev)})
+			continue
+		}
+		firstFile[key] = r.run.File
+		members[r.run.Fleet] = append(members[r.run.Fleet], member{name: r.run.Host, t: r.tmpl})
+	}
+	results, firstFile = nil, nil
+
+	fleets := slices.Sorted(maps.Keys(members))
+	fleetFindings := make([][]Finding, len(fleets))
+	fleetErrs := make([]error, len(fleets))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, fleet := range fleets {
+		g.Go(func() error {
+			var slow []string
+			fleetFindings[i], slow, fleetErrs[i] = e.evalFleet(gctx, fleet, members[fleet], s.budget, workers)
+			if len(slow) > 0 {
+				fleetErrs[i] = errors.Join(fleetErrs[i], fmt.Errorf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
+					plural(len(slow), "rule", "rules"), strings.Join(slow, ", "), s.budget, plural(len(slow), "its", "their")))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Projections served the fleet pass only; the report needs none.
+	for _, ms := range members {
+		for _, m := range ms {
+			m.t.proj, m.t.projItems = nil, nil
+		}
+	}
+	for i, fleet := range fleets {
+		a.fleet = append(a.fleet, fleetFindings[i]...)
+		if fleetErrs[i] != nil {
+			a.Failures = append(a.Failures, Failure{Fleet: fleet, Err: fleetErrs[i]})
+		}
+	}
+	return a, nil
+}
+
+// host audits one input: from its class when its file's content was seen
+// already, else by decoding it.
+func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, *template, error) {
+	if in.Read == nil || s.loaded != nil {
+		doc, err := in.Load(ctx)
+		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
+		return run, t, err
+	}
+	raw, err := in.Read(ctx, w.buf[:0])
+	if err != nil {
+		run, t, _, err := s.evalDoc(ctx, in, nil, err, w)
+		return run, t, err
+	}
+	if cap(raw) > cap(w.buf) && cap(raw) <= 4*snapshotBufferHint {
+		w.buf = raw[:0]
+	}
+	host, start, end, ok := hostMember(raw)
+	if !ok || host == "" {
+		doc, err := w.dec.Document(raw)
+		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
+		return run, t, err
+	}
+	key := contentKey(raw, start, end)
+	s.mu.Lock()
+	c, seen := s.classes[key]
+	if !seen {
+		c = &class{ready: make(chan struct{})}
+		s.classes[key] = c
+	}
+	s.mu.Unlock()
+	if seen {
+		select {
+		case <-c.ready:
+		case <-ctx.Done():
+			return HostRun{File: in.Origin, Host: host}, nil, ctx.Err()
+		}
+		if !c.failed {
+			fleet := s.fleetOf(host, c.match)
+			if t := c.get(fleet); t != nil {
+				return HostRun{File: in.Origin, Host: host, Fleet: fleet, Unread: t.unread, Skipped: t.skipped}, t, nil
+			}
+		}
+	}
+	doc, err := w.dec.Document(raw)
+	if !seen {
+		defer close(c.ready)
+		if err != nil {
+			c.failed = true
+		} else {
+			c.match = s.matchOf(doc)
+		}
+	}
+	run, t, share, err := s.evalDoc(ctx, in, doc, err, w)
+	if share {
+		c.put(run.Fleet, t)
+	}
+	if !seen && !share {
+		// Another fleet may still share it; an error or a time-out
+		// is this host's alone.
+		c.failed = err != nil || (t != nil && len(t.timedOut) > 0)
+	}
+	return run, t, err
+}
+
+// snapshotBufferHint bounds the read buffer a worker keeps.
+const snapshotBufferHint = 1 << 20
+
+// evalDoc evaluates one decoded document (loadErr: it could not be read,
+// and is audited as an unread host). share reports whether the outcome may
+// serve other hosts of the same content: nothing in it depends on the
+// host's name.
+func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any, loadErr error, w *worker) (run HostRun, t *template, share bool, err error) {
+	e := s.e
+	if loadErr == nil && doc == nil {
+		loadErr = errors.New("no snapshot document")
+	}
+	if loadErr != nil {
+		if ctx.Err() != nil {
+			return HostRun{File: in.Origin, Host: in.Name}, nil, false, ctx.Err()
+		}
+		run = HostRun{File: in.Origin, Host: in.Name, Fleet: s.fleetOf(in.Name, nil)}
+		doc = unreadDoc(in.Name, in.Origin, loadErr)
+	} else {
+		host, _ := doc["host"].(string)
+		if host == "" {
+			host = in.Name
+			doc["host"] = host
+		}
+		run = HostRun{File: in.Origin, Host: host, Fleet: s.fleetOf(host, doc)}
+	}
+	if s.loaded != nil {
+		s.loaded(in, doc)
+	}
+	fq, ok := e.fleets[run.Fleet]
+	if !ok {
+		return run, nil, false, fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)
+	}
+	t = new(template)
+	cov := coverageOf(doc)
+	if fq.host != nil {
+		t.skipped = cov.skipped(fq.host.rules)
+		t.findings, t.timedOut, err = s.evalRules(ctx, fq, run, doc, cov, w)
+		for _, id := range t.timedOut {
+			t.findings = append(t.findings, e.overBudget(run, e.byID[id], s.budget))
+		}
+	}
+	t.unread = cov.unread
+	if fq.fleet != nil && t.unread == "" {
+		// An unread host has no facts to compare: it would only drag the
+		// fleet's majority towards empty values.
+		t.proj = e.Project(doc)
+		delete(t.proj, "host")
+	}
+	run.Unread, run.Skipped, run.TimedOut = t.unread, t.skipped, t.timedOut
+	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable
+	return run, t, share, err
+}
+
+// evalRules evaluates the host rules of fq on doc, each rule's result
+// reused when a host with the same input for it was evaluated before.
+func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun, doc map[string]any, cov *coverage, w *worker) ([]Finding, []string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	rules := fq.host.rules
+	vals := make([][]any, len(rules))
+	keys := make([]digest, len(rules))
+	keyed := make([]bool, len(rules))
+	var missing []int
+	w.keys.reset()
+	s.rmu.RLock()
+	for i, r := range rules {
+		keys[i], keyed[i] = w.keys.key(doc, run.Fleet, r, fq.reads[i])
+		if v, ok := s.results[keys[i]]; ok && keyed[i] {
+			vals[i] = v
+			continue
+		}
+		missing = append(missing, i)
+	}
+	s.rmu.RUnlock()
+
+	var slow []string
+	var errs []error
+	if len(missing) > 0 {
+		var err error
+		slow, err = s.evalMissing(ctx, fq, doc, missing, vals)
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.rmu.Lock()
+		for _, i := range missing {
+			if vals[i] != nil && keyed[i] {
+				s.results[keys[i]] = vals[i]
+			}
+		}
+		s.rmu.Unlock()
+	}
+	of := func(*Rule, map[string]any) (string, map[string]any, error) { return run.Host, doc, nil }
+	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
+	var out []Finding
+	for i, r := range rules {
+		if vals[i] == nil {
+			continue
+		}
+		fs, err := ruleFindings(r, vals[i], of, run.Fleet, fq.severity, admit)
+		out = append(out, fs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, slow, errors.Join(errs...)
+}
+
+// evalMissing evaluates the rules at indexes missing into vals: all in one
+// query when none is known (the first host of a fleet), else each alone on
+// the sections it reads. Rules that run out of the budget are returned.
+func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any) ([]string, error) {
+	e := s.e
+	rules := fq.host.rules
+	if len(missing) == len(rules) {
+		input, err := e.ruleInput(doc)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot as Rego input: %w", err)
+		}
+		rs, err := evalBudget(ctx, fq.host, input, s.budget)
+		if err == nil {
+			return nil, fq.host.bindings(rs, vals)
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		// Out of budget: each rule alone, below.
+	}
+	var sections map[string]bool
+	for _, i := range missing {
+		reads := fq.reads[i]
+		if reads.whole {
+			sections = nil
+			break
+		}
+		if sections == nil {
+			sections = map[string]bool{}
+		}
+		for _, p := range reads.paths {
+			if k, ok := p[0].Value.(ast.String); ok {
+				sections[string(k)] = true
+			}
+		}
+	}
+	var input ast.Value
+	var err error
+	if sections == nil || fq.reads.anyWhole(missing) {
+		input, err = e.ruleInput(doc)
+	} else {
+		input, err = e.ruleInputOf(doc, sections)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
+	}
+	var slow []string
+	var errs []error
+	for _, i := range missing {
+		r := rules[i]
+		one, err := fq.single(ctx, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+			continue
+		}
+		rs, err := evalBudget(ctx, one, input, s.budget)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			slow = append(slow, r.ID)
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		}
+		one1 := [][]any{nil}
+		if err := one.bindings(rs, one1); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		vals[i] = one1[0]
+	}
+	return slow, errors.Join(errs...)
+}
+
+// readsOf is the reads of a fleet's host rules, by rule index.
+type readsOf []ruleReads
+
+func (r readsOf) anyWhole(idx []int) bool {
+	for _, i := range idx {
+		if r[i].whole {
+			return true
+		}
+	}
+	return false
+}
+
+// bindings puts each rule's raw findings (the set, as a list) into vals.
+// A rule with no findings has an empty, non-nil list.
+func (ps *preparedScope) bindings(rs rego.ResultSet, vals [][]any) error {
+	if len(rs) != 1 {
+		return fmt.Errorf("policy query returned %d results, want 1", len(rs))
+	}
+	var errs []error
+	for i, r := range ps.rules {
+		values, ok := rs[0].Bindings[ps.names[i]].([]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("rule %s (%s): want a set of findings, got %T", r.ID, r.Location, rs[0].Bindings[ps.names[i]]))
+			continue
+		}
+		if values == nil {
+			values = []any{}
+		}
+		vals[i] = values
+	}
+	return errors.Join(errs...)
+}
+
+// ruleInputOf is ruleInput with only the given top-level sections: what
+// the rules evaluated on it read.
+func (e *Engine) ruleInputOf(doc map[string]any, sections map[string]bool) (ast.Value, error) {
+	sub := make(map[string]any, len(sections))
+	for k := range sections {
+		if v, ok := doc[k]; ok && k != "sources" {
+			sub[k] = v
+		}
+	}
+	return e.ruleInput(sub)
+}
+
+// member is one host of a fleet for the fleet-wide pass.
+type member struct {
+	name string
+	t    *template
+}
+
+// Findings returns every finding: host findings in input order, then
+// fleet-wide findings by fleet name and host.
+func (a *Audit) Findings() []Finding {
+	var out []Finding
+	for i, t := range a.tmpls {
+		if t == nil {
+			continue
+		}
+		for j := range t.findings {
+			out = append(out, forHost(&t.findings[j], a.Hosts[i].Host))
+		}
+	}
+	return append(out, a.fleet...)
+}
+
+// Append adds the hosts, findings and failures of another run.
+func (a *Audit) Append(b *Audit) {
+	a.Hosts = append(a.Hosts, b.Hosts...)
+	a.tmpls = append(a.tmpls, b.tmpls...)
+	a.fleet = append(a.fleet, b.fleet...)
+	a.Failures = append(a.Failures, b.Failures...)
+}
+
+// forHost is a shared finding as it reads for host.
+func forHost(f *Finding, host string) Finding {
+	out := *f
+	out.Host = host
+	cloned := false
+	for i, ev := range f.Evidence {
+		if ev.Fact == "host" {
+			if !cloned {
+				out.Evidence = slices.Clone(f.Evidence)
+				cloned = true
+			}
+			out.Evidence[i].Value = host
+		}
+	}
+	return out
+}
+
+// citesHost reports whether a finding's evidence cites the host's name.
+func citesHost(f *Finding) bool {
+	return slices.ContainsFunc(f.Evidence, func(ev Evidence) bool { return ev.Fact == "host" })
+}
+
+// Each yields every finding in report order: by fleet, most severe first,
+// then host, then rule, with equal ones in the order Findings gives them.
+// f is valid during the call only. When shared is not nil, f is *shared
+// with another host's name: a writer may encode shared once for all the
+// hosts that yield it.
+func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
+	order := make([]int32, 0, len(a.Hosts))
+	for i, t := range a.tmpls {
+		if t != nil {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int32) int {
+		hx, hy := &a.Hosts[x], &a.Hosts[y]
+		if c := strings.Compare(hx.Fleet, hy.Fleet); c != 0 {
+			return c
+		}
+		return strings.Compare(hx.Host, hy.Host)
+	})
+	fleetOf := map[[2]string][]int{}
+	for i, f := range a.fleet {
+		k := [2]string{f.Fleet, f.Host}
+		fleetOf[k] = append(fleetOf[k], i)
+	}
+	type item struct {
+		f      *Finding
+		host   string
+		shared bool
+	}
+	var items []item
+	var cur Finding
+	for lo := 0; lo < len(order); {
+		fleet := a.Hosts[order[lo]].Fleet
+		hi := lo
+		for hi < len(order) && a.Hosts[order[hi]].Fleet == fleet {
+			hi++
+		}
+		for rank := 5; rank >= 0; rank-- {
+			for g := lo; g < hi; {
+				host := a.Hosts[order[g]].Host
+				e := g
+				for e < hi && a.Hosts[order[e]].Host == host {
+					e++
+				}
+				items = items[:0]
+				for _, i := range order[g:e] {
+					t := a.tmpls[i]
+					for j := range t.findings {
+						f := &t.findings[j]
+						if SeverityRank(f.Severity) == rank {
+							items = append(items, item{f, host, t.members.Load() > 1 && !citesHost(f)})
+						}
+					}
+				}
+				for _, j := range fleetOf[[2]string{fleet, host}] {
+					if f := &a.fleet[j]; SeverityRank(f.Severity) == rank {
+						items = append(items, item{f, host, false})
+					}
+				}
+				slices.SortStableFunc(items, func(x, y item) int { return strings.Compare(x.f.Rule, y.f.Rule) })
+				for _, it := range items {
+					cur = forHost(it.f, it.host)
+					var shared *Finding
+					if it.shared {
+						shared = it.f
+					}
+					if !yield(&cur, shared) {
+						return
+					}
+				}
+				g = e
+			}
+		}
+		lo = hi
+	}
+}

@@ -1,0 +1,37 @@
+package policies
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// object.get on input reads the path it names, also when the compiler
+// binds input to a local first (some x in object.get(input, ...)); a local
+// bound to input and read any other way is all of input.
+func TestStaticReadsObjectGet(t *testing.T) {
+	for _, tc := range []struct {
+		body  string
+		whole bool
+		paths string
+	}{
+		{`some k, v in object.get(input, ["node", "allocatable"], {}); v == k`, false, `[["node" "allocatable"]]`},
+		{`x := object.get(input, "labels", {}); x.a == 1`, false, `[["labels"]]`},
+		{`x := object.get(input.nvidia, ["gpus"], []); count(x) > 0`, false, `[["nvidia" "gpus"]]`},
+		{`y := input; y.host == "a"`, true, `[]`},
+		{`y := input; object.get(y, "a", 0) == 1; y.host == "b"`, true, `[]`},
+		{`k := "a"; object.get(input, [k], 0) == 1`, true, `[]`},
+	} {
+		mod := "package t\n\nr if {\n\t" + tc.body + "\n}\n"
+		c := ast.NewCompiler()
+		c.Compile(map[string]*ast.Module{"t.rego": ast.MustParseModule(mod)})
+		if c.Failed() {
+			t.Fatalf("%s: %v", tc.body, c.Errors)
+		}
+		got := staticReads(c, ast.MustParseRef("data.t.r"))
+		if got.whole != tc.whole || fmt.Sprint(got.paths) != tc.paths {
+			t.Errorf("%s: whole %v paths %v, want %v %s", tc.body, got.whole, got.paths, tc.whole, tc.paths)
+		}
+	}
+}
