@@ -76,14 +76,7 @@ func (a *app) runHistory(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--limit %d: want 0 (all) or more", limit)}
 	}
 	out := a.v.GetString("output")
-	path, err := a.storePath()
-	if err != nil {
-		return err
-	}
-	if err := checkOutput(out, []input{{flag: "--store", path: path}}); err != nil {
-		return err
-	}
-	s, err := a.openStore(cmd.Context(), false)
+	s, err := a.openStoreToRead(cmd.Context(), out)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,19 @@ func (a *app) storePath() (string, error) {
 
 // openStore opens the store for a command; readers (create false) never
 // make one.
+// openStoreToRead opens an existing store for a command whose report goes
+// to out, refusing an out that names the store itself.
+func (a *app) openStoreToRead(ctx context.Context, out string) (*store.SQLite, error) {
+	path, err := a.storePath()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutput(out, []input{{flag: "--store", path: path}}); err != nil {
+		return nil, err
+	}
+	return a.openStore(ctx, false)
+}
+
 func (a *app) openStore(ctx context.Context, create bool) (*store.SQLite, error) {
 	path, err := a.storePath()
 	if err != nil {

@@ -58,14 +58,7 @@ func (a *app) runReport(cmd *cobra.Command) error {
 		return err
 	}
 	out := a.v.GetString("output")
-	path, err := a.storePath()
-	if err != nil {
-		return err
-	}
-	if err := checkOutput(out, []input{{flag: "--store", path: path}}); err != nil {
-		return err
-	}
-	s, err := a.openStore(ctx, false)
+	s, err := a.openStoreToRead(ctx, out)
 	if err != nil {
 		return err
 	}
