@@ -327,7 +327,7 @@ gpudirect_path_missing contains f if {
 	count(dmabuf_impossible) > 0
 	f := object.union(
 		{
-			"msg": sprintf("RDMA devices are present but neither nvidia_peermem is loaded nor DMA-BUF possible (%s)", [concat("; ", sort(dmabuf_impossible))]),
+			"msg": sprintf("RDMA devices are present but neither nvidia_peermem is loaded nor DMA-BUF possible: %s", [concat("; ", sort(dmabuf_impossible))]),
 			"evidence": dmabuf_evidence,
 		},
 		load_fix,
