@@ -48,5 +48,5 @@ if [ "$FORCE" = --force ] || [ ! -x "$BIN/kube-apiserver" ]; then
 fi
 
 echo "$STAMP" >"$BIN/.stamp"
-"$BIN/etcd" --version | head -1
+"$BIN/etcd" --version | sed -n 1p # sed reads to the end: head would leave etcd a SIGPIPE, and pipefail fail the build
 "$BIN/kube-apiserver" --version
