@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,16 +23,8 @@ func chromium(t *testing.T) string {
 	if p := os.Getenv("CHROMIUM"); p != "" {
 		return p
 	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed (CI=true): .ci/run installs Debian's chromium; the HTML report must be checked in a real browser")
-	}
-	t.Skip("chromium not found: apt-get install chromium (or set CHROMIUM) to check the HTML report in a real browser")
-	return ""
+	return testpeer.Find(t, "chromium not found: apt-get install chromium (or set CHROMIUM) to check the HTML report in a real browser; .ci/run installs it",
+		"chromium", "chromium-browser")
 }
 
 // runChromium runs headless Chromium with no network side channels (no

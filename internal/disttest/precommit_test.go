@@ -1,6 +1,8 @@
 package disttest
 
 import (
+	"fmt"
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,22 +17,8 @@ import (
 // so there a missing one fails instead of skipping.
 func requireTool(t *testing.T, name, install string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if p := filepath.Join(os.Getenv("HOME"), ".cache", "fleetaudit", "bin", name); fileExists(p) {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI (.ci/run installs it: %s)", name, install)
-	}
-	t.Skipf("%s is not installed (%s)", name, install)
-	return ""
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
+	return testpeer.Find(t, fmt.Sprintf("%s is not installed (%s); .ci/run installs it", name, install),
+		name, filepath.Join(os.Getenv("HOME"), ".cache", "fleetaudit", "bin", name))
 }
 
 func moduleRoot(t *testing.T) string {

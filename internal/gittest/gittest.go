@@ -4,6 +4,8 @@
 package gittest
 
 import (
+	"fmt"
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +18,7 @@ import (
 func Require(tb testing.TB) {
 	tb.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("FLEETAUDIT_REQUIRE_GIT") != "" {
-			tb.Fatalf("git is required: %v", err)
-		}
-		tb.Skip("git is not installed; this test builds real git repositories")
+		testpeer.Missing(tb, fmt.Sprintf("git is not installed (%v); this test builds real git repositories", err), "FLEETAUDIT_REQUIRE_GIT")
 	}
 }
 

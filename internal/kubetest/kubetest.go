@@ -24,6 +24,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 	"net"
 	"net/http"
 	"os"
@@ -56,7 +57,7 @@ func BinDir() string {
 // Required reports whether a missing apiserver fails the tests instead of
 // skipping them: in CI, or when asked.
 func Required() bool {
-	return os.Getenv("CI") == "true" || os.Getenv("FLEETAUDIT_REQUIRE_K8S") == "1"
+	return testpeer.Required("FLEETAUDIT_REQUIRE_K8S")
 }
 
 // Env is a running control plane.

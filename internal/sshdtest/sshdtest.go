@@ -8,6 +8,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 	"net"
 	"os"
 	"os/exec"
@@ -46,16 +47,8 @@ type Server struct {
 // Path finds sshd: absent, it fails t under CI=true and skips it elsewhere.
 func Path(t TB) string {
 	t.Helper()
-	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("sshd is missing: .ci/run installs openssh-server (apt-get install -y openssh-server)")
-	}
-	t.Skip("sshd not installed (apt-get install openssh-server); CI runs this test")
-	return ""
+	return testpeer.Find(t, "sshd not installed (apt-get install openssh-server); .ci/run installs it",
+		"/usr/sbin/sshd", "/usr/local/sbin/sshd")
 }
 
 // WriteKey writes a new unencrypted ed25519 private key to file.
