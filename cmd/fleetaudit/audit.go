@@ -158,6 +158,11 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	default:
 		opts.RuleTimeout = timeout
 	}
+	if cmd.Flags().Changed("store") && !a.v.GetBool("record") {
+		// Without --record nothing is written to the store: saying so beats
+		// a run the user believes was kept.
+		return usageError{fmt.Errorf("--store names where --record keeps the run; add --record, or drop --store")}
+	}
 	rec, err := a.startRecord(cmd.Context(), &opts)
 	if err != nil {
 		return err

@@ -211,6 +211,7 @@ func TestHistoryErrors(t *testing.T) {
 		{"report format", []string{"report", "--format", "sarif"}, "want html or markdown"},
 		{"output over the store", []string{"report", "-o", path}, "refusing to overwrite an input"},
 		{"record over the store", []string{"audit", "--record", "--snapshots", filepath.Join(exampleFleetDir, "snapshots"), "-o", path}, "refusing to overwrite an input"},
+		{"store without record", []string{"audit", "--store", missing, "--snapshots", filepath.Join(exampleFleetDir, "snapshots")}, "add --record, or drop --store"},
 		{"bad host glob", []string{"drift", "--host", "gpu-[", "--from", "1"}, "syntax error in pattern"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,8 +47,6 @@ func (a *app) storePath() (string, error) {
 	return filepath.Join(dir, "fleetaudit", "store.db"), nil
 }
 
-// openStore opens the store for a command; readers (create false) never
-// make one.
 // openStoreToRead opens an existing store for a command whose report goes
 // to out, refusing an out that names the store itself.
 func (a *app) openStoreToRead(ctx context.Context, out string) (*store.SQLite, error) {
@@ -62,6 +60,8 @@ func (a *app) openStoreToRead(ctx context.Context, out string) (*store.SQLite, e
 	return a.openStore(ctx, false)
 }
 
+// openStore opens the store for a command; readers (create false) never
+// make one.
 func (a *app) openStore(ctx context.Context, create bool) (*store.SQLite, error) {
 	path, err := a.storePath()
 	if err != nil {
