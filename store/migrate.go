@@ -74,6 +74,14 @@ var migrations = [][]string{
 			PRIMARY KEY (run_id, fleet)
 		)`,
 	},
+	// 2: indexes on the columns that reference blobs, so that pruning can
+	// tell a blob no run needs, and delete it, without scanning every
+	// finding once per blob (the foreign-key check does that otherwise).
+	{
+		`CREATE INDEX run_hosts_snapshot ON run_hosts (snapshot)`,
+		`CREATE INDEX findings_blob ON findings (finding)`,
+		`CREATE INDEX runs_catalog ON runs (catalog)`,
+	},
 }
 
 // SchemaVersion is the schema version this fleetaudit writes.

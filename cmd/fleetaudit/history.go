@@ -43,6 +43,7 @@ findings by severity, with how many of them a waiver covers.`,
 	addHistoryOutputFlags(f)
 	f.String("since", "", "only runs started since: a duration back from now (30d, 2w, 12h) or a date (2026-11-01)")
 	f.Int("limit", 20, "at most this many runs, newest first (0: all)")
+	cmd.AddCommand(newPruneCmd(a))
 	return cmd
 }
 

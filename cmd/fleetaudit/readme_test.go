@@ -29,6 +29,7 @@ var readmeSkipped = map[string]string{
 	`bin/fleetaudit history --store history.db`:                                             "needs runs recorded first (history_test.go covers history, drift and report over a recorded store)",
 	`bin/fleetaudit drift --store history.db --host gpu-a-*`:                                "needs runs recorded first (history_test.go covers history, drift and report over a recorded store)",
 	`bin/fleetaudit report --store history.db --format html --since 30d -o compliance.html`: "needs runs recorded first (history_test.go covers history, drift and report over a recorded store)",
+	`bin/fleetaudit history prune --store history.db --older-than 180d --dry-run`:           "needs runs recorded first (prune_test.go covers prune over a recorded store)",
 }
 
 // codeBlockCommands returns the fleetaudit command lines inside the fenced

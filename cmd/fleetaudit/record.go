@@ -167,7 +167,10 @@ func catalogOf(res *audit.Result) *reports.Catalog {
 
 // parseSince reads --since: a duration back from now (30d, 12h, 2w, or
 // any Go duration) or a date (2026-11-01) or RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
+func parseSince(s string, now time.Time) (time.Time, error) { return parseTimeBack("--since", s, now) }
+
+// parseTimeBack reads a flag giving a point in the past, as --since.
+func parseTimeBack(flag, s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -187,5 +190,5 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, usageError{fmt.Errorf("--since %q: want a duration back from now (30d, 2w, 12h) or a date (2026-11-01)", s)}
+	return time.Time{}, usageError{fmt.Errorf("%s %q: want a duration back from now (30d, 2w, 12h) or a date (2026-11-01)", flag, s)}
 }
