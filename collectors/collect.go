@@ -56,6 +56,10 @@ type Options struct {
 	Now func() time.Time
 	// Version is written as the collector version.
 	Version string
+	// ConfigOnly says the target is configuration, not a host (a rendered
+	// config repo): it has no running state, so a missing /proc file is
+	// expected rather than a blind spot.
+	ConfigOnly bool
 }
 
 // collection is the state of one Collect call, shared by the fact families.
@@ -276,6 +280,16 @@ func (c *collection) read(collector, name string) ([]byte, bool) {
 		c.fail(collector, name, err)
 	}
 	return nil, false
+}
+
+// errRunningStateUnknown is a /proc file absent under the root.
+var errRunningStateUnknown = errors.New("not present under the root, so the running state is unknown")
+
+// missing reports that name does not exist under the root (read reports
+// other failures itself).
+func (c *collection) missing(name string) bool {
+	_, err := c.src.Stat(rel(name))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // readDir lists a directory sorted by name. A missing directory is empty;

@@ -23,10 +23,17 @@ var modulesLoadDirs = []string{
 
 func collectModules(c *collection) {
 	m := &c.snap.Modules
-	m.Loaded = []string{}
 	m.Configured = map[string]bool{}
 
-	if data, ok := c.read("modules", procModules); ok {
+	data, ok := c.read("modules", procModules)
+	if !ok && !c.opts.ConfigOnly && c.missing(procModules) {
+		// A root without /proc (a mounted image, a copied tree): the loaded
+		// modules are unknown, not none. Left out, and said, so that no rule
+		// reports a module as not loaded.
+		c.fail("modules", procModules, errRunningStateUnknown)
+	}
+	if ok {
+		m.Loaded = []string{}
 		mods, errs := parseProcModules(data)
 		for _, err := range errs {
 			c.fail("modules", procModules, err)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // sysctlDirs are systemd-sysctl's CONF_PATHS("sysctl.d"), highest priority
@@ -136,4 +138,12 @@ func collectSysctl(c *collection) {
 		s.Running[key] = strings.TrimSuffix(string(data), "\n")
 		c.from("sysctl.running."+key, file, 0)
 	}
+	// A missing key's source is the file that sets it: the line to remove.
+	var places []snapshot.Provenance
+	for _, key := range s.Missing {
+		if p, ok := c.snap.Sources["sysctl.configured."+key]; ok {
+			places = append(places, p)
+		}
+	}
+	c.fromAll("sysctl.missing", places)
 }

@@ -24,7 +24,7 @@ var liveSections = []string{"kernel", "nvidia", "libraries", "memory", "rdma", "
 // fleet would run after applying them, so rules about running values see
 // the change. Boot rules read the configured cmdline already.
 func hostDoc(ctx context.Context, co *Checkout, m *Manifest, r *Rendered, version string) (map[string]any, error) {
-	snap, err := collectors.Collect(ctx, r.Target(co), collectors.Options{Hostname: r.Fleet, Version: version})
+	snap, err := collectors.Collect(ctx, r.Target(co), collectors.Options{Hostname: r.Fleet, Version: version, ConfigOnly: true})
 	if err != nil {
 		return nil, err
 	}

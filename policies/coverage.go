@@ -25,8 +25,9 @@ import (
 // its findings are dropped and the rule is listed in HostRun.Skipped. A
 // section whose collector recorded an error (errors[].collector is the
 // section's name) is partly unread: a finding citing a fact of that section
-// whose value is absent is withheld, since the absence may be what could not
-// be read; the collection-error finding already reports the blind spot. A
+// whose value is absent (or an empty list or object that no source backs)
+// is withheld, since the absence may be what could not be read; the
+// collection-error finding already reports the blind spot. A
 // fact that was collected and is absent (a limits section with no memlock
 // line) still fires.
 
@@ -123,11 +124,24 @@ func (c *coverage) admits(r *Rule, f *Finding) bool {
 	}
 	for _, ev := range f.Evidence {
 		section, _, _ := strings.Cut(ev.Fact, ".")
-		if ev.Value == nil && c.partial[section] {
+		if c.partial[section] && (ev.Value == nil || ev.Source == "" && isEmpty(ev.Value)) {
 			return false
 		}
 	}
 	return true
+}
+
+// isEmpty: an empty list or object, which a collector writes for what it
+// found none of, and also for what it could not read; a source tells the
+// two apart.
+func isEmpty(v any) bool {
+	switch v := v.(type) {
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
 }
 
 // skipped lists the ids of rules that do not run on the host.

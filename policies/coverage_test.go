@@ -344,3 +344,21 @@ kernel_release_missing contains f if {
 		}
 	}
 }
+
+func TestCommonDir(t *testing.T) {
+	for _, tc := range []struct {
+		sources []string
+		want    string
+	}{
+		{[]string{"/sys/class/infiniband/mlx5_0/ports/1/rate", "/sys/class/infiniband/mlx5_1/device", "/sys/class/infiniband/mlx5_0"}, "/sys/class/infiniband"},
+		{[]string{"/etc/sysctl.d/60-net.conf:6", "/etc/sysctl.conf:12"}, "/etc"},
+		{[]string{"/sys/class/net/ib0/mtu", "/proc/net/dev"}, "/"},
+		{[]string{"/sys/class/net/ib0/mtu", "nvidia-smi -q"}, ""},
+		{[]string{"/sys/class/net/ib0/mtu"}, "/sys/class/net/ib0"},
+		{[]string{"/sys/class/netx/a", "/sys/class/net/b"}, "/sys/class"},
+	} {
+		if got := commonDir(tc.sources); got != tc.want {
+			t.Errorf("commonDir(%q) = %q, want %q", tc.sources, got, tc.want)
+		}
+	}
+}

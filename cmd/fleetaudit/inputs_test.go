@@ -60,6 +60,10 @@ func fifoRoot(t *testing.T, host string) string {
 	if err := os.WriteFile(filepath.Join(root, "etc/hostname"), []byte(host+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A live host's /proc has modules: without it that is a second error.
+	if err := os.WriteFile(filepath.Join(root, "proc/modules"), []byte("xfs 2174976 2 - Live 0x0000000000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := syscall.Mkfifo(filepath.Join(root, "proc/cmdline"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}

@@ -119,7 +119,7 @@ func TestAuditKube(t *testing.T) {
 		}
 		var srcs []string
 		for _, e := range f.Evidence {
-			if e.Source != "" { // rdma.devices is a listing, with no one source
+			if e.Source != "" {
 				srcs = append(srcs, e.Source)
 			}
 		}
@@ -127,8 +127,9 @@ func TestAuditKube(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"gpu-a-001 efa-device-count-mismatch kube:node/gpu-a-001",
-		"gpu-a-001 pod-rdma-resource-missing kube:pod/research/train-0", // 8 GPUs on an InfiniBand node, no RDMA resource
+		// rdma.devices is a listing: its source is the directory.
+		"gpu-a-001 efa-device-count-mismatch kube:node/gpu-a-001 /sys/class/infiniband",
+		"gpu-a-001 pod-rdma-resource-missing kube:pod/research/train-0 /sys/class/infiniband", // 8 GPUs on an InfiniBand node, no RDMA resource
 		"gpu-a-001 pod-shm-missing kube:pod/research/train-0",
 		"gpu-b-002 pod-rdma-without-ipc-lock kube:pod/research/llama-worker-0",
 	}
