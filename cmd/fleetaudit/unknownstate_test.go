@@ -28,7 +28,9 @@ func TestMissingProcModulesIsNotNoModules(t *testing.T) {
 			t.Fatalf("collect: exit %d\n%s", r.code, r.stderr)
 		}
 		r := runCLI(t, nil, "audit", "--snapshots", snaps, "--format", "json")
-		var rep struct{ Findings []struct{ Rule, Message string } }
+		var rep struct {
+			Findings []struct{ Rule, Message string }
+		}
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("audit json: %v\n%s", err, r.stderr)
 		}
