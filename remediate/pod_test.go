@@ -89,7 +89,34 @@ spec:
           emptyDir:
             medium: Memory   # NCCL shared memory
 `,
-		diff: []string{"+            sizeLimit: 64Gi\n"},
+		diff: []string{"+            sizeLimit: 32Gi\n"},
+	}, {
+		name: "sizeLimit at the memory limit lowered, a Pod with a pod-level limit",
+		rule: "pod-shm-exceeds-memory-limit",
+		file: "k8s/gpu-training/eval.yaml",
+		content: `apiVersion: v1
+kind: Pod
+metadata: {name: eval, namespace: research}
+spec:
+  resources:
+    limits: {memory: 96Gi}   # the pod's budget
+  containers:
+  - name: eval
+    image: eval:3
+    resources:
+      limits: {nvidia.com/gpu: 1}
+    volumeMounts:
+    - {name: shm, mountPath: /dev/shm}
+  volumes:
+  - name: shm
+    emptyDir:
+      medium: Memory
+      sizeLimit: 96Gi   # "as much as the pod has"
+`,
+		diff: []string{
+			"-      sizeLimit: 96Gi   # \"as much as the pod has\"\n",
+			"+      sizeLimit: 48Gi   # \"as much as the pod has\"\n",
+		},
 	}, {
 		name: "memory limit from the request, a Job",
 		rule: "pod-memory-limit-missing",

@@ -114,19 +114,25 @@ pod_shm_unbounded contains f if {
 	)
 }
 
-# The size limit a fix gives the volume: the memory limit of the containers
-# that mount it, when they have one and agree. The volume's pages count
-# against that limit anyway (the kubelet sizes a memory emptyDir by the
-# pod's memory); the sizeLimit makes the bound explicit and enforced by
-# eviction. Without a memory limit the size has to fit the job, which no
-# snapshot knows: no fix. The pod is found by the finding's evidence, whose
-# source names the manifest file and line.
-shm_fix(p, vol_name) := {"fix": {"kind": "pod", "volume_size_limit": {"volume": vol_name, "size": size}}} if {
-	mounting := [c | some c in containers(p); shm_mount(c).name == vol_name]
-	sizes := {quantity(c.resources.limits.memory) | some c in mounting}
-	count([c | some c in mounting; c.resources.limits.memory]) == count(mounting)
-	count(sizes) == 1
-	some size in sizes
+# The size limit a fix gives the volume: half the lowest memory limit of
+# the containers that mount it (their own or the pod-level one). Pages of a
+# memory emptyDir are charged to the memory limit of the container writing
+# them, so a size at or above that limit OOM-kills the container before the
+# volume fills (pod-shm-exceeds-memory-limit); half leaves the rest to the
+# processes, the share of memory tmpfs takes by default (tmpfs(5):
+# size=50%). A container without a limit, or with one a template fills in,
+# leaves the size to the job, which no snapshot knows: no fix. The pod is
+# found by the finding's evidence, whose source names the manifest file and
+# line.
+shm_fix(p, vol_name) := {"fix": {"kind": "pod", "volume_size_limit": {"volume": vol_name, "size": half_size(low)}}} if {
+	writers := shm_writers(p, vol_name)
+	count(writers) > 0
+	every c in writers {
+		memory_bound(p, c)
+		not memory_limit_unknown(p, c)
+	}
+	low := min([memory_bound(p, c).bytes | some c in writers])
+	floor(low / 2) > 0
 } else := {}
 
 # A resource quantity as a string; a manifest may write a number of bytes.
