@@ -27,7 +27,7 @@ var fixKeys = map[string][]string{
 	"logind":     {"set"},
 	"modules":    {"load", "blacklist"},
 	"nccl-env":   {"set"},
-	"pod":        {"file", "container", "add_capabilities", "volume_size_limit", "resources"},
+	"pod":        {"file", "container", "add_capabilities", "volume_size_limit", "resources", "env", "remove_env"},
 }
 
 // limitsKeys are the keys of a limits fix's set: one limits.conf line.
@@ -51,7 +51,7 @@ func checkFix(fix map[string]any) []string {
 		case k == "kind":
 		case !slices.Contains(keys, k):
 			bad = append(bad, fmt.Sprintf("key %q is not one of a %s fix's (%s)", k, kind, strings.Join(keys, ", ")))
-		case k == "set":
+		case k == "set" || k == "env":
 			bad = append(bad, stringMap(k, v)...)
 			if m, ok := v.(map[string]any); ok && kind == "limits" {
 				if got := slices.Sorted(mapKeysOf(m)); !slices.Equal(got, limitsKeys) {
@@ -61,7 +61,7 @@ func checkFix(fix map[string]any) []string {
 					bad = append(bad, fmt.Sprintf("set.type %#v is not -, soft or hard", t))
 				}
 			}
-		case k == "remove" || k == "load" || k == "blacklist" || k == "add_capabilities":
+		case k == "remove" || k == "load" || k == "blacklist" || k == "add_capabilities" || k == "remove_env":
 			bad = append(bad, stringList(k, v)...)
 		case k == "file" || k == "container":
 			if s, ok := v.(string); !ok || s == "" {

@@ -59,7 +59,7 @@ func ParseFix(raw map[string]any) (Fix, error) {
 		KindLogind:    {"set"},
 		KindModules:   {"load", "blacklist"},
 		KindNCCLEnv:   {"set"},
-		KindPod:       {"file", "container", "add_capabilities", "volume_size_limit", "resources"},
+		KindPod:       {"file", "container", "add_capabilities", "volume_size_limit", "resources", "env", "remove_env"},
 	}[kind]
 	if allowed == nil {
 		return Fix{}, fmt.Errorf("fix: unknown kind %q", kind)

@@ -280,6 +280,12 @@ func TestParsePodFix(t *testing.T) {
 		{"size not a quantity", map[string]any{"kind": "pod", "volume_size_limit": map[string]any{"volume": "dshm", "size": "64Gi\nx: y"}}, PodChange{}, "want a volume name and a quantity"},
 		{"number", map[string]any{"kind": "pod", "container": "c", "resources": map[string]any{"limits": map[string]any{"memory": 1024}}}, PodChange{}, "want a string"},
 		{"nothing", map[string]any{"kind": "pod", "container": "c"}, PodChange{}, "nothing to set"},
+		{"env", map[string]any{"kind": "pod", "container": "c", "env": map[string]any{"FI_PROVIDER": "efa"}}, PodChange{Container: "c", Env: map[string]string{"FI_PROVIDER": "efa"}}, ""},
+		{"remove env", map[string]any{"kind": "pod", "container": "c", "remove_env": []any{"NCCL_ALGO"}}, PodChange{Container: "c", RemoveEnv: []string{"NCCL_ALGO"}}, ""},
+		{"env without container", map[string]any{"kind": "pod", "remove_env": []any{"NCCL_ALGO"}}, PodChange{}, "needs the container's name"},
+		{"env value that needs quoting", map[string]any{"kind": "pod", "container": "c", "env": map[string]any{"FI_PROVIDER": "efa\" x"}}, PodChange{}, "want a variable name and a non-empty value"},
+		{"env name not a variable", map[string]any{"kind": "pod", "container": "c", "remove_env": []any{"A-B"}}, PodChange{}, "not a variable name"},
+		{"env set and removed", map[string]any{"kind": "pod", "container": "c", "env": map[string]any{"A": "1"}, "remove_env": []any{"A"}}, PodChange{}, "both name A"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := ParseFix(tc.raw)

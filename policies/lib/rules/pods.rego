@@ -278,10 +278,16 @@ memory_fix(c) := {"fix": {"kind": "pod", "container": c.name, "resources": {"lim
 
 debug_knobs := {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_IB_DISABLE"}
 
-# NCCL_IB_DISABLE=0 is the default, not a debug setting.
+# NCCL_IB_DISABLE=0 is the default, not a debug setting; one from valueFrom
+# (a ConfigMap, Secret or field) has a value the pod spec does not hold.
 ib_enabled(e) if {
 	e.name == "NCCL_IB_DISABLE"
 	e.value != "1"
+}
+
+ib_enabled(e) if {
+	e.name == "NCCL_IB_DISABLE"
+	e.valueFrom
 }
 
 pod_debug_severity(e) := "high" if {
@@ -301,6 +307,9 @@ pod_debug_severity(e) := "high" if {
 #   nccl-debug-env: NCCL_IB_DISABLE=1 or NCCL_PROTO forcing LL128 is high;
 #   NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, NCCL_ALGO, NCCL_PROTO, NCCL_BUFFSIZE and
 #   NCCL_NTHREADS are medium. NCCL_COLLNET_ENABLE is not a debug knob (SHARP).
+#   The fix deletes the variable's entry from the container's env, so NCCL
+#   takes its default; fleetaudit refuses where envFrom or a $(NAME)
+#   reference would see the change.
 # related_resources:
 # - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
 #   description: NCCL environment variables
@@ -322,5 +331,6 @@ pod_nccl_debug_env contains f if {
 		"msg": sprintf("container %s of pod %s sets %s=%s, a debugging setting", [c.name, name(p), e.name, object.get(e, "value", "")]),
 		"evidence": [pod_path(i)],
 		"severity": pod_debug_severity(e),
+		"fix": {"kind": "pod", "container": c.name, "remove_env": [e.name]},
 	}
 }

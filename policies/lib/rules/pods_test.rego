@@ -63,6 +63,22 @@ test_pod_debug_env if {
 	count(findings) == 2
 }
 
+# Each debug variable's finding deletes that variable from its container.
+test_pod_debug_env_fix_removes_the_variable if {
+	c := gpu_container(8, {"env": [{"name": "NCCL_ALGO", "value": "Ring"}, {"name": "NCCL_PROTO", "value": "LL128"}]})
+	findings := pods.pod_nccl_debug_env with input as {"pods": [pod("w0", {"containers": [c]})]}
+	{f.fix | some f in findings} == {
+		{"kind": "pod", "container": "trainer", "remove_env": ["NCCL_ALGO"]},
+		{"kind": "pod", "container": "trainer", "remove_env": ["NCCL_PROTO"]},
+	}
+}
+
+# NCCL_IB_DISABLE from a ConfigMap: its value is unknown, 0 is the default.
+test_pod_debug_env_ib_disable_value_from if {
+	c := gpu_container(8, {"env": [{"name": "NCCL_IB_DISABLE", "valueFrom": {"configMapKeyRef": {"name": "nccl", "key": "ib"}}}]})
+	count(pods.pod_nccl_debug_env) == 0 with input as {"pods": [pod("w0", {"containers": [c]})]}
+}
+
 test_pod_template_of_a_workload if {
 	job := {"kind": "Job", "metadata": {"name": "train"}, "spec": {"template": {"spec": {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}
 	count(pods.pod_memory_limit_missing) == 1 with input as {"pods": [job]}
