@@ -41,9 +41,9 @@ var (
 	objectName     = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 	capabilityName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 	// envVarName is a C identifier, what a shell can export.
-	envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	resourceName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
-	quantity       = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([EPTGMK]i|[EPTGMkmun]|[eE][0-9]+)?$`)
+	envVarName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	resourceName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
+	quantity     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([EPTGMK]i|[EPTGMkmun]|[eE][0-9]+)?$`)
 )
 
 func parsePodChange(raw map[string]any) (PodChange, error) {
