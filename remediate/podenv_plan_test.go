@@ -175,3 +175,55 @@ spec:
 		t.Fatalf("refused %q (proposal %v), want the envFrom refusal", g.Refused, g.Proposal != nil)
 	}
 }
+
+// pod-rdma-resource-missing on EFA nodes: the worker requests one of the
+// node's two EFA devices and lacks IPC_LOCK; the fix raises the limit to
+// the node's count and adds the capability (or the fixed pod would be
+// pod-rdma-without-ipc-lock), and the gate proves both.
+func TestPlanEFAResourceFix(t *testing.T) {
+	file := "k8s/gpu-training/pretrain.yaml"
+	r := podRepo(t, "fleets:\n  gpu-training: {layers: [base], baseline: baselines/efa.json}\n  web-serving: {layers: [base]}\n", map[string]string{
+		"baselines/efa.json":        efaBaseline(t),
+		"layers/base/etc/nccl.conf": "NCCL_SOCKET_IFNAME=ens32\n",
+		file: `apiVersion: batch/v1
+kind: Job
+metadata: {name: pretrain, namespace: research}
+spec:
+  template:
+    spec:
+      containers:
+      - name: trainer
+        image: train:7
+        resources:
+          limits:
+            nvidia.com/gpu: 8
+            memory: 1000Gi
+            vpc.amazonaws.com/efa: 1   # one NIC per pod, from the old cluster
+        volumeMounts:
+        - {name: dshm, mountPath: /dev/shm}
+      volumes:
+      - name: dshm
+        emptyDir: {medium: Memory, sizeLimit: 64Gi}
+`,
+	})
+	g := onlyGroup(t, plan(t, r, Options{Rule: "pod-rdma-resource-missing"}))
+	prop := proposal(t, g)
+	want := []string{
+		"-            vpc.amazonaws.com/efa: 1   # one NIC per pod, from the old cluster\n",
+		"+            vpc.amazonaws.com/efa: \"2\"   # one NIC per pod, from the old cluster\n",
+		"+        securityContext:\n",
+		"+          capabilities:\n",
+		"+            add:\n",
+		"+            - IPC_LOCK\n",
+	}
+	if diff := cmp.Diff(want, changedLines(prop.Diff, file)); diff != "" {
+		t.Errorf("diff (-want +got):\n%s\n%s", diff, prop.Diff)
+	}
+	res := applyAndGate(t, r, prop)
+	if got := rulesOf(fleetResult(t, res, "gpu-training").Resolved); !slices.Contains(got, "pod-rdma-resource-missing") {
+		t.Errorf("applied: gpu-training resolved %v", got)
+	}
+	if res.Summary.Introduced != 0 {
+		t.Errorf("applied: introduced %d", res.Summary.Introduced)
+	}
+}
