@@ -178,7 +178,9 @@ pod_efa_value := {"NCCL_COLLNET_ENABLE": "0", "FI_EFA_USE_DEVICE_RDMA": "1", "FI
 #   efa (libfabric then runs NCCL's traffic over tcp or sockets). A container
 #   of a pod on the host that sets NCCL_COLLNET_ENABLE=1,
 #   FI_EFA_USE_DEVICE_RDMA other than 1, or FI_PROVIDER without efa is
-#   reported as well; an MPIJob launcher pod is not, as it runs no NCCL.
+#   reported as well, with a fix that sets those variables in the container
+#   (a value from valueFrom is not in the pod spec and is not judged); an
+#   MPIJob launcher pod is not, as it runs no NCCL.
 # related_resources:
 # - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html
 #   description: NCCL with EFA

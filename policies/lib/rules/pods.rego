@@ -94,8 +94,9 @@ volume(p, vol_name) := v if {
 #   severity: medium
 #   profiles: [gpu-training]
 #   remediation: >-
-#     Give the /dev/shm emptyDir a sizeLimit that fits the job (and count it in
-#     the container's memory limit).
+#     Give the /dev/shm emptyDir a sizeLimit that fits the job and stays below
+#     the memory limit of every container that mounts it, since its pages are
+#     charged to that limit (fleetaudit's fix: half the lowest limit).
 #   facts:
 #   - pods
 pod_shm_unbounded contains f if {
