@@ -60,12 +60,12 @@ func ParseFix(raw map[string]any) (Fix, error) {
 	}
 	f.Kind = kind
 	allowed := map[string][]string{
-		KindBootParam: {"set", "remove"},
-		KindSysctl:    {"set"},
-		KindLimits:    {"set"},
-		KindLogind:    {"set"},
-		KindModules:   {"load", "blacklist"},
-		KindNCCLEnv:   {"set"},
+		KindBootParam:     {"set", "remove"},
+		KindSysctl:        {"set"},
+		KindLimits:        {"set"},
+		KindLogind:        {"set"},
+		KindModules:       {"load", "blacklist"},
+		KindNCCLEnv:       {"set"},
 		KindPod:           {"file", "container", "add_capabilities", "volume_size_limit", "resources", "env", "remove_env"},
 		KindServiceLimits: {"unit", "set"},
 	}[kind]
