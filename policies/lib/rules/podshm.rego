@@ -31,13 +31,12 @@ memory_limit_unknown(p, c) if {
 	not quantity_bytes(q)
 }
 
-# The lowest limit that bounds the container, when one is known.
-memory_bound(p, c) := l if {
+# The lowest limit that bounds the container, when one is known (the
+# container's own where the two are equal).
+memory_bound(p, c) := [x | some x in limits; x.bytes == low][0] if {
 	limits := memory_limits(p, c)
 	count(limits) > 0
 	low := min([x.bytes | some x in limits])
-	some l in limits
-	l.bytes == low
 }
 
 # Containers that mount the volume at /dev/shm.

@@ -57,6 +57,11 @@ test_shm_exceeds_pod_level_limit if {
 	[g] := [g | some g in pods.pod_shm_exceeds_memory_limit with input as {"pods": [lower]}]
 	contains(g.msg, "of trainer (32Gi)")
 	g.fix.volume_size_limit.size == "16Gi"
+
+	# The two equal, written differently: one bound, the container's text.
+	same := pod("w2", {"resources": {"limits": {"memory": "68719476736"}}, "containers": [gpu_container(8, object.union(shm_mount, {"resources": {"limits": {"memory": "64Gi"}}}))], "volumes": [shm_volume({"medium": "Memory", "sizeLimit": "64Gi"})]})
+	[h] := [h | some h in pods.pod_shm_exceeds_memory_limit with input as {"pods": [same]}]
+	contains(h.msg, "of trainer (64Gi)")
 }
 
 # Two containers mount the volume: the one whose limit it reaches is
