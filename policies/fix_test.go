@@ -27,7 +27,9 @@ var fixKeys = map[string][]string{
 	"logind":     {"set"},
 	"modules":    {"load", "blacklist"},
 	"nccl-env":   {"set"},
-	"pod":        {"file", "container", "add_capabilities", "volume_size_limit", "resources"},
+	"pod":        {"file", "container", "add_capabilities", "volume_size_limit", "resources", "env", "remove_env"},
+	// service-limits: "unit" and "set" (LimitMEMLOCK= ...).
+	"service-limits": {"unit", "set"},
 }
 
 // limitsKeys are the keys of a limits fix's set: one limits.conf line.
@@ -51,7 +53,7 @@ func checkFix(fix map[string]any) []string {
 		case k == "kind":
 		case !slices.Contains(keys, k):
 			bad = append(bad, fmt.Sprintf("key %q is not one of a %s fix's (%s)", k, kind, strings.Join(keys, ", ")))
-		case k == "set":
+		case k == "set" || k == "env":
 			bad = append(bad, stringMap(k, v)...)
 			if m, ok := v.(map[string]any); ok && kind == "limits" {
 				if got := slices.Sorted(mapKeysOf(m)); !slices.Equal(got, limitsKeys) {
@@ -61,9 +63,9 @@ func checkFix(fix map[string]any) []string {
 					bad = append(bad, fmt.Sprintf("set.type %#v is not -, soft or hard", t))
 				}
 			}
-		case k == "remove" || k == "load" || k == "blacklist" || k == "add_capabilities":
+		case k == "remove" || k == "load" || k == "blacklist" || k == "add_capabilities" || k == "remove_env":
 			bad = append(bad, stringList(k, v)...)
-		case k == "file" || k == "container":
+		case k == "file" || k == "container" || k == "unit":
 			if s, ok := v.(string); !ok || s == "" {
 				bad = append(bad, fmt.Sprintf("%s %#v is not a non-empty string", k, v))
 			}
@@ -142,9 +144,9 @@ func TestCheckFix(t *testing.T) {
 		{"pod", map[string]any{"kind": "pod", "container": "w", "add_capabilities": []any{"IPC_LOCK"},
 			"volume_size_limit": map[string]any{"volume": "dshm", "size": "64Gi"}, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}}, nil},
 		{"kind typo", map[string]any{"kind": "sysctls", "set": map[string]any{"a": "1"}},
-			[]string{"kind \"sysctls\" is not one of boot-param, limits, logind, modules, nccl-env, pod, sysctl"}},
+			[]string{"kind \"sysctls\" is not one of boot-param, limits, logind, modules, nccl-env, pod, service-limits, sysctl"}},
 		{"no kind", map[string]any{"set": map[string]any{"a": "1"}},
-			[]string{"kind <nil> is not one of boot-param, limits, logind, modules, nccl-env, pod, sysctl"}},
+			[]string{"kind <nil> is not one of boot-param, limits, logind, modules, nccl-env, pod, service-limits, sysctl"}},
 		{"key of another kind", map[string]any{"kind": "sysctl", "remove": []any{"a"}},
 			[]string{`key "remove" is not one of a sysctl fix's (set)`}},
 		{"number value", map[string]any{"kind": "sysctl", "set": map[string]any{"vm.max_map_count": 262144}},

@@ -27,7 +27,17 @@ const (
 	// /etc/environment: the last profile.d script is the highest
 	// precedence the NCCL collector knows.
 	ncclDropin = "etc/profile.d/99-fleetaudit.sh"
+	// A unit's drop-ins are read in file name order across every
+	// directory, and "systemctl edit" writes override.conf, which sorts
+	// after any numbered name: "zz-" sorts after both, so the limit set
+	// here is the last assignment systemd reads.
+	serviceDropinName = "zz-fleetaudit.conf"
 )
+
+// serviceDropin is the drop-in of unit, relative to a layer.
+func serviceDropin(unit string) string {
+	return "etc/systemd/system/" + unit + ".d/" + serviceDropinName
+}
 
 func lines(old []byte) []string {
 	if len(old) == 0 {
@@ -134,6 +144,18 @@ func cmpOr(s, def string) string {
 
 // editLogind sets keys of the [Login] section of a logind.conf drop-in.
 func editLogind(old []byte, set map[string]string) []byte {
+	return editSection(old, "[Login]", set)
+}
+
+// editServiceLimits sets keys of the [Service] section of a unit drop-in.
+func editServiceLimits(old []byte, set map[string]string) []byte {
+	return editSection(old, "[Service]", set)
+}
+
+// editSection sets keys of one section of a systemd-style INI drop-in: a
+// key there is replaced in place (a later duplicate dropped), the others
+// are added at the section's end, or in a new section at the file's end.
+func editSection(old []byte, header string, set map[string]string) []byte {
 	ls := withHeader(lines(old))
 	section := ""
 	done := map[string]bool{}
@@ -143,7 +165,7 @@ func editLogind(old []byte, set map[string]string) []byte {
 		t := strings.TrimSpace(l)
 		if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
 			section = t
-		} else if section == "[Login]" {
+		} else if section == header {
 			if k, _, ok := strings.Cut(t, "="); ok && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, ";") {
 				k = strings.TrimSpace(k)
 				if v, want := set[k]; want {
@@ -158,7 +180,7 @@ func editLogind(old []byte, set map[string]string) []byte {
 			}
 		}
 		out = append(out, l)
-		if section == "[Login]" && t != "" {
+		if section == header && t != "" {
 			loginEnd = len(out)
 		}
 	}
@@ -172,7 +194,7 @@ func editLogind(old []byte, set map[string]string) []byte {
 		return joinLines(out)
 	}
 	if loginEnd < 0 {
-		return joinLines(append(append(out, "[Login]"), add...))
+		return joinLines(append(append(out, header), add...))
 	}
 	return joinLines(slices.Insert(out, loginEnd, add...))
 }

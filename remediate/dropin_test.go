@@ -39,6 +39,10 @@ func TestDropinEdits(t *testing.T) {
 			"[Login]\nRemoveIPC=yes\nRemoveIPC=yes\n", "[Login]\nRemoveIPC=no\n"},
 		{"logind new", func(b []byte) []byte { return editLogind(b, map[string]string{"RemoveIPC": "no"}) },
 			"", hdr + "[Login]\nRemoveIPC=no\n"},
+		{"service limits new", func(b []byte) []byte { return editServiceLimits(b, map[string]string{"LimitMEMLOCK": "infinity"}) },
+			"", hdr + "[Service]\nLimitMEMLOCK=infinity\n"},
+		{"service limits replaced in [Service] only", func(b []byte) []byte { return editServiceLimits(b, map[string]string{"LimitMEMLOCK": "infinity"}) },
+			"[Unit]\nLimitMEMLOCK=1\n[Service]\nLimitMEMLOCK=64M\nLimitNOFILE=1048576\n", "[Unit]\nLimitMEMLOCK=1\n[Service]\nLimitMEMLOCK=infinity\nLimitNOFILE=1048576\n"},
 		{"modules added once", func(b []byte) []byte { return editList(b, []string{"nvidia_peermem", "nvidia_peermem"}) },
 			"nvidia_peermem\n", "nvidia_peermem\n"},
 		{"blacklist", func(b []byte) []byte { return editList(b, []string{"blacklist nv_peer_mem"}) },
@@ -91,6 +95,14 @@ func TestParseFix(t *testing.T) {
 		{"empty", map[string]any{"kind": "logind"}, "nothing to set"},
 		{"sysctl of several values", map[string]any{"kind": "sysctl", "set": map[string]any{"net.ipv4.tcp_rmem": "4096\t87380 6291456"}}, ""},
 		{"space in a boot param", map[string]any{"kind": "boot-param", "set": map[string]any{"x": "a b"}}, "a value must"},
+		{"service limits", map[string]any{"kind": "service-limits", "unit": "slurmd.service", "set": map[string]any{"LimitMEMLOCK": "infinity"}}, ""},
+		{"service template instance", map[string]any{"kind": "service-limits", "unit": "getty@tty1.service", "set": map[string]any{"LimitNOFILE": "65536"}}, ""},
+		{"service unit a path", map[string]any{"kind": "service-limits", "unit": "../../etc/passwd.service", "set": map[string]any{"LimitMEMLOCK": "infinity"}}, "want a service unit name"},
+		{"service unit not a service", map[string]any{"kind": "service-limits", "unit": "slurmd.socket", "set": map[string]any{"LimitMEMLOCK": "infinity"}}, "want a service unit name"},
+		{"service unit missing", map[string]any{"kind": "service-limits", "set": map[string]any{"LimitMEMLOCK": "infinity"}}, "want a service unit name"},
+		{"service directive not a limit", map[string]any{"kind": "service-limits", "unit": "slurmd.service", "set": map[string]any{"ExecStart": "/bin/sh"}}, "not a Limit*= directive"},
+		{"service value with a newline", map[string]any{"kind": "service-limits", "unit": "slurmd.service", "set": map[string]any{"LimitMEMLOCK": "infinity\nExecStartPre=/bin/sh"}}, "a value must"},
+		{"service nothing", map[string]any{"kind": "service-limits", "unit": "slurmd.service"}, "nothing to set"},
 		{"sysctl words with shell", map[string]any{"kind": "sysctl", "set": map[string]any{"a.b": "1 $(reboot)"}}, "a value must"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +127,32 @@ func TestMergeFixes(t *testing.T) {
 	a := Fix{Kind: KindSysctl, Set: map[string]string{"vm.max_map_count": "262144"}}
 	b := Fix{Kind: KindSysctl, Set: map[string]string{"vm.max_map_count": "1048576"}}
 	if _, err := a.merge(b); err == nil || !strings.Contains(err.Error(), "vm.max_map_count=262144 and vm.max_map_count=1048576") {
+		t.Errorf("conflict: %v", err)
+	}
+}
+
+// Service limits of two units join; one unit asked for two values of a
+// limit cannot.
+func TestMergeServiceLimits(t *testing.T) {
+	fix := func(unit, v string) Fix {
+		f, err := ParseFix(map[string]any{"kind": "service-limits", "unit": unit, "set": map[string]any{"LimitMEMLOCK": v}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	got, err := fix("slurmd.service", "infinity").merge(fix("containerd.service", "infinity"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{"slurmd.service": {"LimitMEMLOCK": "infinity"}, "containerd.service": {"LimitMEMLOCK": "infinity"}}
+	if diff := cmp.Diff(want, got.Services); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
+	}
+	if s := got.String(); s != "service-limits: containerd.service: LimitMEMLOCK=infinity; slurmd.service: LimitMEMLOCK=infinity" {
+		t.Errorf("String() = %q", s)
+	}
+	if _, err := fix("slurmd.service", "infinity").merge(fix("slurmd.service", "8G")); err == nil || !strings.Contains(err.Error(), "LimitMEMLOCK=infinity and LimitMEMLOCK=8G") {
 		t.Errorf("conflict: %v", err)
 	}
 }

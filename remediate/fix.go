@@ -19,6 +19,9 @@ const (
 	KindModules   = "modules"
 	KindNCCLEnv   = "nccl-env"
 	KindPod       = "pod"
+	// KindServiceLimits sets resource limits (LimitMEMLOCK= ...) of one
+	// systemd service in a drop-in of its own.
+	KindServiceLimits = "service-limits"
 )
 
 // Fix is a finding's structured fix, decoded and checked.
@@ -35,6 +38,10 @@ type Fix struct {
 	// Pods are the changes of a pod fix, one per finding; each is placed
 	// in the manifest its finding's evidence (pods.<i>) cites.
 	Pods []PodChange `json:"pods,omitempty"`
+	// Services map a systemd unit to the [Service] limits a
+	// service-limits fix sets ({"slurmd.service": {"LimitMEMLOCK":
+	// "infinity"}}); a finding's "unit" and "set".
+	Services map[string]map[string]string `json:"services,omitempty"`
 }
 
 // ErrNoFix marks a finding whose rule attached no fix.
@@ -53,13 +60,14 @@ func ParseFix(raw map[string]any) (Fix, error) {
 	}
 	f.Kind = kind
 	allowed := map[string][]string{
-		KindBootParam: {"set", "remove"},
-		KindSysctl:    {"set"},
-		KindLimits:    {"set"},
-		KindLogind:    {"set"},
-		KindModules:   {"load", "blacklist"},
-		KindNCCLEnv:   {"set"},
-		KindPod:       {"file", "container", "add_capabilities", "volume_size_limit", "resources"},
+		KindBootParam:     {"set", "remove"},
+		KindSysctl:        {"set"},
+		KindLimits:        {"set"},
+		KindLogind:        {"set"},
+		KindModules:       {"load", "blacklist"},
+		KindNCCLEnv:       {"set"},
+		KindPod:           {"file", "container", "add_capabilities", "volume_size_limit", "resources", "env", "remove_env"},
+		KindServiceLimits: {"unit", "set"},
 	}[kind]
 	if allowed == nil {
 		return Fix{}, fmt.Errorf("fix: unknown kind %q", kind)
@@ -80,6 +88,18 @@ func ParseFix(raw map[string]any) (Fix, error) {
 	var err error
 	if f.Set, err = stringMap(raw, "set"); err != nil {
 		return Fix{}, fmt.Errorf("fix %s: %w", kind, err)
+	}
+	if kind == KindServiceLimits {
+		unit, _ := raw["unit"].(string)
+		if !unitName.MatchString(unit) {
+			return Fix{}, fmt.Errorf("fix %s: unit %#v: want a service unit name (name.service)", kind, raw["unit"])
+		}
+		if len(f.Set) == 0 {
+			return Fix{}, fmt.Errorf("fix %s: nothing to set", kind)
+		}
+		f.Services = map[string]map[string]string{unit: f.Set}
+		f.Set = nil
+		return f, f.check()
 	}
 	for key, dst := range map[string]*[]string{"remove": &f.Remove, "load": &f.Load, "blacklist": &f.Blacklist} {
 		if *dst, err = stringList(raw, key); err != nil {
@@ -145,9 +165,25 @@ var (
 	envName     = regexp.MustCompile(`^(NCCL|FI)_[A-Za-z0-9_]+$`)
 	moduleName  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 	limitDomain = regexp.MustCompile(`^[*%@A-Za-z0-9_.:-]+$`)
+	// unitName is a service unit (a template instance included), one path
+	// component: systemd's unit name characters less the backslash.
+	unitName = regexp.MustCompile(`^[A-Za-z0-9_:-][A-Za-z0-9_.:@-]*\.service$`)
+	// serviceLimit is a resource-limit directive of [Service]
+	// (systemd.exec(5), "Process Properties").
+	serviceLimit = regexp.MustCompile(`^Limit[A-Z]+$`)
 )
 
 func (f Fix) check() error {
+	for unit, set := range f.Services {
+		for k, v := range set {
+			if !serviceLimit.MatchString(k) {
+				return fmt.Errorf("fix %s: %s: %s is not a Limit*= directive", f.Kind, unit, k)
+			}
+			if v == "" || !safeValue.MatchString(v) {
+				return fmt.Errorf("fix %s: %s: %s=%q: a value must be non-empty and hold only letters, digits and _.,:/@%%+=-", f.Kind, unit, k, v)
+			}
+		}
+	}
 	for k, v := range f.Set {
 		if f.Kind == KindLimits && k == "domain" {
 			continue // checked below: "*", "@group", "%group"
@@ -221,6 +257,23 @@ func (f Fix) merge(o Fix) (Fix, error) {
 		}
 		return out, nil
 	}
+	if f.Kind == KindServiceLimits {
+		out.Services = map[string]map[string]string{}
+		for _, src := range []map[string]map[string]string{f.Services, o.Services} {
+			for unit, set := range src {
+				if out.Services[unit] == nil {
+					out.Services[unit] = map[string]string{}
+				}
+				for k, v := range set {
+					if old, ok := out.Services[unit][k]; ok && old != v {
+						return f, fmt.Errorf("the findings ask for %s %s=%s and %s=%s", unit, k, old, k, v)
+					}
+					out.Services[unit][k] = v
+				}
+			}
+		}
+		return out, nil
+	}
 	if f.Kind == KindLimits {
 		// The soft and the hard limit of one item to one value are one
 		// line of type "-".
@@ -285,6 +338,9 @@ func (f Fix) String() string {
 	}
 	for _, c := range f.Pods {
 		parts = append(parts, c.String())
+	}
+	for _, unit := range slices.Sorted(maps.Keys(f.Services)) {
+		parts = append(parts, unit+": "+describeSet(f.Services[unit]))
 	}
 	return f.Kind + ": " + strings.Join(parts, "; ")
 }

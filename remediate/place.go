@@ -147,6 +147,13 @@ func Place(co *configrepo.Checkout, m *configrepo.Manifest, fleet string, affect
 		err = write(logindDropin, plain(func(b []byte) []byte { return editLogind(b, fix.Set) }))
 	case KindNCCLEnv:
 		err = write(ncclDropin, plain(func(b []byte) []byte { return editNCCLEnv(b, fix.Set) }))
+	case KindServiceLimits:
+		for _, unit := range slices.Sorted(maps.Keys(fix.Services)) {
+			set := fix.Services[unit]
+			if err = write(serviceDropin(unit), plain(func(b []byte) []byte { return editServiceLimits(b, set) })); err != nil {
+				break
+			}
+		}
 	case KindModules:
 		if len(fix.Load) > 0 {
 			err = write(modulesDropin, plain(func(b []byte) []byte { return editList(b, fix.Load) }))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -564,6 +565,8 @@ func body(g *Group, res *configrepo.Result, prop *Proposal) string {
 		b.WriteString("Boot parameters take effect at the next grub-mkconfig and reboot, so does the rollback.\n")
 	case KindPod:
 		b.WriteString("A manifest takes effect when it is applied to the cluster; running pods keep their spec until they are recreated, so does the rollback.\n")
+	case KindServiceLimits:
+		b.WriteString("A service takes a new limit when systemd reloads its units and the service restarts (systemctl daemon-reload, then systemctl restart " + strings.Join(slices.Sorted(maps.Keys(g.Fix.Services)), " ") + "); the jobs it starts inherit it from then on, and so does the rollback.\n")
 	default:
 		b.WriteString("Hosts take the old values at their next configuration apply.\n")
 	}

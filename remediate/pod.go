@@ -30,14 +30,20 @@ type PodChange struct {
 	// Volume gets emptyDir.sizeLimit Size.
 	Volume string `json:"volume,omitempty"`
 	Size   string `json:"size,omitempty"`
+	// Env are variables of Container set to a value; RemoveEnv are
+	// variables whose entries are deleted.
+	Env       map[string]string `json:"env,omitempty"`
+	RemoveEnv []string          `json:"remove_env,omitempty"`
 }
 
 var (
 	// objectName is a container or volume name (a DNS label, loosely).
 	objectName     = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 	capabilityName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	resourceName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
-	quantity       = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([EPTGMK]i|[EPTGMkmun]|[eE][0-9]+)?$`)
+	// envVarName is a C identifier, what a shell can export.
+	envVarName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	resourceName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
+	quantity     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([EPTGMK]i|[EPTGMkmun]|[eE][0-9]+)?$`)
 )
 
 func parsePodChange(raw map[string]any) (PodChange, error) {
@@ -97,15 +103,34 @@ func parsePodChange(raw map[string]any) (PodChange, error) {
 			}
 		}
 	}
+	if c.Env, err = stringMap(raw, "env"); err != nil {
+		return c, err
+	}
+	for k, v := range c.Env {
+		if !envVarName.MatchString(k) || !safeValue.MatchString(v) || v == "" {
+			return c, fmt.Errorf("env: %q=%q: want a variable name and a non-empty value of letters, digits and _.,:/@%%+=-", k, v)
+		}
+	}
+	if c.RemoveEnv, err = stringList(raw, "remove_env"); err != nil {
+		return c, err
+	}
+	for _, k := range c.RemoveEnv {
+		if !envVarName.MatchString(k) {
+			return c, fmt.Errorf("remove_env: %q is not a variable name", k)
+		}
+		if _, set := c.Env[k]; set {
+			return c, fmt.Errorf("env and remove_env both name %s", k)
+		}
+	}
 	for _, capName := range c.AddCapabilities {
 		if !capabilityName.MatchString(capName) {
 			return c, fmt.Errorf("add_capabilities: %q is not a capability name", capName)
 		}
 	}
-	if (len(c.AddCapabilities) > 0 || len(c.Limits) > 0) && !objectName.MatchString(c.Container) {
-		return c, fmt.Errorf("container %q: a capability or limit needs the container's name", c.Container)
+	if (len(c.AddCapabilities) > 0 || len(c.Limits) > 0 || len(c.Env) > 0 || len(c.RemoveEnv) > 0) && !objectName.MatchString(c.Container) {
+		return c, fmt.Errorf("container %q: a capability, limit or env change needs the container's name", c.Container)
 	}
-	if len(c.AddCapabilities)+len(c.Limits) == 0 && c.Volume == "" {
+	if len(c.AddCapabilities)+len(c.Limits)+len(c.Env)+len(c.RemoveEnv) == 0 && c.Volume == "" {
 		return c, errors.New("nothing to set")
 	}
 	return c, nil
@@ -113,7 +138,8 @@ func parsePodChange(raw map[string]any) (PodChange, error) {
 
 func (c PodChange) equal(o PodChange) bool {
 	return c.File == o.File && c.Line == o.Line && c.Container == o.Container && c.Volume == o.Volume && c.Size == o.Size &&
-		slices.Equal(c.AddCapabilities, o.AddCapabilities) && maps.Equal(c.Limits, o.Limits)
+		slices.Equal(c.AddCapabilities, o.AddCapabilities) && maps.Equal(c.Limits, o.Limits) &&
+		maps.Equal(c.Env, o.Env) && slices.Equal(c.RemoveEnv, o.RemoveEnv)
 }
 
 func (c PodChange) String() string {
@@ -133,6 +159,12 @@ func (c PodChange) String() string {
 	}
 	if c.Volume != "" {
 		parts = append(parts, fmt.Sprintf("volume %s: emptyDir sizeLimit %s", c.Volume, c.Size))
+	}
+	if len(c.Env) > 0 {
+		parts = append(parts, fmt.Sprintf("container %s: env %s", c.Container, describeSet(c.Env)))
+	}
+	if len(c.RemoveEnv) > 0 {
+		parts = append(parts, fmt.Sprintf("container %s: remove env %s", c.Container, strings.Join(c.RemoveEnv, " ")))
 	}
 	return b.String() + strings.Join(parts, ", ")
 }

@@ -89,7 +89,34 @@ spec:
           emptyDir:
             medium: Memory   # NCCL shared memory
 `,
-		diff: []string{"+            sizeLimit: 64Gi\n"},
+		diff: []string{"+            sizeLimit: 32Gi\n"},
+	}, {
+		name: "sizeLimit at the memory limit lowered, a Pod with a pod-level limit",
+		rule: "pod-shm-exceeds-memory-limit",
+		file: "k8s/gpu-training/eval.yaml",
+		content: `apiVersion: v1
+kind: Pod
+metadata: {name: eval, namespace: research}
+spec:
+  resources:
+    limits: {memory: 96Gi}   # the pod's budget
+  containers:
+  - name: eval
+    image: eval:3
+    resources:
+      limits: {nvidia.com/gpu: 1}
+    volumeMounts:
+    - {name: shm, mountPath: /dev/shm}
+  volumes:
+  - name: shm
+    emptyDir:
+      medium: Memory
+      sizeLimit: 96Gi   # "as much as the pod has"
+`,
+		diff: []string{
+			"-      sizeLimit: 96Gi   # \"as much as the pod has\"\n",
+			"+      sizeLimit: 48Gi   # \"as much as the pod has\"\n",
+		},
 	}, {
 		name: "memory limit from the request, a Job",
 		rule: "pod-memory-limit-missing",
@@ -253,6 +280,12 @@ func TestParsePodFix(t *testing.T) {
 		{"size not a quantity", map[string]any{"kind": "pod", "volume_size_limit": map[string]any{"volume": "dshm", "size": "64Gi\nx: y"}}, PodChange{}, "want a volume name and a quantity"},
 		{"number", map[string]any{"kind": "pod", "container": "c", "resources": map[string]any{"limits": map[string]any{"memory": 1024}}}, PodChange{}, "want a string"},
 		{"nothing", map[string]any{"kind": "pod", "container": "c"}, PodChange{}, "nothing to set"},
+		{"env", map[string]any{"kind": "pod", "container": "c", "env": map[string]any{"FI_PROVIDER": "efa"}}, PodChange{Container: "c", Env: map[string]string{"FI_PROVIDER": "efa"}}, ""},
+		{"remove env", map[string]any{"kind": "pod", "container": "c", "remove_env": []any{"NCCL_ALGO"}}, PodChange{Container: "c", RemoveEnv: []string{"NCCL_ALGO"}}, ""},
+		{"env without container", map[string]any{"kind": "pod", "remove_env": []any{"NCCL_ALGO"}}, PodChange{}, "needs the container's name"},
+		{"env value that needs quoting", map[string]any{"kind": "pod", "container": "c", "env": map[string]any{"FI_PROVIDER": "efa\" x"}}, PodChange{}, "want a variable name and a non-empty value"},
+		{"env name not a variable", map[string]any{"kind": "pod", "container": "c", "remove_env": []any{"A-B"}}, PodChange{}, "not a variable name"},
+		{"env set and removed", map[string]any{"kind": "pod", "container": "c", "env": map[string]any{"A": "1"}, "remove_env": []any{"A"}}, PodChange{}, "both name A"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := ParseFix(tc.raw)

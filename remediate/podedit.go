@@ -58,6 +58,20 @@ func editPod(data []byte, c PodChange) ([]byte, error) {
 		}
 		data = out
 	}
+	var envOps []envOp
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		envOps = append(envOps, envOp{container: c.Container, name: k, value: c.Env[k]})
+	}
+	for _, k := range c.RemoveEnv {
+		envOps = append(envOps, envOp{container: c.Container, name: k, remove: true})
+	}
+	for _, op := range envOps {
+		out, err := applyEnvOp(data, c.Line, op)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		data = out
+	}
 	return data, nil
 }
 
@@ -547,6 +561,31 @@ func (e *textEdit) sequenceIndent(pod *yaml.Node) int {
 // sameButOp checks that the edited file is the old one with op applied to
 // the pod at path in document doc, and nothing else changed.
 func sameButOp(old, edited []byte, doc int, path []any, op podOp) error {
+	return sameBut(old, edited, doc, path, op.String(), func(m map[string]any) {
+		for i, k := range op.keys {
+			if i == len(op.keys)-1 {
+				if op.appendTo {
+					l, _ := m[k].([]any)
+					m[k] = append(l, op.value)
+				} else {
+					m[k] = op.value
+				}
+				break
+			}
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+	})
+}
+
+// sameBut checks that the edited file is the old one with change applied
+// to the mapping at path in document doc (what names the change), and
+// nothing else changed.
+func sameBut(old, edited []byte, doc int, path []any, what string, change func(m map[string]any)) error {
 	before, err := decodeValues(old)
 	if err != nil {
 		return err
@@ -579,25 +618,9 @@ func sameButOp(old, edited []byte, doc int, path []any, op podOp) error {
 	if !ok {
 		return errors.New("the edited mapping does not decode as one")
 	}
-	for i, k := range op.keys {
-		if i == len(op.keys)-1 {
-			if op.appendTo {
-				l, _ := m[k].([]any)
-				m[k] = append(l, op.value)
-			} else {
-				m[k] = op.value
-			}
-			break
-		}
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
-	}
+	change(m)
 	if !reflect.DeepEqual(before, after) {
-		return fmt.Errorf("the edited file is not the old one plus %s alone (a YAML anchor shares the edited part, or the layout is one fleetaudit misread); edit by hand", op)
+		return fmt.Errorf("the edited file is not the old one plus %s alone (a YAML anchor shares the edited part, or the layout is one fleetaudit misread); edit by hand", what)
 	}
 	return nil
 }

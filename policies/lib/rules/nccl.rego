@@ -146,17 +146,26 @@ not_efa_provider(v) if {
 }
 
 # What a container's env sets wrong on an EFA host. NCCL_SOCKET_IFNAME unset
-# in a pod is not a problem of the pod: the host's setting applies.
+# in a pod is not a problem of the pod: the host's setting applies. A value
+# from valueFrom (a ConfigMap, Secret or field) is not in the pod spec:
+# unknown, not judged.
 pod_efa_problem(e) := "NCCL_COLLNET_ENABLE=1 (EFA has no CollNet)" if {
+	not e.valueFrom
 	e.name == "NCCL_COLLNET_ENABLE"
 	collnet_on(object.get(e, "value", ""))
 } else := sprintf("FI_EFA_USE_DEVICE_RDMA=%s (GPUDirect off)", [object.get(e, "value", "")]) if {
+	not e.valueFrom
 	e.name == "FI_EFA_USE_DEVICE_RDMA"
 	rdma_off(object.get(e, "value", ""))
 } else := sprintf("FI_PROVIDER=%s (not the EFA provider)", [object.get(e, "value", "")]) if {
+	not e.valueFrom
 	e.name == "FI_PROVIDER"
 	not_efa_provider(object.get(e, "value", ""))
 }
+
+# The value a pod fix gives each variable pod_efa_problem reports: NCCL's
+# default for CollNet, GPUDirect on, the EFA provider.
+pod_efa_value := {"NCCL_COLLNET_ENABLE": "0", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_PROVIDER": "efa"}
 
 # METADATA
 # title: NCCL settings wrong for EFA
@@ -169,7 +178,9 @@ pod_efa_problem(e) := "NCCL_COLLNET_ENABLE=1 (EFA has no CollNet)" if {
 #   efa (libfabric then runs NCCL's traffic over tcp or sockets). A container
 #   of a pod on the host that sets NCCL_COLLNET_ENABLE=1,
 #   FI_EFA_USE_DEVICE_RDMA other than 1, or FI_PROVIDER without efa is
-#   reported as well; an MPIJob launcher pod is not, as it runs no NCCL.
+#   reported as well, with a fix that sets those variables in the container
+#   (a value from valueFrom is not in the pod spec and is not judged); an
+#   MPIJob launcher pod is not, as it runs no NCCL.
 # related_resources:
 # - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html
 #   description: NCCL with EFA
@@ -211,6 +222,7 @@ efa_nccl_env contains f if {
 	f := {
 		"msg": sprintf("EFA host: container %s of pod %s sets %s", [c.name, pods.name(p), concat("; ", sort(problems))]),
 		"evidence": ["rdma.devices", pods.pod_path(i)],
+		"fix": {"kind": "pod", "container": c.name, "env": {e.name: pod_efa_value[e.name] | some e in object.get(c, "env", []); pod_efa_problem(e)}},
 	}
 }
 

@@ -105,17 +105,30 @@ pod(labels, env) := {
 	"spec": {"containers": [{"name": "trainer", "env": env}]},
 }
 
+good_env := [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "NCCL_COLLNET_ENABLE", "value": "0"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}]
+
+# A value from a ConfigMap, Secret or field is not in the pod spec: not
+# judged (it read as "" before, which is no provider).
+test_efa_pod_env_value_from_not_judged if {
+	from := [{"name": "FI_PROVIDER", "valueFrom": {"configMapKeyRef": {"name": "fabric", "key": "provider"}}}, {"name": "FI_EFA_USE_DEVICE_RDMA", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['rdma']"}}}]
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({}, from)]})
+}
+
 test_efa_pod_env if {
 	bad := [{"name": "FI_PROVIDER", "value": "tcp"}, {"name": "NCCL_COLLNET_ENABLE", "value": "1"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "0"}]
 	h := object.union(host(efa_ok, efa), {"pods": [pod({}, bad)]})
 	[f] := [f | some f in nccl.efa_nccl_env with input as h]
 	f.evidence == ["rdma.devices", "pods.0"]
 	f.msg == "EFA host: container trainer of pod ml/w-0 sets FI_EFA_USE_DEVICE_RDMA=0 (GPUDirect off); FI_PROVIDER=tcp (not the EFA provider); NCCL_COLLNET_ENABLE=1 (EFA has no CollNet)"
-	not f.fix
+	f.fix == {"kind": "pod", "container": "trainer", "env": {"FI_PROVIDER": "efa", "NCCL_COLLNET_ENABLE": "0", "FI_EFA_USE_DEVICE_RDMA": "1"}}
+
+	# The fix sets only what is wrong.
+	one := array.concat(good_env, [{"name": "FI_PROVIDER", "value": "^efa"}])
+	[g] := [g | some g in nccl.efa_nccl_env with input as object.union(host(efa_ok, efa), {"pods": [pod({}, one)]})]
+	g.fix == {"kind": "pod", "container": "trainer", "env": {"FI_PROVIDER": "efa"}}
 
 	# Right values, a launcher, or an InfiniBand host: nothing.
-	good := [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "NCCL_COLLNET_ENABLE", "value": "0"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}]
-	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({}, good)]})
+	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({}, good_env)]})
 	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, efa), {"pods": [pod({"training.kubeflow.org/job-role": "launcher"}, bad)]})
 	count(nccl.efa_nccl_env) == 0 with input as object.union(host(efa_ok, ib), {"pods": [pod({}, bad)]})
 }

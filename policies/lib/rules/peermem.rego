@@ -334,6 +334,12 @@ gpudirect_path_missing contains f if {
 	)
 }
 
+# No fix: modules-load.d already lists the module and nothing blocks it,
+# so a modules fix would write what is there. What failed is the load at
+# boot (ordering, a module built for another kernel or another ib_core),
+# which the snapshot does not show; the finding is live-only, so the gate
+# could not prove a change either.
+
 # METADATA
 # title: nvidia-peermem configured to load but not loaded
 # description: >-

@@ -233,6 +233,9 @@ test_configured_not_loaded if {
 	m.severity == "medium"
 	m.evidence == ["modules.configured.nvidia_peermem", "modules.loaded"]
 
+	# No fix: the configuration already loads it (see the rule).
+	not "fix" in object.keys(m)
+
 	# DMA-BUF impossible (proprietary module): high, with the reason.
 	h := object.union(dmabuf_host(["nvidia"], {"nvidia_peermem": true}), {"nvidia": {"flavor": "proprietary"}})
 	[f] := [f | some f in peermem.peermem_configured_not_loaded with input as h]

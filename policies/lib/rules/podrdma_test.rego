@@ -41,3 +41,30 @@ test_not_reported if {
 	launcher := object.union(pod({}, {}), {"metadata": {"labels": {"training.kubeflow.org/job-role": "launcher"}}})
 	count(pods.pod_rdma_resource_missing) == 0 with input as on(ib, launcher)
 }
+
+# On an EFA-only node: the node's count on the container, with IPC_LOCK.
+test_efa_fix if {
+	[f] := [f | some f in pods.pod_rdma_resource_missing with input as on(efa, pod({"vpc.amazonaws.com/efa": 2}, {}))]
+	f.fix == {"kind": "pod", "container": "c", "resources": {"limits": {"vpc.amazonaws.com/efa": "4"}}, "add_capabilities": ["IPC_LOCK"]}
+	ipc := {"securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}
+	[g] := [g | some g in pods.pod_rdma_resource_missing with input as on(efa, pod({}, ipc))]
+	g.fix == {"kind": "pod", "container": "c", "resources": {"limits": {"vpc.amazonaws.com/efa": "4"}}}
+}
+
+# No fix: an InfiniBand or mixed node (the resource name is the device
+# plugin's), an EFA request the limit must equal, two GPU containers.
+test_efa_fix_not_guessed if {
+	[a] := [f | some f in pods.pod_rdma_resource_missing with input as on(ib, pod({}, {}))]
+	not a.fix
+	[b] := [f | some f in pods.pod_rdma_resource_missing with input as on(object.union(efa, ib), pod({"vpc.amazonaws.com/efa": 2}, {}))]
+	not b.fix
+	requests := {"resources": {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": 2}, "requests": {"vpc.amazonaws.com/efa": 2}}}
+	[c] := [f | some f in pods.pod_rdma_resource_missing with input as on(efa, pod({}, requests))]
+	not c.fix
+	two := {"metadata": {"name": "w-0", "namespace": "ml"}, "spec": {"containers": [
+		{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "4"}}},
+		{"name": "b", "resources": {"limits": {"nvidia.com/gpu": "4"}}},
+	]}}
+	[d] := [f | some f in pods.pod_rdma_resource_missing with input as on(efa, two)]
+	not d.fix
+}

@@ -94,8 +94,9 @@ volume(p, vol_name) := v if {
 #   severity: medium
 #   profiles: [gpu-training]
 #   remediation: >-
-#     Give the /dev/shm emptyDir a sizeLimit that fits the job (and count it in
-#     the container's memory limit).
+#     Give the /dev/shm emptyDir a sizeLimit that fits the job and stays below
+#     the memory limit of every container that mounts it, since its pages are
+#     charged to that limit (fleetaudit's fix: half the lowest limit).
 #   facts:
 #   - pods
 pod_shm_unbounded contains f if {
@@ -114,19 +115,25 @@ pod_shm_unbounded contains f if {
 	)
 }
 
-# The size limit a fix gives the volume: the memory limit of the containers
-# that mount it, when they have one and agree. The volume's pages count
-# against that limit anyway (the kubelet sizes a memory emptyDir by the
-# pod's memory); the sizeLimit makes the bound explicit and enforced by
-# eviction. Without a memory limit the size has to fit the job, which no
-# snapshot knows: no fix. The pod is found by the finding's evidence, whose
-# source names the manifest file and line.
-shm_fix(p, vol_name) := {"fix": {"kind": "pod", "volume_size_limit": {"volume": vol_name, "size": size}}} if {
-	mounting := [c | some c in containers(p); shm_mount(c).name == vol_name]
-	sizes := {quantity(c.resources.limits.memory) | some c in mounting}
-	count([c | some c in mounting; c.resources.limits.memory]) == count(mounting)
-	count(sizes) == 1
-	some size in sizes
+# The size limit a fix gives the volume: half the lowest memory limit of
+# the containers that mount it (their own or the pod-level one). Pages of a
+# memory emptyDir are charged to the memory limit of the container writing
+# them, so a size at or above that limit OOM-kills the container before the
+# volume fills (pod-shm-exceeds-memory-limit); half leaves the rest to the
+# processes, the share of memory tmpfs takes by default (tmpfs(5):
+# size=50%). A container without a limit, or with one a template fills in,
+# leaves the size to the job, which no snapshot knows: no fix. The pod is
+# found by the finding's evidence, whose source names the manifest file and
+# line.
+shm_fix(p, vol_name) := {"fix": {"kind": "pod", "volume_size_limit": {"volume": vol_name, "size": half_size(low)}}} if {
+	writers := shm_writers(p, vol_name)
+	count(writers) > 0
+	every c in writers {
+		memory_bound(p, c)
+		not memory_limit_unknown(p, c)
+	}
+	low := min([memory_bound(p, c).bytes | some c in writers])
+	floor(low / 2) > 0
 } else := {}
 
 # A resource quantity as a string; a manifest may write a number of bytes.
@@ -272,10 +279,16 @@ memory_fix(c) := {"fix": {"kind": "pod", "container": c.name, "resources": {"lim
 
 debug_knobs := {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_IB_DISABLE"}
 
-# NCCL_IB_DISABLE=0 is the default, not a debug setting.
+# NCCL_IB_DISABLE=0 is the default, not a debug setting; one from valueFrom
+# (a ConfigMap, Secret or field) has a value the pod spec does not hold.
 ib_enabled(e) if {
 	e.name == "NCCL_IB_DISABLE"
 	e.value != "1"
+}
+
+ib_enabled(e) if {
+	e.name == "NCCL_IB_DISABLE"
+	e.valueFrom
 }
 
 pod_debug_severity(e) := "high" if {
@@ -295,6 +308,9 @@ pod_debug_severity(e) := "high" if {
 #   nccl-debug-env: NCCL_IB_DISABLE=1 or NCCL_PROTO forcing LL128 is high;
 #   NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, NCCL_ALGO, NCCL_PROTO, NCCL_BUFFSIZE and
 #   NCCL_NTHREADS are medium. NCCL_COLLNET_ENABLE is not a debug knob (SHARP).
+#   The fix deletes the variable's entry from the container's env, so NCCL
+#   takes its default; fleetaudit refuses where envFrom or a $(NAME)
+#   reference would see the change.
 # related_resources:
 # - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
 #   description: NCCL environment variables
@@ -316,5 +332,6 @@ pod_nccl_debug_env contains f if {
 		"msg": sprintf("container %s of pod %s sets %s=%s, a debugging setting", [c.name, name(p), e.name, object.get(e, "value", "")]),
 		"evidence": [pod_path(i)],
 		"severity": pod_debug_severity(e),
+		"fix": {"kind": "pod", "container": c.name, "remove_env": [e.name]},
 	}
 }

@@ -63,33 +63,68 @@ test_pod_debug_env if {
 	count(findings) == 2
 }
 
+# Each debug variable's finding deletes that variable from its container.
+test_pod_debug_env_fix_removes_the_variable if {
+	c := gpu_container(8, {"env": [{"name": "NCCL_ALGO", "value": "Ring"}, {"name": "NCCL_PROTO", "value": "LL128"}]})
+	findings := pods.pod_nccl_debug_env with input as {"pods": [pod("w0", {"containers": [c]})]}
+	{f.fix | some f in findings} == {
+		{"kind": "pod", "container": "trainer", "remove_env": ["NCCL_ALGO"]},
+		{"kind": "pod", "container": "trainer", "remove_env": ["NCCL_PROTO"]},
+	}
+}
+
+# NCCL_IB_DISABLE from a ConfigMap: its value is unknown, 0 is the default.
+test_pod_debug_env_ib_disable_value_from if {
+	c := gpu_container(8, {"env": [{"name": "NCCL_IB_DISABLE", "valueFrom": {"configMapKeyRef": {"name": "nccl", "key": "ib"}}}]})
+	count(pods.pod_nccl_debug_env) == 0 with input as {"pods": [pod("w0", {"containers": [c]})]}
+}
+
 test_pod_template_of_a_workload if {
 	job := {"kind": "Job", "metadata": {"name": "train"}, "spec": {"template": {"spec": {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}
 	count(pods.pod_memory_limit_missing) == 1 with input as {"pods": [job]}
 }
 
+# Half the memory limit: the size at or above the limit would be
+# pod-shm-exceeds-memory-limit.
 test_shm_unbounded_fix_sizes_the_volume_by_the_memory_limit if {
 	p := pod("w0", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({"medium": "Memory"})]})
 	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
-	f.fix == {"kind": "pod", "volume_size_limit": {"volume": "dshm", "size": "512Gi"}}
+	f.fix == {"kind": "pod", "volume_size_limit": {"volume": "dshm", "size": "256Gi"}}
 
 	# A manifest's number of bytes is a quantity too.
 	bytes := pod("w0", {"containers": [gpu_container(8, object.union(shm_mount, {"resources": {"limits": {"memory": 68719476736}}}))], "volumes": [shm_volume({"medium": "Memory"})]})
 	[g] := [g | some g in pods.pod_shm_unbounded with input as {"pods": [bytes]}]
-	g.fix.volume_size_limit == {"volume": "dshm", "size": "68719476736"}
+	g.fix.volume_size_limit == {"volume": "dshm", "size": "32Gi"}
+
+	# The fixed pod is not pod-shm-exceeds-memory-limit.
+	fixed := pod("w0", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({"medium": "Memory", "sizeLimit": f.fix.volume_size_limit.size})]})
+	count(pods.pod_shm_exceeds_memory_limit) == 0 with input as {"pods": [fixed]}
+	count(pods.pod_shm_unbounded) == 0 with input as {"pods": [fixed]}
 }
 
-# Two containers share the volume: one finding, and a fix only when their
-# memory limits agree on a size.
-test_shm_unbounded_fix_needs_one_size if {
+# Two containers share the volume: one finding, sized by the lower limit.
+# Without a limit, or with one a template fills in, no fix.
+test_shm_unbounded_fix_takes_the_lowest_limit if {
 	other := object.union(gpu_container(8, shm_mount), {"name": "sidecar", "resources": {"limits": {"memory": "8Gi"}}})
 	p := pod("w0", {"containers": [gpu_container(8, shm_mount), other], "volumes": [shm_volume({"medium": "Memory"})]})
 	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
-	not f.fix
+	f.fix.volume_size_limit.size == "4Gi"
 	nolimit := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 8}}, "volumeMounts": shm_mount.volumeMounts}
 	q := pod("w1", {"containers": [nolimit], "volumes": [shm_volume({"medium": "Memory"})]})
 	[g] := [g | some g in pods.pod_shm_unbounded with input as {"pods": [q]}]
 	not g.fix
+	templated := object.union(gpu_container(8, shm_mount), {"resources": {"limits": {"memory": "${MEM}"}}})
+	r := pod("w2", {"containers": [templated], "volumes": [shm_volume({"medium": "Memory"})]})
+	[h] := [h | some h in pods.pod_shm_unbounded with input as {"pods": [r]}]
+	not h.fix
+}
+
+# A pod-level limit (spec.resources) bounds a container without its own.
+test_shm_unbounded_fix_from_the_pod_level_limit if {
+	c := {"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": 8}}, "volumeMounts": shm_mount.volumeMounts}
+	p := pod("w0", {"resources": {"limits": {"memory": "1000G"}}, "containers": [c], "volumes": [shm_volume({"medium": "Memory"})]})
+	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
+	f.fix.volume_size_limit.size == "500G"
 }
 
 test_rdma_without_ipc_lock_fix_names_the_container if {

@@ -62,7 +62,11 @@ else := sprintf("soft %s, hard %s (KiB)", [l.soft, l.hard])
 #   /proc/<pid>/limits; LimitMEMLOCK= from the unit file and its drop-ins
 #   (the last assignment wins, as systemd reads them) or the manager's
 #   DefaultLimitMEMLOCK=; with neither, systemd's built-in default (at most
-#   8 MiB), reported only against a minimum above 8192 KiB.
+#   8 MiB), reported only against a minimum above 8192 KiB. Where the
+#   configuration is low, the fix is a drop-in of the unit's own
+#   (etc/systemd/system/<unit>.d/zz-fleetaudit.conf) with
+#   LimitMEMLOCK=infinity; a running process low under a configuration
+#   that is not needs a restart, and gets no fix.
 # related_resources:
 # - ref: https://www.freedesktop.org/software/systemd/man/latest/systemd.exec.html#Process%20Properties
 #   description: LimitMEMLOCK= and how units set resource limits
@@ -84,8 +88,32 @@ service_memlock_too_low contains f if {
 	some name, u in input.services.units
 	not u.masked
 	p := problem(name, u)
-	f := {
-		"msg": sprintf("%s starts jobs, and %s, below the fleet's minimum %v", [name, p.what, limits.memlock_min]),
-		"evidence": [p.fact],
-	}
+	f := object.union(
+		{
+			"msg": sprintf("%s starts jobs, and %s, below the fleet's minimum %v", [name, p.what, limits.memlock_min]),
+			"evidence": [p.fact],
+		},
+		service_fix(name, u),
+	)
 }
+
+# The configuration is what is low: the unit's LimitMEMLOCK= (or the
+# manager's default), or no setting against a minimum above systemd's.
+config_low(u) if {
+	some v in [u.memlock.soft, u.memlock.hard]
+	below(v)
+}
+
+config_low(u) if {
+	not u.memlock
+	u.memlock_default == true
+	default_below
+}
+
+# A drop-in of the unit's own with LimitMEMLOCK=infinity, read after the
+# unit file and its other drop-ins. Where only the running process is low
+# (configured right, not restarted since) the remedy is a restart, which
+# no configuration change is: no fix.
+service_fix(name, u) := {"fix": {"kind": "service-limits", "unit": name, "set": {"LimitMEMLOCK": "infinity"}}} if {
+	config_low(u)
+} else := {}

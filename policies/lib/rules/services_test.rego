@@ -45,3 +45,25 @@ test_masked_or_absent_units_pass if {
 	count(services.service_memlock_too_low) == 0 with input as unit({"masked": true, "memlock_default": true})
 	count(services.service_memlock_too_low) == 0 with input as {"services": {"units": {}}}
 }
+
+# The fix: a drop-in with LimitMEMLOCK=infinity for the unit, where the
+# configuration is what is low; none where a restart would do.
+test_fix_where_the_configuration_is_low if {
+	want := {"kind": "service-limits", "unit": "slurmd.service", "set": {"LimitMEMLOCK": "infinity"}}
+	[a] := [f | some f in services.service_memlock_too_low with input as unit({"memlock": lim("65536", "65536")})]
+	a.fix == want
+	[b] := [f | some f in services.service_memlock_too_low with input as unit({"memlock_default": true})]
+	b.fix == want
+
+	# Running low with the configuration low too: the drop-in, then a restart.
+	[c] := [f | some f in services.service_memlock_too_low with input as unit({"memlock": lim("65536", "65536"), "running_pid": 7, "running_memlock": lim("65536", "65536")})]
+	c.fix == want
+
+	# Running low, configured unlimited: a restart, no fix.
+	[d] := [f | some f in services.service_memlock_too_low with input as unit({"memlock": lim("unlimited", "unlimited"), "running_pid": 7, "running_memlock": lim("65536", "65536")})]
+	not d.fix
+
+	# A daemon with no unit file: nothing to put a drop-in beside.
+	[e] := [f | some f in services.service_memlock_too_low with input as {"services": {"units": {"slurmd.service": {"drop_ins": [], "running_pid": 7, "running_memlock": lim("64", "64")}}}}]
+	not e.fix
+}
