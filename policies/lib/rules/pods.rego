@@ -68,14 +68,17 @@ launcher(p) if p.metadata.labels["training.kubeflow.org/job-role"] == "launcher"
 
 launcher(p) if p.metadata.labels["mpi-job-role"] == "launcher"
 
-shm_mount(c) := m if {
-	some m in object.get(c, "volumeMounts", [])
-	m.mountPath == "/dev/shm"
+# The first mount at /dev/shm and the first volume of a name: the API
+# server rejects duplicates, but a manifest in review can hold them, and two
+# answers would be an evaluation conflict that loses every pod rule.
+shm_mount(c) := ms[0] if {
+	ms := [m | some m in object.get(c, "volumeMounts", []); m.mountPath == "/dev/shm"]
+	count(ms) > 0
 }
 
-volume(p, vol_name) := v if {
-	some v in object.get(spec(p), "volumes", [])
-	v.name == vol_name
+volume(p, vol_name) := vs[0] if {
+	vs := [v | some v in object.get(spec(p), "volumes", []); v.name == vol_name]
+	count(vs) > 0
 }
 
 # METADATA

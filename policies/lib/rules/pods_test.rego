@@ -16,6 +16,15 @@ test_shm_unbounded if {
 	f.evidence == ["pods.0"]
 }
 
+# Duplicate mounts or volumes (invalid, but a manifest under review can hold
+# them) give one answer, the first, not an evaluation conflict.
+test_shm_duplicates_take_the_first if {
+	twice := {"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "other", "mountPath": "/dev/shm"}]}
+	p := pod("w0", {"containers": [gpu_container(8, twice)], "volumes": [shm_volume({"medium": "Memory"}), shm_volume({"medium": "Memory", "sizeLimit": "1Gi"})]})
+	[f] := [f | some f in pods.pod_shm_unbounded with input as {"pods": [p]}]
+	f.evidence == ["pods.0"]
+}
+
 test_shm_bounded_hostpath_or_disk_pass if {
 	bounded := pod("w0", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({"medium": "Memory", "sizeLimit": "64Gi"})]})
 	disk := pod("w1", {"containers": [gpu_container(8, shm_mount)], "volumes": [shm_volume({})]})
