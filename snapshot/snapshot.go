@@ -47,6 +47,8 @@ type Snapshot struct {
 	NCCLConfig NCCLConfig `json:"nccl_config"`
 	Net        Net        `json:"net"`
 	Services   Services   `json:"services"`
+	Firewall   Firewall   `json:"firewall"`
+	DMI        DMI        `json:"dmi"`
 	Pods       []Pod      `json:"pods,omitempty"`
 	// Node is the host's Kubernetes Node, nil when none was read: absent,
 	// it claims nothing (no labels, devices or taints to hold the host to).
