@@ -274,14 +274,18 @@ const dmiDir = "/sys/class/dmi/id"
 
 func collectDMI(c *collection) {
 	const collector = "dmi"
+	var d snapshot.DMI
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"sys_vendor", &c.snap.DMI.SysVendor}, {"product_name", &c.snap.DMI.ProductName}} {
+	}{{"sys_vendor", &d.SysVendor}, {"product_name", &d.ProductName}} {
 		file := dmiDir + "/" + f.name
 		if v, ok := c.readTrimmed(collector, file); ok && v != "" {
 			*f.dst = v
 			c.from("dmi."+f.name, file, 0)
 		}
+	}
+	if d != (snapshot.DMI{}) {
+		c.snap.DMI = &d
 	}
 }

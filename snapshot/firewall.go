@@ -40,7 +40,8 @@ type FirewalldZone struct {
 	Sources    []string `json:"sources"`
 	Interfaces []string `json:"interfaces"`
 	Services   []string `json:"services"`
-	// Ports are "PORT[-PORT]/PROTOCOL".
+	// Ports are "PORT[-PORT]/PROTOCOL", and "all/PROTOCOL" for a
+	// <protocol> element (every port of that protocol).
 	Ports []string        `json:"ports"`
 	Rules []FirewalldRule `json:"rules"`
 }
@@ -150,7 +151,7 @@ type NftRule struct {
 // DMI is the system identification the firmware reports
 // (/sys/class/dmi/id). On an EC2 instance built on Nitro, SysVendor is
 // "Amazon EC2" and ProductName the instance type ("p5.48xlarge").
-// Provenance: dmi.<field> is its file; absent when not read.
+// Provenance: dmi.<field> is its file; a field is absent when not read.
 type DMI struct {
 	SysVendor   string `json:"sys_vendor,omitempty"`
 	ProductName string `json:"product_name,omitempty"`
