@@ -37,14 +37,21 @@ func (e *nftError) Error() string {
 
 func (e *nftError) Unwrap() error { return ErrParse }
 
-// nftMaxInclude caps include nesting (nft's own limit is 16).
-const nftMaxInclude = 16
+// nftMaxInclude caps include nesting (nft's own limit is 16), and
+// nftMaxFiles the files one ruleset reads in all: globs that include each
+// other would otherwise fan out factorially.
+const (
+	nftMaxInclude = 16
+	nftMaxFiles   = 256
+)
 
 // nftReader reads a ruleset file and lists the files a glob names, both
 // inside the host's root.
 type nftReader struct {
 	read func(name string) ([]byte, error)
 	glob func(pattern string) ([]string, error)
+	// files counts the files read so far (set by parseNftables).
+	files *int
 }
 
 // nftTokenize splits one file into tokens, splicing the files its include
@@ -87,9 +94,6 @@ func (r nftReader) tokenize(file string, data []byte, depth int, stack []string,
 			i = j + 1
 		case ch == '{' || ch == '}' || ch == ';' || ch == ',':
 			emit(ch, string(ch))
-			i++
-		case ch == '=':
-			emit('w', "=")
 			i++
 		default:
 			j := i
@@ -156,6 +160,10 @@ func (r nftReader) include(name nftToken, depth int, stack []string, errs *[]err
 		if slices.Contains(stack, f) {
 			*errs = append(*errs, &nftError{name.file, name.line, fmt.Sprintf("include %q: %s includes itself", name.text, f)})
 			continue
+		}
+		if *r.files++; *r.files > nftMaxFiles {
+			*errs = append(*errs, &nftError{name.file, name.line, fmt.Sprintf("include %q: more than %d files in one ruleset", name.text, nftMaxFiles)})
+			return out
 		}
 		data, err := r.read(f)
 		if err != nil {
@@ -270,6 +278,7 @@ func (rs *nftRuleset) chain(family, table, name string, at nftToken) *nftChain {
 // it includes.
 func parseNftables(name string, data []byte, r nftReader) ([]nftChain, []error) {
 	var errs []error
+	r.files = new(int)
 	toks := r.tokenize(name, data, 0, []string{name}, &errs)
 	rs := &nftRuleset{sets: map[string][]string{}, vars: map[string][]nftToken{}}
 	for _, stmt := range nftStatements(toks) {
