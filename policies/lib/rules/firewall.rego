@@ -1,9 +1,21 @@
 # Host firewalls (firewalld, ufw, nftables) against the peers NCCL talks to.
 package fleetaudit.rules.firewall
 
-# The fleet's networks (param fleet_networks, CIDR prefixes); undefined when
-# the profile sets none.
+# The fleet's networks (param fleet_networks, CIDR prefixes); null when the
+# profile sets none.
+default networks := null
+
 networks := data.fleetaudit.params.fleet_networks
+
+# The networks a table of family sees: an ip table no IPv6 peer, an ip6
+# table no IPv4 one.
+nets_for(family) := null if networks == null
+
+else := [n | some n in networks; not contains(n, ":")] if family == "ip"
+
+else := [n | some n in networks; contains(n, ":")] if family == "ip6"
+
+else := networks
 
 # --- Addresses as bit strings, so prefixes compare without net.* (which
 # policies may not call). An address is IPv4 dotted quad or IPv6 hex groups
@@ -279,21 +291,21 @@ iface_counts(name) if {
 	glob.match(name, [], n)
 }
 
-covered(accepts) if {
+covered(accepts, _) if {
 	some a in accepts
 	a.scope == "any"
 }
 
-covered(accepts) if {
+covered(accepts, _) if {
 	some a in accepts
 	a.scope == "interface"
 	iface_counts(a.iface)
 }
 
 # With fleet_networks: every network inside an accepted source.
-covered(accepts) if {
-	count(networks) > 0
-	every n in networks {
+covered(accepts, nets) if {
+	nets != null
+	every n in nets {
 		some a in accepts
 		a.scope == "source"
 		contains_net(a.source, n)
@@ -301,14 +313,13 @@ covered(accepts) if {
 }
 
 # Without it, a source-scoped accept may be the fleet's: not reported.
-covered(accepts) if {
-	not networks
+covered(accepts, null) if {
 	some a in accepts
 	a.scope == "source"
 }
 
-why(accepts) := sprintf("no accept covers the fleet's networks %s (accepted sources: %s)", [concat(", ", networks), sources_text(accepts)]) if {
-	networks
+why(accepts, nets) := sprintf("no accept covers the fleet's networks %s (accepted sources: %s)", [concat(", ", nets), sources_text(accepts)]) if {
+	nets != null
 } else := "no rule accepts every source, and param fleet_networks is unset (set it to the fleet's networks to judge source-scoped accepts)"
 
 sources_text(accepts) := "none" if count({a | some a in accepts; a.scope == "source"}) == 0
@@ -365,18 +376,18 @@ else := concat(", ", sort({a.source | some a in accepts; a.scope == "source"}))
 #   - net.interfaces
 host_firewall_blocks_nccl contains f if {
 	what := firewalld_drops
-	not covered(firewalld_accepts)
+	not covered(firewalld_accepts, networks)
 	f := {
-		"msg": sprintf("%s; %s", [what, why(firewalld_accepts)]),
+		"msg": sprintf("%s; %s", [what, why(firewalld_accepts, networks)]),
 		"evidence": ["firewall.firewalld.enabled", "firewall.firewalld.default_zone", zone_fact(fwd.default_zone)],
 	}
 }
 
 host_firewall_blocks_nccl contains f if {
 	what := ufw_drops
-	not covered(ufw_accepts)
+	not covered(ufw_accepts, networks)
 	f := {
-		"msg": sprintf("%s; %s", [what, why(ufw_accepts)]),
+		"msg": sprintf("%s; %s", [what, why(ufw_accepts, networks)]),
 		"evidence": ["firewall.ufw.enabled", "firewall.ufw.service_enabled", "firewall.ufw.default_input_policy"],
 	}
 }
@@ -384,10 +395,12 @@ host_firewall_blocks_nccl contains f if {
 host_firewall_blocks_nccl contains f if {
 	some i, _ in nft.chains
 	what := chain_drops(i)
+	nets := nets_for(nft.chains[i].family)
+	nets != []
 	accepts := nft_accepts(i)
-	not covered(accepts)
+	not covered(accepts, nets)
 	f := {
-		"msg": sprintf("%s; %s", [what, why(accepts)]),
+		"msg": sprintf("%s; %s", [what, why(accepts, nets)]),
 		"evidence": ["firewall.nftables.enabled", sprintf("firewall.nftables.chains.%d", [i])],
 	}
 }

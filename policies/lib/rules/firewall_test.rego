@@ -206,3 +206,13 @@ test_nft_interface_accept if {
 	no_ib := object.union(h, {"net": {"present": true, "interfaces": {"lo": {}, "eth0": {"pci_address": "0000:00:05.0"}}}})
 	count(findings_with(no_ib, ["10.0.0.0/8"])) == 1
 }
+
+# An ip table sees no IPv6 peer, an ip6 table no IPv4 one.
+test_nft_family_networks if {
+	v4 := nft(true, [object.union(chain(base_rules, "drop"), {"family": "ip"})])
+	count(findings_with(v4, ["fd00::/8"])) == 0
+	count(findings_with(v4, ["10.0.0.0/8", "fd00::/8"])) == 1
+	v6 := nft(true, [object.union(chain(array.concat(base_rules, [r({"saddr": ["fd00::/8"]})]), "drop"), {"family": "ip6"})])
+	count(findings_with(v6, ["10.0.0.0/8", "fd00::/8"])) == 0
+	count(findings(v6)) == 0
+}
