@@ -270,6 +270,35 @@ func sortedCopy(s []string) []string {
 	return out
 }
 
+// Maps and NAT statements are never read as a source or an interface.
+func TestParseNftablesMaps(t *testing.T) {
+	conf := `table ip t {
+	chain c {
+		type filter hook input priority 0;
+		meta iif vmap @jump_map
+		iifname vmap { "ib0" : accept }
+		ip saddr vmap { 10.0.0.0/8 : accept }
+		snat ip saddr map { 192.168.1.1 : 1.1.1.1 }
+		iifname @fabric accept
+	}
+}
+`
+	chains, errs := parseNftables("/etc/nftables.conf", []byte(conf), nftFS(nil))
+	if len(errs) > 0 || len(chains) != 1 {
+		t.Fatalf("chains %+v, errors %v", chains, errs)
+	}
+	want := []snapshot.NftRule{
+		{Match: []string{"meta iif vmap @jump_map"}, Verdict: "vmap"},
+		{Match: []string{`iifname vmap { "ib0" : accept }`}, Verdict: "vmap"},
+		{Match: []string{"ip saddr vmap { 10.0.0.0/8 : accept }"}, Verdict: "vmap"},
+		{Match: []string{"snat ip saddr map { 192.168.1.1 : 1.1.1.1 }"}},
+		{Iifname: []string{"@fabric"}, Match: []string{}, Verdict: "accept"},
+	}
+	if d := cmp.Diff(want, chains[0].Rules); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
 func TestParseNftablesIncludeLoop(t *testing.T) {
 	files := map[string]string{
 		"/etc/nftables.conf": `include "/etc/a.nft"`,
@@ -299,17 +328,17 @@ func TestParseNftablesIncludeFanOut(t *testing.T) {
 // Enablement links, masking, the unit's own ruleset file, absent firewalls.
 func TestCollectFirewall(t *testing.T) {
 	root := versionsHostTree(t, map[string]string{
-		"usr/lib/systemd/system/nftables.service":                 "[Service]\nExecStart=/sbin/nft -f /etc/sysconfig/nftables.conf\n",
-		"etc/systemd/system/sysinit.target.wants/nftables.service": "-> /usr/lib/systemd/system/nftables.service",
-		"etc/sysconfig/nftables.conf":                              "table inet f {\n chain i { type filter hook input priority 0; policy drop; }\n}\n",
-		"etc/nftables.conf":                                        "not read: the unit names another file\n",
-		"usr/lib/systemd/system/firewalld.service":                 "[Service]\n",
+		"usr/lib/systemd/system/nftables.service":                      "[Service]\nExecStart=/sbin/nft -f /etc/sysconfig/nftables.conf\n",
+		"etc/systemd/system/sysinit.target.wants/nftables.service":     "-> /usr/lib/systemd/system/nftables.service",
+		"etc/sysconfig/nftables.conf":                                  "table inet f {\n chain i { type filter hook input priority 0; policy drop; }\n}\n",
+		"etc/nftables.conf":                                            "not read: the unit names another file\n",
+		"usr/lib/systemd/system/firewalld.service":                     "[Service]\n",
 		"etc/systemd/system/multi-user.target.wants/firewalld.service": "-> /usr/lib/systemd/system/firewalld.service",
-		"etc/systemd/system/firewalld.service":                     "-> /dev/null",
-		"etc/firewalld/firewalld.conf":                             "DefaultZone=work\n",
-		"usr/lib/firewalld/zones/public.xml":                       "<zone/>\n",
-		"etc/ufw/ufw.conf":                                         "ENABLED=YES\n",
-		"sys/class/dmi/id/sys_vendor":                              "QEMU\n",
+		"etc/systemd/system/firewalld.service":                         "-> /dev/null",
+		"etc/firewalld/firewalld.conf":                                 "DefaultZone=work\n",
+		"usr/lib/firewalld/zones/public.xml":                           "<zone/>\n",
+		"etc/ufw/ufw.conf":                                             "ENABLED=YES\n",
+		"sys/class/dmi/id/sys_vendor":                                  "QEMU\n",
 	})
 	c := versionsTestCollection(Dir(root))
 	collectFirewall(c)
@@ -329,12 +358,12 @@ func TestCollectFirewall(t *testing.T) {
 		t.Errorf("dmi %+v", c.snap.DMI)
 	}
 	for fact, src := range map[string]string{
-		"firewall.firewalld.enabled":     "/etc/systemd/system/firewalld.service",
+		"firewall.firewalld.enabled":      "/etc/systemd/system/firewalld.service",
 		"firewall.firewalld.default_zone": "/etc/firewalld/firewalld.conf:1",
-		"firewall.nftables.enabled":      "/etc/systemd/system/sysinit.target.wants/nftables.service",
-		"firewall.nftables.chains.0":     "/etc/sysconfig/nftables.conf:2",
-		"firewall.ufw.enabled":           "/etc/ufw/ufw.conf:1",
-		"dmi.sys_vendor":                 "/sys/class/dmi/id/sys_vendor",
+		"firewall.nftables.enabled":       "/etc/systemd/system/sysinit.target.wants/nftables.service",
+		"firewall.nftables.chains.0":      "/etc/sysconfig/nftables.conf:2",
+		"firewall.ufw.enabled":            "/etc/ufw/ufw.conf:1",
+		"dmi.sys_vendor":                  "/sys/class/dmi/id/sys_vendor",
 	} {
 		if got := c.snap.Sources[fact].String(); got != src {
 			t.Errorf("%s: source %q, want %q", fact, got, src)

@@ -132,11 +132,16 @@ func (r nftReader) tokenize(file string, data []byte, depth int, stack []string,
 }
 
 // include reads the files an include statement names: a glob (matching
-// nothing is fine), or one file (which must exist). A relative name is
-// looked up in /etc, nft's default include directory.
+// nothing is fine), or one file (which must exist). As nft's scanner
+// (search_in_include_path) reads a name: "./" and "../" are relative to the
+// working directory, "/" for the unit that loads the ruleset; any other
+// relative name is looked up in /etc, the default include directory.
 func (r nftReader) include(name nftToken, depth int, stack []string, errs *[]error) []nftToken {
 	pattern := name.text
-	if !strings.HasPrefix(pattern, "/") {
+	switch {
+	case strings.HasPrefix(pattern, "./") || strings.HasPrefix(pattern, "../"):
+		pattern = "/" + pattern
+	case !strings.HasPrefix(pattern, "/"):
 		pattern = "/etc/" + pattern
 	}
 	pattern = path.Clean(pattern)
@@ -629,8 +634,7 @@ func (rs *nftRuleset) addRule(c *nftChain, toks []nftToken, prepend bool, errs *
 				}
 			}
 			group := toks[i:min(j+1, len(toks))]
-			vals = elements(group)
-			return op, vals, "{ " + strings.Join(vals, ", ") + " }", min(j+1, len(toks))
+			return op, elements(group), nftText(group), min(j+1, len(toks))
 		}
 		vals = []string{toks[i].text}
 		j := i + 1
@@ -671,7 +675,7 @@ func (rs *nftRuleset) addRule(c *nftChain, toks []nftToken, prepend bool, errs *
 			// A verdict ends the rule (reject's "with ..." and queue's
 			// options are arguments; a comment may follow).
 			i = len(toks)
-		case (w == "ip" || w == "ip6") && i+1 < len(toks) && toks[i+1].text == "saddr" && !(i+2 < len(toks) && toks[i+2].text == "vmap"):
+		case (w == "ip" || w == "ip6") && i+1 < len(toks) && toks[i+1].text == "saddr" && !nftMapAt(toks, i+2):
 			op, vals, _, next := value(i + 2)
 			rule.SaddrNegated = rule.SaddrNegated || op == "!=" || op == "ne"
 			for _, v := range vals {
@@ -681,7 +685,7 @@ func (rs *nftRuleset) addRule(c *nftChain, toks []nftToken, prepend bool, errs *
 				rule.Saddr = append(rule.Saddr, v)
 			}
 			i = next
-		case (w == "iif" || w == "iifname") || (w == "meta" && i+1 < len(toks) && (toks[i+1].text == "iif" || toks[i+1].text == "iifname")):
+		case (w == "iif" || w == "iifname") && !nftMapAt(toks, i+1) || (w == "meta" && i+1 < len(toks) && (toks[i+1].text == "iif" || toks[i+1].text == "iifname") && !nftMapAt(toks, i+2)):
 			start := i
 			if w == "meta" {
 				i++
@@ -703,22 +707,19 @@ func (rs *nftRuleset) addRule(c *nftChain, toks []nftToken, prepend bool, errs *
 			i = next
 			// Anything up to the next expression, statement or verdict
 			// belongs to this one ("tcp flags & (syn|ack) == syn").
-			for i < len(toks) && toks[i].kind != 's' && !nftStarts[toks[i].text] && !nftMetaKeys[toks[i].text] && !nftVerdicts[toks[i].text] && !nftStatementWords[toks[i].text] {
-				if toks[i].text == "vmap" {
-					rule.Verdict = "vmap"
-				}
-				i++
-			}
+			i = nftExprEnd(toks, i)
 			rule.Match = append(rule.Match, nftText(toks[start:i]))
+		case nftNAT[w]:
+			// A NAT or forwarding statement takes the rest of the rule.
+			rule.Match = append(rule.Match, nftText(toks[i:]))
+			i = len(toks)
 		default:
 			// limit, nat and set statements, and anything this parser does
 			// not know: kept as a match, so a rule is never read as wider
 			// than it is.
 			start := i
 			i++
-			for i < len(toks) && toks[i].kind != 's' && !nftStarts[toks[i].text] && !nftMetaKeys[toks[i].text] && !nftVerdicts[toks[i].text] && !nftStatementWords[toks[i].text] {
-				i++
-			}
+			i = nftExprEnd(toks, i)
 			if w != "notrack" {
 				rule.Match = append(rule.Match, nftText(toks[start:i]))
 			}
@@ -726,6 +727,11 @@ func (rs *nftRuleset) addRule(c *nftChain, toks []nftToken, prepend bool, errs *
 	}
 	if rule.Match == nil {
 		rule.Match = []string{}
+	}
+	for _, m := range rule.Match {
+		if rule.Verdict == "" && strings.Contains(" "+m+" ", " vmap ") {
+			rule.Verdict = "vmap"
+		}
 	}
 	at := snapshot.FileAt(toks[0].file, toks[0].line)
 	if prepend {
@@ -738,6 +744,46 @@ func (rs *nftRuleset) addRule(c *nftChain, toks []nftToken, prepend bool, errs *
 		c.setRefs = append(c.setRefs, setRef)
 	}
 	_ = errs
+}
+
+// nftNAT are statements whose arguments run to the end of the rule.
+var nftNAT = map[string]bool{"snat": true, "dnat": true, "masquerade": true, "redirect": true, "fwd": true, "dup": true, "tproxy": true}
+
+// nftMapAt: toks[i] begins a map or verdict map lookup ("iif vmap @m"),
+// not a value.
+func nftMapAt(toks []nftToken, i int) bool {
+	for i < len(toks) && (toks[i].text == "!=" || toks[i].text == "==") {
+		i++
+	}
+	return i < len(toks) && (toks[i].text == "vmap" || toks[i].text == "map")
+}
+
+// nftExprEnd is where the expression going on at toks[i] ends: at the next
+// expression, statement or verdict outside braces (a map's braces hold
+// verdicts and keywords of its own).
+func nftExprEnd(toks []nftToken, i int) int {
+	for i < len(toks) {
+		t := toks[i]
+		if t.kind == '{' {
+			depth := 0
+			for ; i < len(toks); i++ {
+				if toks[i].kind == '{' {
+					depth++
+				} else if toks[i].kind == '}' {
+					if depth--; depth == 0 {
+						break
+					}
+				}
+			}
+			i++
+			continue
+		}
+		if t.kind != 's' && (nftStarts[t.text] || nftMetaKeys[t.text] || nftVerdicts[t.text] || nftStatementWords[t.text]) {
+			return i
+		}
+		i++
+	}
+	return len(toks)
 }
 
 // nftText writes tokens back as nft text.

@@ -203,6 +203,8 @@ test_nft_interface_accept if {
 	count(findings_with(h, ["10.0.0.0/8"])) == 0
 	with_net := object.union(h, {"net": {"present": true, "interfaces": {"lo": {}, "ib0": {"pci_address": "0000:1b:00.0"}}}})
 	count(findings_with(with_net, ["10.0.0.0/8"])) == 0
+	named_set := nft(true, [chain(array.concat(base_rules, [r({"iifname": ["@fabric_ifs"]})]), "drop")])
+	count(findings_with(named_set, ["10.0.0.0/8"])) == 1
 	no_ib := object.union(h, {"net": {"present": true, "interfaces": {"lo": {}, "eth0": {"pci_address": "0000:00:05.0"}}}})
 	count(findings_with(no_ib, ["10.0.0.0/8"])) == 1
 }
