@@ -22,6 +22,8 @@ const (
 	ufwDefaults       = "/etc/default/ufw"
 	ufwUserRules      = "/etc/ufw/user.rules"
 	ufwUserRules6     = "/etc/ufw/user6.rules"
+	ufwBeforeRules    = "/etc/ufw/before.rules"
+	ufwBeforeRules6   = "/etc/ufw/before6.rules"
 )
 
 // nftablesConfs are the ruleset files the Debian and the RHEL
@@ -32,7 +34,7 @@ var nftablesConfs = []string{"/etc/nftables.conf", "/etc/sysconfig/nftables.conf
 // for transports that fetch a host's files ahead of collection (the unit
 // search path and /etc/systemd/system's *.wants links aside).
 func FirewallPaths() []string {
-	return []string{firewalldConf, firewalldEtcZones, firewalldLibZones, ufwConf, ufwDefaults, ufwUserRules, ufwUserRules6, nftablesConfs[0], nftablesConfs[1]}
+	return []string{firewalldConf, firewalldEtcZones, firewalldLibZones, ufwConf, ufwDefaults, ufwUserRules, ufwUserRules6, ufwBeforeRules, ufwBeforeRules6, nftablesConfs[0], nftablesConfs[1]}
 }
 
 // FirewallUnits are the units whose enablement the firewall collector reads.
@@ -169,6 +171,22 @@ func collectUFW(c *collection) {
 		if kv, ok := lastValue(kvs, "DEFAULT_INPUT_POLICY"); ok {
 			u.DefaultInputPolicy = strings.ToLower(kv.Value)
 			c.from("firewall.ufw.default_input_policy", ufwDefaults, kv.Line)
+		}
+	}
+	u.BeforeRules = []snapshot.IptablesRule{}
+	for _, b := range []struct{ file, chain string }{{ufwBeforeRules, "ufw-before-input"}, {ufwBeforeRules6, "ufw6-before-input"}} {
+		data, ok := c.read(collector, b.file)
+		if !ok {
+			continue
+		}
+		lines, rules, errs := parseIptablesChain(data, b.chain)
+		for _, err := range errs {
+			c.fail(collector, b.file, err)
+		}
+		for i, r := range rules {
+			r.IPv6 = b.file == ufwBeforeRules6
+			c.from("firewall.ufw.before_rules."+strconv.Itoa(len(u.BeforeRules)), b.file, lines[i])
+			u.BeforeRules = append(u.BeforeRules, r)
 		}
 	}
 	for _, file := range []string{ufwUserRules, ufwUserRules6} {

@@ -396,6 +396,7 @@ func FuzzFirewallConfs(f *testing.F) {
 		"../testdata/hosts/dmabuf-node/etc/ufw/user.rules",
 		"../testdata/hosts/dmabuf-node/etc/default/ufw",
 		"../testdata/hosts/gpu-node/etc/nftables.conf",
+		"../testdata/hosts/dmabuf-node/etc/ufw/before.rules",
 	} {
 		data, err := os.ReadFile(filepath.FromSlash(p))
 		if err != nil {
@@ -419,6 +420,11 @@ func FuzzFirewallConfs(f *testing.F) {
 				t.Errorf("ufw action %q", tu.Rule.Action)
 			}
 		}
+		lines, rules, iptErrs := parseIptablesChain(data, "ufw-before-input")
+		if len(lines) != len(rules) {
+			t.Errorf("%d lines for %d rules", len(lines), len(rules))
+		}
+		errs = append(errs, iptErrs...)
 		_, kvErrs := parseKeyValues(data)
 		for _, err := range append(errs, kvErrs...) {
 			if !errors.Is(err, ErrParse) {
@@ -446,4 +452,43 @@ func FuzzFirewallConfs(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseIptablesChain(t *testing.T) {
+	data, err := os.ReadFile("../testdata/hosts/dmabuf-node/etc/ufw/before.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := string(data) + "-A ufw-before-input ! -s 10.0.0.0/8 ! -i ib0 --protocol tcp --jump ACCEPT\n-A ufw-before-input -s 'unterminated\n-A ufw-before-input stray -j ACCEPT\n"
+	lines, rules, errs := parseIptablesChain([]byte(extra), "ufw-before-input")
+	want := []snapshot.IptablesRule{
+		{Interface: "lo", Match: []string{}, Target: "ACCEPT"},
+		{Match: []string{"-m conntrack --ctstate RELATED,ESTABLISHED"}, Target: "ACCEPT"},
+		{Match: []string{"-m conntrack --ctstate INVALID"}, Target: "ufw-logging-deny"},
+		{Match: []string{"-m conntrack --ctstate INVALID"}, Target: "DROP"},
+		{Match: []string{"-p icmp --icmp-type destination-unreachable"}, Target: "ACCEPT"},
+		{Match: []string{"-p icmp --icmp-type time-exceeded"}, Target: "ACCEPT"},
+		{Match: []string{"-p icmp --icmp-type parameter-problem"}, Target: "ACCEPT"},
+		{Match: []string{"-p icmp --icmp-type echo-request"}, Target: "ACCEPT"},
+		{Match: []string{"-p udp --sport 67 --dport 68"}, Target: "ACCEPT"},
+		{Source: "172.16.40.0/24", Match: []string{"-p tcp --dport 9100"}, Target: "ACCEPT"},
+		{Match: []string{}, Target: "ufw-not-local"},
+		{Match: []string{"-p udp", "-d 224.0.0.251 --dport 5353"}, Target: "ACCEPT"},
+		{Match: []string{"-p udp", "-d 239.255.255.250 --dport 1900"}, Target: "ACCEPT"},
+		{Source: "10.0.0.0/8", SourceNegated: true, Match: []string{"! -i ib0", "-p tcp"}, Target: "ACCEPT"},
+	}
+	if d := cmp.Diff(want, rules); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if len(lines) != len(rules) || lines[0] != 21 {
+		t.Errorf("lines %v", lines)
+	}
+	if len(errs) != 2 {
+		t.Errorf("errors %v, want the unterminated quote and the stray word", errs)
+	}
+	for _, err := range errs {
+		if !errors.Is(err, ErrParse) {
+			t.Errorf("%v is not ErrParse", err)
+		}
+	}
 }

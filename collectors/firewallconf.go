@@ -249,3 +249,128 @@ func parseUFWUserRules(data []byte) ([]ufwTuple, []error) {
 	}
 	return out, errs
 }
+
+// iptablesLongOpts are the long spellings of the options a rule is split by.
+var iptablesLongOpts = map[string]string{
+	"--source": "-s", "--src": "-s", "--in-interface": "-i", "--jump": "-j", "--goto": "-g",
+	"--protocol": "-p", "--match": "-m", "--destination": "-d", "--dst": "-d", "--out-interface": "-o",
+}
+
+// parseIptablesChain reads the "-A CHAIN ..." lines of chain from an
+// iptables-restore file (ufw's before.rules): words split as a shell
+// would (quotes kept together: comments), "-m comment" dropped. A line of
+// the chain without -j is kept with an empty target.
+func parseIptablesChain(data []byte, chain string) ([]int, []snapshot.IptablesRule, []error) {
+	var lines []int
+	var out []snapshot.IptablesRule
+	var errs []error
+	for i, line := range confFileLines(data) {
+		f, err := shellWords(line)
+		if err != nil {
+			if strings.HasPrefix(strings.TrimSpace(line), "-A "+chain+" ") {
+				errs = append(errs, confLineErrorf(i+1, "%v", err))
+			}
+			continue
+		}
+		if len(f) < 2 || (f[0] != "-A" && f[0] != "--append") || f[1] != chain {
+			continue
+		}
+		r := snapshot.IptablesRule{Match: []string{}}
+		var group []string
+		flush := func() {
+			if len(group) > 0 && !(len(group) >= 2 && group[0] == "-m" && group[1] == "comment") {
+				r.Match = append(r.Match, strings.Join(group, " "))
+			}
+			group = nil
+		}
+		bad := false
+		for j := 2; j < len(f); j++ {
+			w := f[j]
+			neg := false
+			if w == "!" && j+1 < len(f) {
+				neg, j, w = true, j+1, f[j+1]
+			}
+			if short, ok := iptablesLongOpts[w]; ok {
+				w = short
+			}
+			arg := ""
+			if j+1 < len(f) {
+				arg = f[j+1]
+			}
+			switch {
+			case w == "-s" && arg != "":
+				flush()
+				r.Source, r.SourceNegated = arg, neg
+				j++
+			case w == "-i" && arg != "" && !neg:
+				flush()
+				r.Interface = arg
+				j++
+			case (w == "-j" || w == "-g") && arg != "":
+				flush()
+				r.Target = arg
+				// Target options (--reject-with, --log-prefix) follow.
+				j = len(f)
+			case strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--"):
+				flush()
+				if neg {
+					group = append(group, "!")
+				}
+				group = append(group, w)
+			case len(group) == 0:
+				errs = append(errs, confLineErrorf(i+1, "unexpected %q", hwClip(w)))
+				bad = true
+				j = len(f)
+			default:
+				if neg {
+					group = append(group, "!")
+				}
+				group = append(group, w)
+			}
+		}
+		flush()
+		if !bad {
+			out = append(out, r)
+			lines = append(lines, i+1)
+		}
+	}
+	return lines, out, errs
+}
+
+// shellWords splits a line into words as iptables-restore does: blanks
+// separate, double or single quotes group; an unterminated quote is an
+// error.
+func shellWords(line string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(ch)
+			}
+		case ch == '"' || ch == '\'':
+			quote, in = ch, true
+		case ch == ' ' || ch == '\t' || ch == '\r':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(ch)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated quote")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}

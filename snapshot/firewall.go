@@ -75,6 +75,28 @@ type UFW struct {
 	DefaultInputPolicy string `json:"default_input_policy"`
 	// Rules are the "### tuple ###" lines of the user rules files.
 	Rules []UFWRule `json:"rules"`
+	// BeforeRules are the rules of the ufw-before-input chain of
+	// /etc/ufw/before.rules and ufw6-before-input of before6.rules, which
+	// ufw loads ahead of the user rules (where sites add their own
+	// accepts).
+	BeforeRules []IptablesRule `json:"before_rules"`
+}
+
+// IptablesRule is one "-A CHAIN ..." line of an iptables-restore file,
+// split as NftRule is.
+type IptablesRule struct {
+	// Source is -s (an address or prefix), "" for any; SourceNegated for
+	// "! -s".
+	Source        string `json:"source,omitempty"`
+	SourceNegated bool   `json:"source_negated,omitempty"`
+	// Interface is -i, "" for any ("! -i" is a match).
+	Interface string `json:"interface,omitempty"`
+	// Match are its other options, one per -p or -m with the options
+	// that follow it ("-p tcp --dport 22", "-m conntrack --ctstate NEW").
+	Match []string `json:"match"`
+	// Target is -j (ACCEPT, DROP, a chain), "" for none.
+	Target string `json:"target"`
+	IPv6   bool   `json:"ipv6,omitempty"`
 }
 
 // UFWRule is one ufw rule as its tuple line records it.

@@ -56,7 +56,7 @@ var descend = []string{
 // read are the files whose contents are streamed; the rest are read when a
 // collector opens them.
 var read = []string{
-	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf|ufw/(ufw\.conf|user6?\.rules)|default/ufw|firewalld/(firewalld\.conf|zones/[^/]+\.xml)|(sysconfig/)?nftables\.conf|nftables/[^/]+)`,
+	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf|ufw/(ufw\.conf|(user|before)6?\.rules)|default/ufw|firewalld/(firewalld\.conf|zones/[^/]+\.xml)|(sysconfig/)?nftables\.conf|nftables/[^/]+)`,
 	`\./usr/lib/firewalld/zones/[^/]+\.xml`,
 	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
 	`\./proc/(cmdline|cpuinfo|meminfo|modules|driver/.*|sys/.*)`,

@@ -168,6 +168,28 @@ ufw_accepts := {a |
 	a := ufw_scope(r, sprintf("firewall.ufw.rules.%d", [i]))
 }
 
+# before.rules: an ACCEPT in ufw-before-input with nothing but a source,
+# an interface, TCP or new connections.
+ufw_before_accepts := {a |
+	some i, r in ufw.before_rules
+	r.target == "ACCEPT"
+	not r.source_negated
+	every m in r.match {
+		ipt_neutral(m)
+	}
+	a := ipt_scope(r, sprintf("firewall.ufw.before_rules.%d", [i]))
+}
+
+ipt_neutral(m) if regex.match(`^-p (tcp|6)$`, m)
+
+ipt_neutral(m) if regex.match(`^-m (conntrack --ctstate|state --state) [A-Z,]*\bNEW\b`, m)
+
+ipt_scope(r, fact) := {"scope": "interface", "iface": r.interface, "fact": fact} if {
+	object.get(r, "interface", "") != ""
+} else := {"scope": "any", "fact": fact} if {
+	object.get(r, "source", "") in any_source
+} else := {"scope": "source", "source": r.source, "fact": fact}
+
 ufw_scope(r, fact) := {"scope": "interface", "iface": r.interface, "fact": fact} if {
 	object.get(r, "interface", "") != ""
 } else := {"scope": "any", "fact": fact} if {
@@ -342,8 +364,8 @@ else := concat(", ", sort({a.source | some a in accepts; a.scope == "source"}))
 #   configuration the services load at boot, not the running ruleset:
 #   firewalld's default zone target, its zones bound to sources or
 #   interfaces with target ACCEPT and rich rules that accept a source
-#   without a port or service; ufw's ENABLED, DEFAULT_INPUT_POLICY and allow
-#   rules for any port; nftables' base input chains (policy drop, or a rule
+#   without a port or service; ufw's ENABLED, DEFAULT_INPUT_POLICY, allow
+#   rules for any port and ACCEPTs a site added to before.rules; nftables' base input chains (policy drop, or a rule
 #   that drops everything) and their accepts by ip saddr or interface, one
 #   jump deep. An accept restricted to ports or services covers nothing; an
 #   accept bound to a physical interface counts as covering (the auditor
@@ -386,9 +408,10 @@ host_firewall_blocks_nccl contains f if {
 
 host_firewall_blocks_nccl contains f if {
 	what := ufw_drops
-	not covered(ufw_accepts, networks)
+	accepts := ufw_accepts | ufw_before_accepts
+	not covered(accepts, networks)
 	f := {
-		"msg": sprintf("%s; %s", [what, why(ufw_accepts, networks)]),
+		"msg": sprintf("%s; %s", [what, why(accepts, networks)]),
 		"evidence": ["firewall.ufw.enabled", "firewall.ufw.service_enabled", "firewall.ufw.default_input_policy"],
 	}
 }

@@ -218,3 +218,24 @@ test_nft_family_networks if {
 	count(findings_with(v6, ["10.0.0.0/8", "fd00::/8"])) == 0
 	count(findings(v6)) == 0
 }
+
+# A site's accept in before.rules (ufw-before-input) covers like a user rule.
+test_ufw_before_rules if {
+	stock := [
+		{"interface": "lo", "match": [], "target": "ACCEPT"},
+		{"match": ["-m conntrack --ctstate RELATED,ESTABLISHED"], "target": "ACCEPT"},
+		{"match": ["-p icmp --icmp-type echo-request"], "target": "ACCEPT"},
+		{"match": [], "target": "ufw-not-local"},
+	]
+	h := object.union(ufw(true, "drop", [ssh]), {"firewall": {"ufw": {"before_rules": stock}}})
+	count(findings_with(h, ["10.0.0.0/8"])) == 1
+	site := array.concat(stock, [{"source": "10.0.0.0/8", "match": ["-m conntrack --ctstate NEW"], "target": "ACCEPT"}])
+	h2 := object.union(ufw(true, "drop", [ssh]), {"firewall": {"ufw": {"before_rules": site}}})
+	count(findings_with(h2, ["10.0.0.0/8"])) == 0
+	ported := array.concat(stock, [{"source": "10.0.0.0/8", "match": ["-p tcp --dport 29500"], "target": "ACCEPT"}])
+	h3 := object.union(ufw(true, "drop", [ssh]), {"firewall": {"ufw": {"before_rules": ported}}})
+	count(findings_with(h3, ["10.0.0.0/8"])) == 1
+	negated := array.concat(stock, [{"source": "10.0.0.0/8", "source_negated": true, "match": [], "target": "ACCEPT"}])
+	h4 := object.union(ufw(true, "drop", [ssh]), {"firewall": {"ufw": {"before_rules": negated}}})
+	count(findings_with(h4, ["10.0.0.0/8"])) == 1
+}
