@@ -354,11 +354,12 @@ else := concat(", ", sort({a.source | some a in accepts; a.scope == "source"}))
 # description: >-
 #   firewalld, ufw or nftables is enabled with an input policy that drops or
 #   rejects, and nothing it accepts covers the fleet's networks (param
-#   fleet_networks). NCCL's bootstrap and its socket transport, and the
-#   launcher's rendezvous, connect over TCP to ports each rank picks at
-#   random: a firewall that opens only named ports (ssh, a monitoring
-#   exporter) drops them, and NCCL initialisation hangs until its timeout
-#   (the HyperPod NCCL debugging guide's "Host Firewall Blocking NCCL"). RDMA
+#   fleet_networks). NCCL's bootstrap, its proxies and its socket transport
+#   listen over TCP on ports the kernel picks (ncclSocketListen binds port 0
+#   unless NCCL_COMM_ID forces one): a firewall that opens only named ports
+#   (ssh, an exporter, the launcher's rendezvous port) drops them, and NCCL
+#   initialisation hangs until its timeout (the HyperPod NCCL debugging
+#   guide's "Host Firewall Blocking NCCL"). RDMA
 #   traffic (InfiniBand verbs, RoCE, EFA) bypasses netfilter, but NCCL's
 #   bootstrap does not, so RDMA fleets are affected too. Read from the
 #   configuration the services load at boot, not the running ruleset:
@@ -375,6 +376,8 @@ else := concat(", ", sort({a.source | some a in accepts; a.scope == "source"}))
 # related_resources:
 # - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
 #   description: NCCL troubleshooting - networking and firewalls
+# - ref: https://github.com/NVIDIA/nccl/blob/master/src/misc/socket.cc
+#   description: ncclSocketListen - "addr port should be 0 (Any port)"
 # - ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname
 #   description: NCCL_SOCKET_IFNAME - the interface of NCCL's TCP sockets
 # - ref: https://firewalld.org/documentation/man-pages/firewalld.zone.html
