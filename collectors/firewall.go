@@ -48,12 +48,18 @@ func collectFirewall(c *collection) {
 	collectNftables(c)
 }
 
-// unitEnabled reports whether unit is enabled: a link to it in an
-// /etc/systemd/system/*.wants or *.requires directory (what systemctl
-// enable writes), and not masked. The fact gets the link, or a default
+// unitEnabled reports whether unit is enabled: installed (a unit file in
+// systemd's search path), a link to it in an /etc/systemd/system/*.wants or
+// *.requires directory (what systemctl enable writes), and not masked. The fact gets the link, or a default
 // saying why not.
 func (c *collection) unitEnabled(collector, unit, fact string) bool {
-	if file, ok := c.firstExisting(unitPaths(unit)[:2]); ok && c.realPath(file) == "/dev/null" {
+	file, ok := c.firstExisting(unitPaths(unit))
+	if !ok {
+		// A link left behind by a removed package starts nothing.
+		c.defaulted(fact, fmt.Sprintf("no unit file %s in systemd's search path: not installed", unit))
+		return false
+	}
+	if c.realPath(file) == "/dev/null" {
 		c.from(fact, file, 0)
 		return false
 	}
