@@ -96,6 +96,8 @@ var families = []family{
 	{"nccl_config", collectNCCLConfig},
 	{"net", collectNet},
 	{"services", collectServices},
+	{"firewall", collectFirewall},
+	{"dmi", collectDMI},
 	{"processes", collectProcesses},
 	{"pods", collectPods},
 }

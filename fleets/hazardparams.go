@@ -2,6 +2,8 @@ package fleets
 
 import (
 	"fmt"
+	"net/netip"
+	"strings"
 )
 
 // checkHazardParam type-checks the version tables and thresholds of the
@@ -25,6 +27,8 @@ func checkHazardParam(name string, v any) error {
 			}
 		}
 		return fmt.Errorf("want a non-negative number of Gb/s, got %s", typeName(v))
+	case "fleet_networks":
+		return wantPrefixes(v)
 	case "peermem_race_drivers":
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -69,6 +73,29 @@ func wantVersionRanges(v any) error {
 			if err := wantVersion(before); err != nil {
 				return fmt.Errorf("item %d: before: %v", i, err)
 			}
+		}
+	}
+	return nil
+}
+
+// wantPrefixes: a list of CIDR prefixes ("10.0.0.0/8", "fd00::/8"), as
+// host-firewall-blocks-nccl compares them. An IPv6 prefix written with an
+// embedded IPv4 address is refused: the rule reads hex groups only.
+func wantPrefixes(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("want a list of CIDR prefixes, got %s", typeName(v))
+	}
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return fmt.Errorf("item %d: want a CIDR prefix string, got %s", i, typeName(item))
+		}
+		if _, err := netip.ParsePrefix(s); err != nil {
+			return fmt.Errorf("item %d: %q is not a CIDR prefix (address/length)", i, s)
+		}
+		if strings.Contains(s, ":") && strings.Contains(s, ".") {
+			return fmt.Errorf("item %d: %q: write an IPv6 prefix in hex groups only", i, s)
 		}
 	}
 	return nil

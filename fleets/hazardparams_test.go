@@ -26,6 +26,12 @@ func TestCheckHazardParam(t *testing.T) {
 		{"rdma_min_rate_gbps", 12.5, ""},
 		{"rdma_min_rate_gbps", "400", "want a non-negative number of Gb/s"},
 		{"rdma_min_rate_gbps", -1, "want a non-negative number"},
+		{"fleet_networks", []any{"10.0.0.0/8", "fd00::/8"}, ""},
+		{"fleet_networks", []any{}, ""},
+		{"fleet_networks", "10.0.0.0/8", "want a list of CIDR prefixes"},
+		{"fleet_networks", []any{"10.0.0.0"}, `item 0: "10.0.0.0" is not a CIDR prefix`},
+		{"fleet_networks", []any{"10.0.0.0/8", 10}, "item 1: want a CIDR prefix string"},
+		{"fleet_networks", []any{"::ffff:10.0.0.0/104"}, "hex groups only"},
 		{"user_policy_param", 1.5, ""},
 	} {
 		err := checkHazardParam(tc.name, tc.v)

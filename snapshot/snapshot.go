@@ -47,10 +47,14 @@ type Snapshot struct {
 	NCCLConfig NCCLConfig `json:"nccl_config"`
 	Net        Net        `json:"net"`
 	Services   Services   `json:"services"`
+	Firewall   Firewall   `json:"firewall"`
 	Pods       []Pod      `json:"pods,omitempty"`
 	// Node is the host's Kubernetes Node, nil when none was read: absent,
 	// it claims nothing (no labels, devices or taints to hold the host to).
 	Node *KubeNode `json:"node,omitempty"`
+	// DMI is nil when /sys/class/dmi/id was not read (a config repo, a
+	// guest without SMBIOS, an older snapshot): absent, it says nothing.
+	DMI *DMI `json:"dmi,omitempty"`
 
 	// Sources maps a fact path (e.g. "boot.configured.params.hugetlb_cma") to
 	// the place its value came from, written as text: "file:line", or

@@ -34,6 +34,7 @@ var descend = []string{
 	`\./etc(/.*)?`,
 	`\./(usr/lib|lib|usr/local/lib|run)`,
 	`\./(usr/lib|lib|usr/local/lib|run)/(sysctl\.d|modprobe\.d|modules-load\.d|systemd|systemd/logind\.conf\.d|kernel)`,
+	`\./usr/lib/firewalld(/zones)?`,
 	`\./(usr|usr/local|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
 	`\./usr/local/cuda[^/]*(/targets(/[^/]+(/lib)?)?|/lib64)?`,
 	pythonLib + `(/(dist|site)-packages(/nvidia(/[^/]+(/lib)?)?|/nvidia_[^/]*\.dist-info)?)?`,
@@ -42,11 +43,11 @@ var descend = []string{
 	`\./var(/lib(/dpkg)?)?`,
 	`\./dev(/infiniband)?`,
 	`\./proc(/driver(/.*)?|/sys(/.*)?)?`,
-	`\./sys(/bus(/pci(/devices)?)?|/class(/infiniband|/iommu|/net)?|/module(/nvidia)?|/hypervisor|/kernel(/mm(/transparent_hugepage)?|/iommu_groups(/[^/]+)?)?)?`,
+	`\./sys(/bus(/pci(/devices)?)?|/class(/infiniband|/iommu|/net|/dmi)?|/module(/nvidia)?|/hypervisor|/kernel(/mm(/transparent_hugepage)?|/iommu_groups(/[^/]+)?)?)?`,
 	// /sys/class/net's links land on the interface under its PCI function
 	// (under virtioN for virtio-net) or under devices/virtual.
 	`\./sys/devices(/pci[^/]*(/[0-9a-f]{4}:[^/]*)*(/infiniband(/[^/]+(/ports(/[^/]+)?)?)?|(/virtio[0-9]+)?(/net(/[^/]+)?)?)?)?`,
-	`\./sys/devices/virtual(/net(/[^/]+)?)?`,
+	`\./sys/devices/virtual(/net(/[^/]+)?|/dmi(/id)?)?`,
 	`\./sys/firmware(/efi(/efivars)?)?`,
 	`\./(boot|efi|boot/efi)(/loader(/entries)?|/EFI(/[^/]+)?|/grub2?)?`,
 	`\./` + unitDirs + `/systemd(/system(/` + jobUnits + `\.d)?|/system\.conf\.d)`,
@@ -55,10 +56,11 @@ var descend = []string{
 // read are the files whose contents are streamed; the rest are read when a
 // collector opens them.
 var read = []string{
-	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf)`,
+	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf|ufw/(ufw\.conf|(user|before)6?\.rules)|default/ufw|firewalld/(firewalld\.conf|zones/[^/]+\.xml)|(sysconfig/)?nftables\.conf|nftables/[^/]+)`,
+	`\./usr/lib/firewalld/zones/[^/]+\.xml`,
 	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
 	`\./proc/(cmdline|cpuinfo|meminfo|modules|driver/.*|sys/.*)`,
-	`\./sys/(module/nvidia/version|hypervisor/type|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
+	`\./sys/(module/nvidia/version|hypervisor/type|devices/virtual/dmi/id/(sys_vendor|product_name)|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
 	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|resource|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,
 	`\./sys/devices/(pci[^/]*(/[0-9a-f]{4}:[^/]*)+(/virtio[0-9]+)?|virtual)/net/[^/]+/(operstate|mtu|type)`,
 	`\./` + unitDirs + `/systemd/(system\.conf(\.d/[^/]+)?|system/` + jobUnits + `(\.d/[^/]+)?)`,
@@ -72,10 +74,11 @@ var read = []string{
 // listed whole by the rule above).
 const unitDirs = `(etc|run|usr/local/lib|usr/lib|lib)`
 
-// jobUnits matches the units the services collector reads and the
-// service.d drop-ins that apply to all of them.
+// jobUnits matches the units the services and firewall collectors read
+// and the service.d drop-ins that apply to all of them.
 var jobUnits = func() string {
 	units, _ := collectors.JobServiceNames()
+	units = append(units, collectors.FirewallUnits()...)
 	res := []string{"service"}
 	for _, u := range units {
 		res = append(res, regexp.QuoteMeta(u))

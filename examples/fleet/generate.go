@@ -44,6 +44,11 @@ func main() {
 			// Driver hot-fixed by hand on one node.
 			s.NVIDIA.DriverVersion, s.NVIDIA.ModuleVersion = "535.129.03", "535.129.03"
 			s.NVIDIA.NVMLVersions = []string{"535.129.03"}
+		case "gpu-a-006":
+			// A hardening role enabled the image's drop-policy nftables.conf
+			// on one node: ssh from the bastions only, NCCL's peers dropped.
+			s.Firewall.Nftables.Enabled = true
+			s.Sources["firewall.nftables.enabled"] = snapshot.FileAt("/etc/systemd/system/sysinit.target.wants/nftables.service", 0)
 		case "gpu-a-007":
 			// The logind drop-in never reached this node: Ubuntu's default applies.
 			s.Logind.RemoveIPC, s.Logind.RemoveIPCDefault = "yes", true

@@ -113,11 +113,21 @@ advertised_evidence := array.concat(
 
 efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
 
+# The host's instance type: its Kubernetes label, else (an EC2 instance on
+# Nitro, whose firmware names it) the DMI product name.
+instance_type := {"type": t, "fact": "labels"} if {
+	t := input.labels["node.kubernetes.io/instance-type"]
+} else := {"type": t, "fact": "dmi.product_name"} if {
+	input.dmi.sys_vendor == "Amazon EC2"
+	t := input.dmi.product_name
+}
+
 # METADATA
 # title: Fewer EFA devices than the instance type has
 # description: >-
-#   The host's instance type (label node.kubernetes.io/instance-type) has a
-#   known EFA device count (param efa_devices_by_instance_type: p5.48xlarge and
+#   The host's instance type (label node.kubernetes.io/instance-type, else on
+#   EC2 the DMI product name /sys/class/dmi/id/product_name, which Nitro
+#   sets to the instance type) has a known EFA device count (param efa_devices_by_instance_type: p5.48xlarge and
 #   p5e.48xlarge 32, p5en.48xlarge 16, p4d.24xlarge 4) and the host has a
 #   different number of EFA devices: a NIC that did not attach at boot halves
 #   or worse a job's network bandwidth. With the host's Kubernetes node, the
@@ -128,6 +138,8 @@ efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
 # related_resources:
 # - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html
 #   description: EFA and the supported instance types
+# - ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/identify_ec2_instances.html
+#   description: Identifying an EC2 instance from DMI (/sys/devices/virtual/dmi/id)
 # custom:
 #   id: efa-device-count-mismatch
 #   severity: high
@@ -137,15 +149,16 @@ efa_count := count([1 | some _, d in input.rdma.devices; d.driver == "efa"])
 #     attaches, and check the launch template's network interfaces.
 #   facts:
 #   - labels
+#   - dmi
 #   - node.allocatable
 #   - rdma.devices
 efa_device_count_mismatch contains f if {
-	itype := input.labels["node.kubernetes.io/instance-type"]
+	itype := instance_type.type
 	want := data.fleetaudit.params.efa_devices_by_instance_type[itype]
 	efa_count != want
 	f := {
 		"msg": sprintf("%s has %d EFA devices, %d expected", [itype, efa_count, want]),
-		"evidence": ["labels", "rdma.devices"],
+		"evidence": [instance_type.fact, "rdma.devices"],
 	}
 }
 

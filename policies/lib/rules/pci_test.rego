@@ -46,6 +46,25 @@ test_efa_count_mismatch if {
 	f.msg == "p5.48xlarge has 31 EFA devices, 32 expected"
 }
 
+# No instance-type label: an EC2 instance's firmware names its type.
+test_efa_count_from_dmi if {
+	params := {"efa_devices_by_instance_type": {"p5.48xlarge": 32}}
+	h := {"dmi": {"sys_vendor": "Amazon EC2", "product_name": "p5.48xlarge"}, "rdma": {"devices": efa_devices(16)}}
+	[f] := [f | some f in pci.efa_device_count_mismatch with input as h with data.fleetaudit.params as params]
+	f.msg == "p5.48xlarge has 16 EFA devices, 32 expected"
+	f.evidence == ["dmi.product_name", "rdma.devices"]
+
+	# The label wins over DMI.
+	labelled := object.union(h, {"labels": {"node.kubernetes.io/instance-type": "p5en.48xlarge"}})
+	count(pci.efa_device_count_mismatch) == 0 with input as labelled with data.fleetaudit.params as {"efa_devices_by_instance_type": {"p5.48xlarge": 32, "p5en.48xlarge": 16}}
+
+	# Not EC2 (a vendor's own product name), or all devices present.
+	other := {"dmi": {"sys_vendor": "Supermicro", "product_name": "p5.48xlarge"}, "rdma": {"devices": efa_devices(16)}}
+	count(pci.efa_device_count_mismatch) == 0 with input as other with data.fleetaudit.params as params
+	full := {"dmi": {"sys_vendor": "Amazon EC2", "product_name": "p5.48xlarge"}, "rdma": {"devices": efa_devices(32)}}
+	count(pci.efa_device_count_mismatch) == 0 with input as full with data.fleetaudit.params as params
+}
+
 test_efa_count_matches_or_unknown_type if {
 	params := {"efa_devices_by_instance_type": {"p5.48xlarge": 32}}
 	h := {"labels": {"node.kubernetes.io/instance-type": "p5.48xlarge"}, "rdma": {"devices": efa_devices(32)}}
