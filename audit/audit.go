@@ -189,7 +189,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
+	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded,
+		Hosts: len(files) + len(targets)}
 	if opts.SSH != nil && opts.SSH.Parallel > 0 {
 		// Hosts are collected inside the engine's workers: as many as
 		// SSH connections may be in flight.
@@ -226,6 +227,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if missing := missingHosts(opts.Inventory, rep.Hosts, targets); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
+		runOpts.Hosts = len(missing)
 		more, err := engine.RunAudit(ctx, collected(missing, inputsOf(opts), log), runOpts)
 		if err != nil {
 			return nil, err
