@@ -259,10 +259,10 @@ func (e *Engine) evalGroups(ctx context.Context, fleet string, groups []*fleetGr
 		ast.Item(ast.StringTerm("groups"), ast.ArrayTerm(list...)),
 	)
 	// A finding's host, until it is put in its group, is the group's index.
-	of := func(r *Rule, f map[string]any) (string, map[string]any, error) {
+	of := func(_ *Rule, f map[string]any) (string, map[string]any, error) {
 		g, err := groupIndex(f, len(groups))
 		if err != nil {
-			return "", nil, fmt.Errorf("rule %s: %w", r.ID, err)
+			return "", nil, err
 		}
 		return strconv.Itoa(g), groups[g].proj.doc, nil
 	}
