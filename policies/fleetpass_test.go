@@ -135,3 +135,41 @@ bad_group contains {"msg": "m", "evidence": [], "group": 7}
 		t.Errorf("host findings lost: %q", findingsOf(rep, "gpu-1"))
 	}
 }
+
+// BenchmarkFleetPass measures the fleet-wide pass alone over 100,000 hosts
+// of 40 configurations (benchHost: racks and findings vary): the groups
+// are evaluated once each, the hosts cost a group index.
+func BenchmarkFleetPass(b *testing.B) {
+	e := newEngine(b, Options{Fleets: gpuFleets()})
+	const n, configs = 100000, 40
+	s := &runState{e: e, budget: DefaultHostTimeout}
+	projs := make([]*projection, configs)
+	tmpls := make([]*template, configs)
+	for i := range tmpls {
+		projs[i] = s.fleetProjection(benchHost(i).doc(b))
+		tmpls[i] = new(template)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("gpu-%06d", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		a := &Audit{Hosts: make([]HostRun, n), tmpls: make([]*template, n)}
+		for i := range n {
+			a.Hosts[i] = HostRun{Host: names[i], Fleet: "gpu-training"}
+			a.tmpls[i] = tmpls[i%configs]
+		}
+		for i, t := range tmpls {
+			t.proj = projs[i]
+		}
+		b.StartTimer()
+		_, failures, err := s.fleetPass(b.Context(), a, 2)
+		if err != nil || len(failures) > 0 || len(a.groups) != configs {
+			b.Fatal(err, failures, len(a.groups))
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "hosts/s")
+}
