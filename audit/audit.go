@@ -69,9 +69,9 @@ type Options struct {
 	Now func() time.Time
 	// Stream leaves Result.Findings nil: the findings are read, in order,
 	// through Result.All, and a large fleet's are never all in memory
-	// (reports that stream: json, table). Only for a result nothing
-	// changes or keeps afterwards: waivers mark Findings, the history
-	// store records them, so a caller doing either must not stream.
+	// (reports that stream: json, table). Waivers then mark them as they
+	// are read (Result.ApplyWaivers); the history store records every
+	// finding, so a caller recording the run must not stream.
 	Stream bool
 	Log    *slog.Logger
 }
@@ -97,8 +97,10 @@ type Result struct {
 	Rules      []policies.Rule     `json:"-"`
 	FleetRules map[string][]string `json:"-"`
 
-	// audit yields the findings when they were not collected.
+	// audit yields the findings when they were not collected; mark, when
+	// set, marks each as it is yielded (ApplyWaivers).
 	audit *policies.Audit
+	mark  func(*policies.Finding)
 }
 
 // All yields the findings in Findings' order, also when they were not
@@ -115,8 +117,32 @@ func (r *Result) All() iter.Seq2[*policies.Finding, *policies.Finding] {
 			}
 			return
 		}
-		r.audit.Each(yield)
+		if r.mark == nil {
+			r.audit.Each(yield)
+			return
+		}
+		r.audit.Each(func(f, shared *policies.Finding) bool {
+			r.mark(f)
+			if f.Waived != nil {
+				// The shared encoding is the unwaived one.
+				shared = nil
+			}
+			return yield(f, shared)
+		})
 	}
+}
+
+// ApplyWaivers marks the findings a waivers file covers (Finding.Waived,
+// see waivers.Set.Apply) and returns what it did; nil for a nil set.
+// Streamed findings are read once to count, then marked as All yields
+// them.
+func (r *Result) ApplyWaivers(ws *waivers.Set, now time.Time) *waivers.Report {
+	if r.audit == nil || ws == nil {
+		return ws.Apply(now, r.Findings)
+	}
+	rep, mark := ws.Stream(now, r.All())
+	r.mark = mark
+	return rep
 }
 
 // HostError is a host or input that could not be audited in full.
@@ -189,7 +215,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded}
+	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded,
+		Hosts: len(files) + len(targets)}
 	if opts.SSH != nil && opts.SSH.Parallel > 0 {
 		// Hosts are collected inside the engine's workers: as many as
 		// SSH connections may be in flight.
@@ -226,6 +253,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if missing := missingHosts(opts.Inventory, rep.Hosts, targets); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
+		runOpts.Hosts = len(missing)
 		more, err := engine.RunAudit(ctx, collected(missing, inputsOf(opts), log), runOpts)
 		if err != nil {
 			return nil, err

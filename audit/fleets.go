@@ -94,9 +94,16 @@ func count(s *Summary, f *policies.Finding) {
 // none): what --fail-on compares.
 func (r *Result) MaxSeverityRank() int {
 	worst := 0
+	if r.audit != nil && r.mark != nil {
+		for f := range r.All() {
+			if f.Waived == nil {
+				worst = max(worst, policies.SeverityRank(f.Severity))
+			}
+		}
+		return worst
+	}
 	if r.audit != nil {
-		// Streamed: nothing could mark these findings waived (waivers
-		// mark Findings), so the summary's counts are all unwaived.
+		// Streamed and nothing waived: the summary counts them all.
 		for sev, n := range r.Summary.BySeverity {
 			if n > 0 {
 				worst = max(worst, policies.SeverityRank(sev))

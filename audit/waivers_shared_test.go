@@ -100,3 +100,91 @@ func TestWaiverOnSharedEvaluation(t *testing.T) {
 		t.Errorf("MaxSeverityRank %d with %s unwaived on %s, %s", got, severity, group[0], group[2])
 	}
 }
+
+// Waivers applied to streamed findings mark each as it is read, exactly
+// as on collected findings: the same findings marked, the same counts and
+// states, the same worst unwaived severity; a waived finding is never
+// handed out as a shared encoding (which is the unwaived one).
+func TestStreamedWaiversAreCollectedWaivers(t *testing.T) {
+	set, err := fleets.Load(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := fleetgen.Generate(fleetgen.Options{N: 60, Dir: dir, Roots: "../testdata/hosts", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// A host glob over part of groups of equal hosts, a rule everywhere
+	// (critical, so --fail-on changes), a fleet-wide rule, an expired
+	// waiver and one that matches nothing.
+	ws, err := waivers.Parse("waivers.yaml", []byte(`waivers:
+  - rule: thp-always
+    hosts: [web-0001*]
+    owner: alice@example.com
+    justification: drained for repair
+    expires: 2099-12-31
+  - rule: hugetlb-cma-on-gpu
+    fleet: gpu-training
+    owner: bob@example.com
+    justification: CMA needed by the vendor's driver until 2027
+    expires: 2099-12-31
+  - rule: sysctl-skew
+    hosts: [gpu-0003*]
+    owner: carol@example.com
+    justification: tuning trial
+    expires: 2099-12-31
+  - rule: acs-redirect-on-gpu-path
+    fleet: "*"
+    owner: dave@example.com
+    justification: old
+    expires: 2020-01-01
+  - rule: no-such-finding
+    fleet: "*"
+    owner: erin@example.com
+    justification: nothing
+    expires: 2099-12-31
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	collected, err := Run(ctx, Options{Fleets: set, Snapshots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := collected.ApplyWaivers(ws, now)
+	streamed, err := Run(ctx, Options{Fleets: set, Snapshots: []string{dir}, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := streamed.ApplyWaivers(ws, now)
+	if !equalJSON(got, want) {
+		t.Errorf("waivers report streamed:\n%+v\ncollected:\n%+v", got, want)
+	}
+	if want.Waived == 0 || want.Expired != 1 || want.Stale != 1 {
+		t.Fatalf("report %+v: the waivers do not test what they should", want)
+	}
+	// Read twice, as the summary and the renderer do.
+	for pass := range 2 {
+		i, shared := 0, 0
+		for f, sh := range streamed.All() {
+			if i >= len(collected.Findings) || !equalJSON(*f, collected.Findings[i]) {
+				t.Fatalf("pass %d: streamed finding %d differs from the collected one", pass, i)
+			}
+			if sh != nil {
+				shared++
+				if f.Waived != nil || sh.Waived != nil {
+					t.Fatalf("pass %d: waived finding %d handed out shared", pass, i)
+				}
+			}
+			i++
+		}
+		if i != len(collected.Findings) || shared == 0 {
+			t.Fatalf("pass %d: %d findings streamed (%d shared), %d collected", pass, i, shared, len(collected.Findings))
+		}
+	}
+	if g, w := streamed.MaxSeverityRank(), collected.MaxSeverityRank(); g != w {
+		t.Errorf("MaxSeverityRank streamed %d, collected %d", g, w)
+	}
+}

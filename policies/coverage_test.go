@@ -230,7 +230,7 @@ func TestHostTimeout(t *testing.T) {
 	writeFile(t, dir, "slow.rego", "package fleetaudit.rules.slow\n"+
 		strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-host", 1), "%s contains", "slow_host contains"), "%s", "[input.host]"))
 	writeFile(t, dir, "fleet.rego", "package fleetaudit.fleet_rules.slow\n"+
-		strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-fleet", 1), "%s contains", "slow_fleet contains"), "%s", "[x.host | some x in input.hosts]"))
+		strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-fleet", 1), "%s contains", "slow_fleet contains"), "%s", "[x.group | some x in input.groups]"), `"host": h`, `"group": h`))
 	e := newEngine(t, Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
 	files := writeSnapshots(t, t.TempDir(), host{name: "gpu-1", hugetlbCMA: "6G", rdma: 8}, host{name: "gpu-2"})
 	// A budget far above what the library's rules take, even on a loaded
@@ -315,9 +315,9 @@ func TestFleetRulesSkipUncollectedHosts(t *testing.T) {
 # related_resources: [{ref: "https://example.com"}]
 # custom: {id: kernel-release-missing, severity: low, profiles: [all], remediation: r, facts: [kernel.release]}
 kernel_release_missing contains f if {
-	some h in input.hosts
-	object.get(h, ["kernel", "release"], "") == ""
-	f := {"msg": "no kernel release", "evidence": ["kernel.release"], "host": h.host}
+	some g in input.groups
+	object.get(g, ["kernel", "release"], "") == ""
+	f := {"msg": "no kernel release", "evidence": ["kernel.release"], "group": g.group}
 }
 `)
 	dir := t.TempDir()

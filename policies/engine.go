@@ -7,14 +7,16 @@
 // (every `name contains f if` rule there is a finding rule; helpers are
 // complete rules, functions, or live elsewhere); they see one snapshot as
 // input. Fleet-wide rules live under
-// data.fleetaudit.fleet_rules and see {"fleet": name, "hosts": [projection]}.
+// data.fleetaudit.fleet_rules and see each distinct configuration of a fleet
+// once: {"fleet": name, "count": hosts, "groups": [{"group", "count",
+// projection}]} (see fleetpass.go).
 // Both read the fleet's parameters at data.fleetaudit.params and its name at
 // data.fleetaudit.fleet. Each rule yields finding objects
 //
 //	{"msg": string, "evidence": [fact path], "severity"?: override,
-//	 "fix"?: object, "expected"?: value, "basis"?: string, "host"?: name}
+//	 "fix"?: object, "expected"?: value, "basis"?: string, "group"?: index}
 //
-// ("host" is required in fleet rules) and carries its id, severity, title,
+// ("group" is required in fleet rules) and carries its id, severity, title,
 // remediation and references in a METADATA block.
 package policies
 
@@ -161,6 +163,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 
 	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}, params: paramsRead(compiler), sectionTerms: sectionTermsOf()}
 	var facts []string
+	var errs []error
 	for _, r := range rules {
 		e.byID[r.ID] = r
 		if r.Scope == ScopeHost {
@@ -168,7 +171,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		if r.Scope == ScopeFleet {
 			facts = append(facts, r.Facts...)
+			errs = append(errs, checkFleetInput(compiler, r))
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("policy rules: %w", err)
 	}
 	e.setFleetFacts(facts)
 

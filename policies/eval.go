@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"path"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -179,114 +176,6 @@ func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget 
 	return rs, err
 }
 
-// EvalFleet evaluates the fleet-wide rules enabled for fleet over the
-// projections (see Project) of its hosts. Host names must be unique.
-// Findings come sorted by host, then rule id. A finding about a host whose
-// facts for the rule were not collected is withheld, as in EvalHost.
-func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
-	members := make([]member, len(hosts))
-	for i, h := range hosts {
-		name, _ := h["host"].(string)
-		proj := maps.Clone(h)
-		delete(proj, "host")
-		members[i] = member{name: name, t: &template{proj: proj}}
-	}
-	findings, _, err := e.evalFleet(ctx, fleet, members, 0, 1)
-	return findings, err
-}
-
-// evalFleet is EvalFleet over members (a projection less "host", shared by
-// the hosts of one configuration) with an evaluation budget (0: none); it
-// also returns the rules that did not finish within it. With workers > 1
-// the rules are evaluated that many at a time, each alone within the
-// budget: over a large fleet each rule is a long single-threaded
-// evaluation.
-func (e *Engine) evalFleet(ctx context.Context, fleet string, hosts []member, budget time.Duration, workers int) ([]Finding, []string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	fq, ok := e.fleets[fleet]
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
-	}
-	if fq.fleet == nil || len(hosts) == 0 {
-		return nil, nil, nil
-	}
-	byName := make(map[string]*template, len(hosts))
-	list := make([]*ast.Term, len(hosts))
-	hostKey := ast.StringTerm("host")
-	for i, h := range hosts {
-		if _, dup := byName[h.name]; dup {
-			return nil, nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, h.name)
-		}
-		byName[h.name] = h.t
-		if h.t.projItems == nil {
-			// Converted once per configuration; provenance stays in
-			// the projection, for evidence.
-			v, err := e.ruleInput(h.t.proj)
-			if err != nil {
-				return nil, nil, fmt.Errorf("fleet projection of %s as Rego input: %w", h.name, err)
-			}
-			items := [][2]*ast.Term{}
-			_ = v.(ast.Object).Iter(func(k, v *ast.Term) error {
-				items = append(items, [2]*ast.Term{k, v})
-				return nil
-			})
-			h.t.projItems = items
-		}
-		items := make([][2]*ast.Term, 0, len(h.t.projItems)+1)
-		items = append(items, [2]*ast.Term{hostKey, ast.StringTerm(h.name)})
-		items = append(items, h.t.projItems...)
-		list[i] = ast.NewTerm(ast.NewObject(items...))
-	}
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("fleet"), ast.StringTerm(fleet)),
-		ast.Item(ast.StringTerm("hosts"), ast.ArrayTerm(list...)),
-	)
-	docs := map[string]map[string]any{}
-	docOf := func(name string) map[string]any {
-		d, ok := docs[name]
-		if !ok {
-			d = maps.Clone(byName[name].proj)
-			d["host"] = name
-			docs[name] = d
-		}
-		return d
-	}
-	of := func(r *Rule, f map[string]any) (string, map[string]any, error) {
-		name, ok := f["host"].(string)
-		if !ok {
-			return "", nil, fmt.Errorf("rule %s: a fleet-wide finding needs \"host\" naming the deviating host", r.ID)
-		}
-		if _, ok := byName[name]; !ok {
-			return "", nil, fmt.Errorf("rule %s: finding names host %q, which is not in fleet %q", r.ID, name, fleet)
-		}
-		return name, docOf(name), nil
-	}
-	covs := map[string]*coverage{}
-	admit := func(r *Rule, f *Finding) bool {
-		c, ok := covs[f.Host]
-		if !ok {
-			c = coverageOf(docOf(f.Host))
-			covs[f.Host] = c
-		}
-		return c.admits(r, f)
-	}
-	var findings []Finding
-	var slow []string
-	var err error
-	if workers > 1 && len(fq.fleet.rules) > 1 {
-		findings, slow, err = fq.evalParallel(ctx, fq.fleet, input, budget, of, fleet, admit, workers)
-	} else {
-		findings, slow, err = fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
-	}
-	if err != nil {
-		return nil, slow, err
-	}
-	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Host < findings[j].Host })
-	return findings, slow, nil
-}
-
 // hostOf says which host a finding value is about and which document its
 // evidence resolves against.
 type hostOf func(r *Rule, f map[string]any) (string, map[string]any, error)
@@ -421,51 +310,20 @@ func evidence(doc map[string]any, fact string) Evidence {
 	}
 	var below []string
 	for k, s := range sources {
-		if s, ok := sourceText(s); ok && pathPrefix(fact, k) {
+		if s, ok := sourceText(s); ok && pathPrefix(fact, k) && !slices.Contains(below, s) {
 			below = append(below, s)
+			if len(below) > maxSourcesBelow {
+				// Facts read from many files (every RDMA port): a list
+				// of them all would bury the finding.
+				return ev
+			}
 		}
 	}
-	slices.Sort(below)
-	below = slices.Compact(below)
-	switch {
-	case len(below) > maxSourcesBelow:
-		// Facts read from many files (every RDMA port): a list of them all
-		// would bury the finding; the directory they share says where.
-		if dir := commonDir(below); dir != "/" && dir != "" {
-			ev.Source = unique.Make(dir).Value()
-		}
-	case len(below) > 0:
+	if len(below) > 0 {
+		slices.Sort(below)
 		ev.Source = unique.Make(strings.Join(below, ", ")).Value()
 	}
 	return ev
-}
-
-// commonDir is the deepest directory holding every file source given
-// ("file" or "file:line"); "" when one is not an absolute path.
-func commonDir(sources []string) string {
-	dir := ""
-	for _, s := range sources {
-		f := fileOf(s)
-		if !strings.HasPrefix(f, "/") {
-			return ""
-		}
-		if dir == "" {
-			dir = path.Dir(f)
-			continue
-		}
-		for dir != "/" && !strings.HasPrefix(f, dir+"/") {
-			dir = path.Dir(dir)
-		}
-	}
-	return dir
-}
-
-// fileOf drops a source's ":line".
-func fileOf(source string) string {
-	if i := strings.LastIndexByte(source, ':'); i > 0 && strings.Trim(source[i+1:], "0123456789") == "" && i+1 < len(source) {
-		return source[:i]
-	}
-	return source
 }
 
 // sourceText is a document's source as text: a string as read from a

@@ -7,8 +7,6 @@ import (
 	"iter"
 	"maps"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,10 +25,9 @@ type template struct {
 	findings          []Finding
 	skipped, timedOut []string
 	unread            string
-	// proj is the fleet projection less "host" (nil: the host takes no part
-	// in fleet rules); projItems its members as Rego terms, made once.
-	proj      map[string]any
-	projItems [][2]*ast.Term
+	// proj is the fleet projection, shared by every host with the same
+	// (nil: the host takes no part in fleet rules).
+	proj *projection
 	// members counts the hosts that use it.
 	members atomic.Int32
 }
@@ -77,6 +74,10 @@ type runState struct {
 
 	rmu     sync.RWMutex
 	results map[digest][]any
+
+	// projs are the fleet projections seen so far, by content.
+	pmu   sync.Mutex
+	projs map[digest]*projection
 }
 
 // worker is one worker's scratch space.
@@ -95,7 +96,10 @@ type Audit struct {
 	// Failures are hosts or fleets the engine could not evaluate.
 	Failures []Failure
 	tmpls    []*template // per host; nil when it was not evaluated
-	fleet    []Finding   // fleet-wide findings, by fleet, then host
+	// groups are the fleet-wide pass's groups of hosts, with their
+	// findings; groupOf[i] is host i's (-1: none).
+	groups  []*fleetGroup
+	groupOf []int32
 }
 
 // Run audits the hosts and returns every finding at once: host findings
@@ -149,26 +153,48 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 		workers = runtime.GOMAXPROCS(0)
 	}
 	pool := sync.Pool{New: func() any { return new(worker) }}
-	type result struct {
+	// Each worker writes its host's record in place: into a.Hosts when
+	// the run was told how many hosts come (RunOptions.Hosts), so a large
+	// fleet's records are allocated once; beyond that into slots appended
+	// when the workers are done.
+	hint := max(opts.Hosts, 0)
+	a := &Audit{Hosts: make([]HostRun, hint), tmpls: make([]*template, hint)}
+	type slot struct {
 		run  HostRun
 		tmpl *template
-		err  error
 	}
-	// Each worker writes its own result; the slice of them grows here only.
-	var results []*result
+	var over []*slot
+	var emu sync.Mutex
+	errs := map[int]error{}
 	var done atomic.Int64
+	n := 0
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for in := range hosts {
 		if gctx.Err() != nil {
 			break
 		}
-		r := new(result)
-		results = append(results, r)
+		i := n
+		n++
+		var run *HostRun
+		var tmpl **template
+		if i < hint {
+			run, tmpl = &a.Hosts[i], &a.tmpls[i]
+		} else {
+			o := new(slot)
+			over = append(over, o)
+			run, tmpl = &o.run, &o.tmpl
+		}
 		g.Go(func() error {
 			w := pool.Get().(*worker)
-			r.run, r.tmpl, r.err = s.host(gctx, in, w)
+			var err error
+			*run, *tmpl, err = s.host(gctx, in, w)
 			pool.Put(w)
+			if err != nil {
+				emu.Lock()
+				errs[i] = err
+				emu.Unlock()
+			}
 			if opts.Progress != nil {
 				opts.Progress(int(done.Add(1)))
 			}
@@ -179,64 +205,32 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-
-	a := &Audit{Hosts: make([]HostRun, len(results)), tmpls: make([]*template, len(results))}
-	members := map[string][]member{}
-	firstFile := map[[2]string]string{}
-	for i, r := range results {
-		a.Hosts[i], a.tmpls[i] = r.run, r.tmpl
-		if r.err != nil {
-			a.Failures = append(a.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet, Err: r.err})
-		}
-		if r.tmpl != nil {
-			r.tmpl.members.Add(1)
-		}
-		if r.tmpl == nil || r.tmpl.proj == nil {
-			continue
-		}
-		key := [2]string{r.run.Fleet, r.run.Host}
-		if prev, dup := firstFile[key]; dup {
-			a.Failures = append(a.Failures, Failure{File: r.run.File, Host: r.run.Host, Fleet: r.run.Fleet,
-				Err: fmt.Errorf("host name also used by %s; fleet-wide rules counted that file only", prev)})
-			continue
-		}
-		firstFile[key] = r.run.File
-		members[r.run.Fleet] = append(members[r.run.Fleet], member{name: r.run.Host, t: r.tmpl})
+	a.Hosts, a.tmpls = a.Hosts[:min(n, hint)], a.tmpls[:min(n, hint)]
+	for _, o := range over {
+		a.Hosts = append(a.Hosts, o.run)
+		a.tmpls = append(a.tmpls, o.tmpl)
 	}
-	results, firstFile = nil, nil
-
-	fleets := slices.Sorted(maps.Keys(members))
-	fleetFindings := make([][]Finding, len(fleets))
-	fleetErrs := make([]error, len(fleets))
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for i, fleet := range fleets {
-		g.Go(func() error {
-			var slow []string
-			fleetFindings[i], slow, fleetErrs[i] = e.evalFleet(gctx, fleet, members[fleet], s.budget, workers)
-			if len(slow) > 0 {
-				fleetErrs[i] = errors.Join(fleetErrs[i], fmt.Errorf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
-					plural(len(slow), "rule", "rules"), strings.Join(slow, ", "), s.budget, plural(len(slow), "its", "their")))
-			}
-			return nil
-		})
+	over = nil
+	for _, t := range a.tmpls {
+		if t != nil {
+			t.members.Add(1)
+		}
 	}
-	_ = g.Wait()
-	if err := ctx.Err(); err != nil {
+	dups, fleetErrs, err := s.fleetPass(ctx, a, workers)
+	if err != nil {
 		return nil, err
 	}
-	// Projections served the fleet pass only; the report needs none.
-	for _, ms := range members {
-		for _, m := range ms {
-			m.t.proj, m.t.projItems = nil, nil
+	for i := range a.Hosts {
+		run := &a.Hosts[i]
+		if err := errs[i]; err != nil {
+			a.Failures = append(a.Failures, Failure{File: run.File, Host: run.Host, Fleet: run.Fleet, Err: err})
+		}
+		if prev, dup := dups[int32(i)]; dup {
+			a.Failures = append(a.Failures, Failure{File: run.File, Host: run.Host, Fleet: run.Fleet,
+				Err: fmt.Errorf("host name also used by %s; fleet-wide rules counted that file only", prev)})
 		}
 	}
-	for i, fleet := range fleets {
-		a.fleet = append(a.fleet, fleetFindings[i]...)
-		if fleetErrs[i] != nil {
-			a.Failures = append(a.Failures, Failure{Fleet: fleet, Err: fleetErrs[i]})
-		}
-	}
+	a.Failures = append(a.Failures, fleetErrs...)
 	return a, nil
 }
 
@@ -350,8 +344,7 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 	if fq.fleet != nil && t.unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
-		t.proj = e.Project(doc)
-		delete(t.proj, "host")
+		t.proj = s.fleetProjection(doc)
 	}
 	run.Unread, run.Skipped, run.TimedOut = t.unread, t.skipped, t.timedOut
 	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable
@@ -535,132 +528,4 @@ func (e *Engine) ruleInputOf(doc map[string]any, sections map[string]bool) (ast.
 		}
 	}
 	return e.ruleInput(sub)
-}
-
-// member is one host of a fleet for the fleet-wide pass.
-type member struct {
-	name string
-	t    *template
-}
-
-// Findings returns every finding: host findings in input order, then
-// fleet-wide findings by fleet name and host.
-func (a *Audit) Findings() []Finding {
-	var out []Finding
-	for i, t := range a.tmpls {
-		if t == nil {
-			continue
-		}
-		for j := range t.findings {
-			out = append(out, forHost(&t.findings[j], a.Hosts[i].Host))
-		}
-	}
-	return append(out, a.fleet...)
-}
-
-// Append adds the hosts, findings and failures of another run.
-func (a *Audit) Append(b *Audit) {
-	a.Hosts = append(a.Hosts, b.Hosts...)
-	a.tmpls = append(a.tmpls, b.tmpls...)
-	a.fleet = append(a.fleet, b.fleet...)
-	a.Failures = append(a.Failures, b.Failures...)
-}
-
-// forHost is a shared finding as it reads for host.
-func forHost(f *Finding, host string) Finding {
-	out := *f
-	out.Host = host
-	cloned := false
-	for i, ev := range f.Evidence {
-		if ev.Fact == "host" {
-			if !cloned {
-				out.Evidence = slices.Clone(f.Evidence)
-				cloned = true
-			}
-			out.Evidence[i].Value = host
-		}
-	}
-	return out
-}
-
-// citesHost reports whether a finding's evidence cites the host's name.
-func citesHost(f *Finding) bool {
-	return slices.ContainsFunc(f.Evidence, func(ev Evidence) bool { return ev.Fact == "host" })
-}
-
-// Each yields every finding in report order: by fleet, most severe first,
-// then host, then rule, with equal ones in the order Findings gives them.
-// f is valid during the call only. When shared is not nil, f is *shared
-// with another host's name: a writer may encode shared once for all the
-// hosts that yield it.
-func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
-	order := make([]int32, 0, len(a.Hosts))
-	for i, t := range a.tmpls {
-		if t != nil {
-			order = append(order, int32(i))
-		}
-	}
-	slices.SortStableFunc(order, func(x, y int32) int {
-		hx, hy := &a.Hosts[x], &a.Hosts[y]
-		if c := strings.Compare(hx.Fleet, hy.Fleet); c != 0 {
-			return c
-		}
-		return strings.Compare(hx.Host, hy.Host)
-	})
-	fleetOf := map[[2]string][]int{}
-	for i, f := range a.fleet {
-		k := [2]string{f.Fleet, f.Host}
-		fleetOf[k] = append(fleetOf[k], i)
-	}
-	type item struct {
-		f      *Finding
-		host   string
-		shared bool
-	}
-	var items []item
-	var cur Finding
-	for lo := 0; lo < len(order); {
-		fleet := a.Hosts[order[lo]].Fleet
-		hi := lo
-		for hi < len(order) && a.Hosts[order[hi]].Fleet == fleet {
-			hi++
-		}
-		for rank := 5; rank >= 0; rank-- {
-			for g := lo; g < hi; {
-				host := a.Hosts[order[g]].Host
-				e := g
-				for e < hi && a.Hosts[order[e]].Host == host {
-					e++
-				}
-				items = items[:0]
-				for _, i := range order[g:e] {
-					t := a.tmpls[i]
-					for j := range t.findings {
-						f := &t.findings[j]
-						if SeverityRank(f.Severity) == rank {
-							items = append(items, item{f, host, t.members.Load() > 1 && !citesHost(f)})
-						}
-					}
-				}
-				for _, j := range fleetOf[[2]string{fleet, host}] {
-					if f := &a.fleet[j]; SeverityRank(f.Severity) == rank {
-						items = append(items, item{f, host, false})
-					}
-				}
-				slices.SortStableFunc(items, func(x, y item) int { return strings.Compare(x.f.Rule, y.f.Rule) })
-				for _, it := range items {
-					cur = forHost(it.f, it.host)
-					var shared *Finding
-					if it.shared {
-						shared = it.f
-					}
-					if !yield(&cur, shared) {
-						return
-					}
-				}
-				g = e
-			}
-		}
-		lo = hi
-	}
 }

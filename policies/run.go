@@ -73,6 +73,9 @@ type RunOptions struct {
 	FleetSections []string
 	// Workers bounds how many hosts are evaluated at once; 0 means GOMAXPROCS.
 	Workers int
+	// Hosts is how many inputs the iterator yields, when known (0: not
+	// known): the hosts' records are then allocated once, in place.
+	Hosts int
 	// Progress, if set, is called from worker goroutines after each host
 	// with the number of hosts done.
 	Progress func(done int)

@@ -46,43 +46,6 @@ func groupMode(mode string, hosts int) string {
 	return GroupNone
 }
 
-// ruleGroup is one rule's findings in one fleet.
-type ruleGroup struct {
-	Rule, Title, Severity string
-	Hosts                 []string
-	Findings              []policies.Finding
-	Waived                int
-}
-
-// groupByRule groups findings by rule, most severe and widest first.
-func groupByRule(findings []policies.Finding) []*ruleGroup {
-	byRule := map[string]*ruleGroup{}
-	var out []*ruleGroup
-	for _, f := range findings {
-		g := byRule[f.Rule]
-		if g == nil {
-			g = &ruleGroup{Rule: f.Rule, Title: f.Title, Severity: f.Severity}
-			byRule[f.Rule] = g
-			out = append(out, g)
-		}
-		if policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
-			g.Severity = f.Severity
-		}
-		if !slices.Contains(g.Hosts, f.Host) {
-			g.Hosts = append(g.Hosts, f.Host)
-		}
-		if f.Waived != nil {
-			g.Waived++
-		}
-		g.Findings = append(g.Findings, f)
-	}
-	slices.SortStableFunc(out, func(a, b *ruleGroup) int {
-		return cmp.Or(-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
-			-cmp.Compare(len(a.Hosts), len(b.Hosts)), cmp.Compare(a.Rule, b.Rule))
-	})
-	return out
-}
-
 // groupByHost groups findings by host in the order hosts first appear.
 func groupByHost(findings []policies.Finding) (hosts []string, by map[string][]policies.Finding) {
 	by = map[string][]policies.Finding{}

@@ -128,10 +128,10 @@ func mdRuleGroups(out *bytes.Buffer, findings []policies.Finding) {
 			sev += fmt.Sprintf(" (%d waived)", g.Waived)
 		}
 		var vals []string
-		for _, line := range valuesLines(evidenceValues(g.Findings), 3, 3) {
+		for _, line := range valuesLines(g.factValues(), 3, 3) {
 			vals = append(vals, mdCell(line))
 		}
-		where := sourcesLine(groupSources(g.Findings))
+		where := sourcesLine(g.sourceCounts())
 		if where != "" {
 			where = mdCode(where)
 		}

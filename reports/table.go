@@ -28,52 +28,49 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 	if width <= 0 {
 		width = DefaultWidth
 	}
-	byFleet := map[string][]policies.Finding{}
-	for f := range r.All() {
-		byFleet[f.Fleet] = append(byFleet[f.Fleet], *f)
-	}
 	names := make([]string, 0, len(r.Summary.Fleets))
 	for name := range r.Summary.Fleets {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	mode := groupMode(opts.GroupBy, r.Summary.Hosts)
+	// Findings come by fleet: a fleet's section is written once its
+	// findings are read, so one fleet's findings are held at a time, and
+	// in the grouped view only what the rows show.
 	var out bytes.Buffer
-	for i, name := range names {
-		if i > 0 {
-			out.WriteString("\n")
-		}
-		fs := r.Summary.Fleets[name]
-		label := Escape(name)
-		if label == "" {
-			label = "(no fleet)"
-		}
-		findings := byFleet[name]
-		counts := countLine(fs.BySeverity)
-		if waived := countWaived(findings); waived > 0 {
-			counts = countLine(unwaivedCounts(findings)) + fmt.Sprintf(", %d waived", waived)
-		}
-		fmt.Fprintf(&out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), counts)
-		if len(findings) == 0 {
-			continue
-		}
-		var err error
-		switch groupMode(opts.GroupBy, r.Summary.Hosts) {
-		case GroupRule:
-			err = renderRuleGroups(&out, findings, width, opts.Color)
-		case GroupHost:
-			hosts, by := groupByHost(findings)
-			for _, h := range hosts {
-				fmt.Fprintf(&out, "-- %s: %s\n", Escape(h), countLine(unwaivedCounts(by[h])))
-				if err = renderFindings(&out, by[h], width, opts.Color, false); err != nil {
-					break
-				}
+	var cur *tableSection
+	next := 0
+	// emit writes the sections of the fleets before limit (all: the rest).
+	emit := func(limit string, all bool) error {
+		for ; next < len(names) && (all || names[next] < limit); next++ {
+			sec := &tableSection{fleet: names[next]}
+			if cur != nil && cur.fleet == names[next] {
+				sec = cur
 			}
-		default:
-			err = renderFindings(&out, findings, width, opts.Color, true)
+			if next > 0 {
+				out.WriteString("\n")
+			}
+			if err := sec.render(&out, r.Summary.Fleets[sec.fleet], mode, width, opts.Color); err != nil {
+				return err
+			}
+			if _, err := w.Write(out.Bytes()); err != nil {
+				return err
+			}
+			out.Reset()
 		}
-		if err != nil {
-			return err
+		return nil
+	}
+	for f := range r.All() {
+		if cur == nil || f.Fleet != cur.fleet {
+			if err := emit(f.Fleet, false); err != nil {
+				return err
+			}
+			cur = &tableSection{fleet: f.Fleet}
 		}
+		cur.add(f, mode)
+	}
+	if err := emit("", true); err != nil {
+		return err
 	}
 	tableWaivers(&out, r.Waivers, width)
 	if len(r.Errors) > 0 {
@@ -98,6 +95,64 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		r.Summary.Findings, plural(r.Summary.Findings, "finding", "findings"), countLine(r.Summary.BySeverity), waived)
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// tableSection is one fleet's findings as its section needs them.
+type tableSection struct {
+	fleet string
+	// findings (one row each), or in the grouped view the rule groups.
+	findings []policies.Finding
+	groups   ruleGroups
+	n        int
+	waived   int
+	unwaived map[string]int
+}
+
+// add takes one finding, valid during the call only.
+func (s *tableSection) add(f *policies.Finding, mode string) {
+	s.n++
+	if f.Waived != nil {
+		s.waived++
+	} else {
+		if s.unwaived == nil {
+			s.unwaived = map[string]int{}
+		}
+		s.unwaived[f.Severity]++
+	}
+	if mode == GroupRule {
+		s.groups.add(f)
+		return
+	}
+	s.findings = append(s.findings, *f)
+}
+
+func (s *tableSection) render(out *bytes.Buffer, fs audit.FleetSummary, mode string, width int, color bool) error {
+	label := Escape(s.fleet)
+	if label == "" {
+		label = "(no fleet)"
+	}
+	counts := countLine(fs.BySeverity)
+	if s.waived > 0 {
+		counts = countLine(s.unwaived) + fmt.Sprintf(", %d waived", s.waived)
+	}
+	fmt.Fprintf(out, "== %s: %d %s, %s\n", label, fs.Hosts, plural(fs.Hosts, "host", "hosts"), counts)
+	if s.n == 0 {
+		return nil
+	}
+	switch mode {
+	case GroupRule:
+		return renderRuleGroups(out, s.groups.sorted(), width, color)
+	case GroupHost:
+		hosts, by := groupByHost(s.findings)
+		for _, h := range hosts {
+			fmt.Fprintf(out, "-- %s: %s\n", Escape(h), countLine(unwaivedCounts(by[h])))
+			if err := renderFindings(out, by[h], width, color, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return renderFindings(out, s.findings, width, color, true)
 }
 
 // renderFindings prints SEVERITY, HOST (when withHost) and FINDING columns,
@@ -188,19 +243,19 @@ func plural(n int, one, many string) string {
 
 // renderRuleGroups prints one row per rule: the hosts folded, the distinct
 // values of the facts it cites counted, and where they were set.
-func renderRuleGroups(out *bytes.Buffer, findings []policies.Finding, width int, color bool) error {
+func renderRuleGroups(out *bytes.Buffer, groups []*ruleGroup, width int, color bool) error {
 	cols := Columns{Width: width, Indent: " ", Header: []string{"SEVERITY", "HOSTS", "FINDING"}}
-	for _, g := range groupByRule(findings) {
+	for _, g := range groups {
 		text := Escape(g.Rule) + ": " + Escape(g.Title)
-		for _, line := range valuesLines(evidenceValues(g.Findings), 3, 3) {
+		for _, line := range valuesLines(g.factValues(), 3, 3) {
 			text += "\n" + Escape(line)
 		}
-		if src := sourcesLine(groupSources(g.Findings)); src != "" {
+		if src := sourcesLine(g.sourceCounts()); src != "" {
 			text += "\nat " + Escape(src)
 		}
 		sev := Escape(g.Severity)
 		if g.Waived > 0 {
-			text += fmt.Sprintf("\n%d of %d waived", g.Waived, len(g.Findings))
+			text += fmt.Sprintf("\n%d of %d waived", g.Waived, g.N)
 		}
 		hosts := fmt.Sprintf("%d: %s", len(g.Hosts), Escape(foldHosts(g.Hosts, 6)))
 		cols.Rows = append(cols.Rows, []string{sev, hosts, text})

@@ -8,6 +8,7 @@ package waivers
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -318,6 +319,35 @@ func (s *Set) Apply(now time.Time, findings ...[]policies.Finding) *Report {
 	if s == nil {
 		return nil
 	}
+	rep := s.report(now)
+	for _, list := range findings {
+		for i := range list {
+			rep.mark(&list[i], true)
+		}
+	}
+	rep.settle()
+	return rep
+}
+
+// Stream is Apply for findings read as a stream (audit.Result.All): it
+// reads them once to count what each waiver covers, and returns mark,
+// which sets Finding.Waived on each finding as a later read yields it, as
+// Apply would have.
+func (s *Set) Stream(now time.Time, findings iter.Seq2[*policies.Finding, *policies.Finding]) (rep *Report, mark func(*policies.Finding)) {
+	if s == nil {
+		return nil, nil
+	}
+	rep = s.report(now)
+	for f := range findings {
+		g := *f
+		rep.mark(&g, true)
+	}
+	rep.settle()
+	return rep, func(f *policies.Finding) { rep.mark(f, false) }
+}
+
+// report is the set's report before any finding was read.
+func (s *Set) report(now time.Time) *Report {
 	rep := &Report{File: s.File, Waivers: make([]Status, len(s.Waivers))}
 	for i, w := range s.Waivers {
 		rep.Waivers[i] = Status{Waiver: w, State: Active}
@@ -325,27 +355,35 @@ func (s *Set) Apply(now time.Time, findings ...[]policies.Finding) *Report {
 			rep.Waivers[i].State = Expired
 		}
 	}
-	for _, list := range findings {
-		for i := range list {
-			f := &list[i]
-			f.Waived = nil
-			for j := range rep.Waivers {
-				st := &rep.Waivers[j]
-				if !st.Matches(f) {
-					continue
-				}
-				if st.State == Expired {
-					st.Matched++
-					continue
-				}
-				st.Matched++
-				if f.Waived == nil {
-					f.Waived = &policies.Waived{Owner: st.Owner, Justification: st.Justification, Expires: st.Expires, Source: st.Source}
-					rep.Waived++
-				}
+	return rep
+}
+
+// mark sets f.Waived from the first active waiver that matches it, and
+// with count, counts the waivers that match.
+func (rep *Report) mark(f *policies.Finding, count bool) {
+	f.Waived = nil
+	for j := range rep.Waivers {
+		st := &rep.Waivers[j]
+		if !st.Matches(f) {
+			continue
+		}
+		if count {
+			st.Matched++
+		}
+		if st.State == Expired {
+			continue
+		}
+		if f.Waived == nil {
+			f.Waived = &policies.Waived{Owner: st.Owner, Justification: st.Justification, Expires: st.Expires, Source: st.Source}
+			if count {
+				rep.Waived++
 			}
 		}
 	}
+}
+
+// settle marks the waivers nothing matched stale and counts the states.
+func (rep *Report) settle() {
 	for j := range rep.Waivers {
 		st := &rep.Waivers[j]
 		switch {
@@ -356,5 +394,4 @@ func (s *Set) Apply(now time.Time, findings ...[]policies.Finding) *Report {
 			rep.Stale++
 		}
 	}
-	return rep
 }

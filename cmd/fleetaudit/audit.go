@@ -180,7 +180,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	now := time.Now()
-	res.Waivers = ws.Apply(now, res.Findings)
+	res.Waivers = res.ApplyWaivers(ws, now)
 	a.logWaivers(res.Waivers, res.Rules...)
 	if err := rec.finish(cmd.Context(), a, res, now); err != nil {
 		return err

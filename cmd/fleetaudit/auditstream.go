@@ -7,8 +7,8 @@ import (
 
 // auditStreams reports whether the audit may stream its findings to the report
 // (audit.Options.Stream): only when nothing but the renderer reads them.
-// Waivers mark Result.Findings in place and --record stores them, so
-// either needs every finding collected, one per host.
-func auditStreams(format string, ws *waivers.Set, record bool) bool {
-	return reports.Streams(format) && ws == nil && !record
+// Waivers mark streamed findings as they are read (Result.ApplyWaivers);
+// --record stores every finding, one per host, so it needs them collected.
+func auditStreams(format string, _ *waivers.Set, record bool) bool {
+	return reports.Streams(format) && !record
 }

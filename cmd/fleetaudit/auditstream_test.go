@@ -11,9 +11,9 @@ import (
 )
 
 // JSON streams its findings, sharing one encoding between hosts that are
-// equal but for their name; with a waivers file the audit collects them
-// instead, so a waiver scoped to one host of such a group marks that
-// host's finding only, and --fail-on still counts the others.
+// equal but for their name, also with a waivers file: a waiver scoped to
+// one host of such a group marks that host's finding only, and --fail-on
+// still counts the others.
 func TestAuditJSONWaiverOnEqualHosts(t *testing.T) {
 	dir := t.TempDir()
 	snaps := filepath.Join(dir, "snapshots")

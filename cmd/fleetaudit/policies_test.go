@@ -111,6 +111,16 @@ func TestWritingPoliciesExample(t *testing.T) {
 	if r := runCLI(t, nil, "policies", "explain", "swappiness-high", "--policies", dir); r.code != exitOK {
 		t.Errorf("explain of the doc's rule: exit %d\n%s", r.code, r.stderr)
 	}
+	// The fleet-wide rule and its test, the last two blocks.
+	fleetDir := t.TempDir()
+	for name, src := range map[string]string{"fleet.rego": blocks[len(blocks)-2][1], "fleet_test.rego": blocks[len(blocks)-1][1]} {
+		if err := os.WriteFile(filepath.Join(fleetDir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := runCLI(t, nil, "policies", "test", fleetDir); r.code != exitOK || !strings.Contains(r.stdout, "PASS: ") {
+		t.Errorf("policies test of the doc's fleet rule: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	failing := "package fleetaudit.rules.site_test\n\nimport data.fleetaudit.rules.site\n\ntest_wrong if {\n\tcount(site.swappiness_high) == 1 with input as {\"sysctl\": {\"running\": {\"vm.swappiness\": \"1\"}}}\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "wrong_test.rego"), []byte(failing), 0o644); err != nil {

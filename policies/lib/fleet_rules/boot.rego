@@ -9,12 +9,12 @@ per_host_params := {"BOOT_IMAGE", "root", "initrd", "resume", "ro", "rw"}
 
 ignored := per_host_params | {p | some p in data.fleetaudit.params.boot_cmdline_skew_ignore}
 
-# A host's running params as one comparable value: name=value sorted.
-cmdline_values := {h.host: concat(" ", sort(params)) |
-	some h in input.hosts
-	h.boot.running.present
+# A group's running params as one comparable value: name=value sorted.
+cmdline_values := {g.group: concat(" ", sort(params)) |
+	some g in input.groups
+	g.boot.running.present
 	params := [param(name, value) |
-		some name, value in h.boot.running.params
+		some name, value in g.boot.running.params
 		not name in ignored
 	]
 }
@@ -54,6 +54,6 @@ cmdline_expected := skew.expected(cmdline_values, cmdline_baseline)
 #   - boot.running.present
 #   - boot.running.params
 boot_cmdline_skew contains f if {
-	some host, v in cmdline_values
-	f := skew.finding(host, v, cmdline_expected, "boot parameters", ["boot.running.params"])
+	some group, v in cmdline_values
+	f := skew.finding(group, v, cmdline_expected, "boot parameters", ["boot.running.params"])
 }

@@ -3,12 +3,12 @@ package fleetaudit.fleet_rules.jobs
 
 import data.fleetaudit.lib.skew
 
-host_docs := {h.host: h | some h in input.hosts}
+group_docs := {g.group: g | some g in input.groups}
 
 # A host's node type: its instance type label, and its GPU models. Unknown
 # (neither) does not vote.
-node_type(host) := concat(", ", parts) if {
-	h := host_docs[host]
+node_type(group) := concat(", ", parts) if {
+	h := group_docs[group]
 	itype := [sprintf("instance type %s", [t]) | t := h.labels["node.kubernetes.io/instance-type"]]
 	models := sort({g.model | some g in object.get(h, ["nvidia", "gpus"], []); g.model != ""})
 	gpus := [sprintf("GPU %s", [concat("+", models)]) | count(models) > 0]
@@ -44,10 +44,10 @@ node_type_values := {job: {w[1]: node_type(w[2]) | some w in workers; w[0] == jo
 #   - pods
 #   - labels
 #   - nvidia.gpus
-job_node_type_skew contains object.union(f, {"host": host_of[pod]}) if {
+job_node_type_skew contains f if {
 	some job, pods in node_type_values
 	count(pods) > 1
-	exp := skew.expected(pods, null)
+	exp := skew.from_distribution(skew.votes(pods), null)
 	some pod, v in pods
-	f := skew.finding(pod, v, exp, sprintf("node type of job %s", [job]), ["pods", "nvidia.gpus"])
+	f := skew.finding(group_of[pod], v, exp, sprintf("node type of job %s", [job]), ["pods", "nvidia.gpus"])
 }

@@ -17,10 +17,12 @@ launcher(p) if p.metadata.labels["mpi-job-role"] == "launcher"
 
 pod_name(p) := sprintf("%s/%s", [object.get(p, ["metadata", "namespace"], "default"), object.get(p, ["metadata", "name"], "?")])
 
-# Worker pods as [job, pod name, host, pod].
-workers := [[job, pod_name(p), h.host, p] |
-	some h in input.hosts
-	some p in object.get(h, "pods", [])
+# Worker pods as [job, pod name, group, pod]. A pod is one worker whatever
+# the size of its group (pod names are unique in a cluster, so a group of
+# hosts running the same pods is one host's copies).
+workers := [[job, pod_name(p), g.group, p] |
+	some g in input.groups
+	some p in object.get(g, "pods", [])
 	not launcher(p)
 	job := job_of(p)
 	job != ""
@@ -41,7 +43,7 @@ image_values := {job: {w[1]: images(w[3]) | some w in workers; w[0] == job} | so
 
 env_values := {job: {w[1]: nccl_env(w[3]) | some w in workers; w[0] == job} | some job in jobs}
 
-host_of := {w[1]: w[2] | some w in workers}
+group_of := {w[1]: w[2] | some w in workers}
 
 # METADATA
 # title: Worker pods of one job run different images
@@ -64,11 +66,11 @@ host_of := {w[1]: w[2] | some w in workers}
 #     digest so a moving tag cannot split a job).
 #   facts:
 #   - pods
-job_image_skew contains object.union(f, {"host": host_of[pod]}) if {
+job_image_skew contains f if {
 	some job, pods in image_values
-	exp := skew.expected(pods, null)
+	exp := skew.from_distribution(skew.votes(pods), null)
 	some pod, v in pods
-	f := skew.finding(pod, v, exp, sprintf("image of job %s", [job]), ["pods"])
+	f := skew.finding(group_of[pod], v, exp, sprintf("image of job %s", [job]), ["pods"])
 }
 
 # METADATA
@@ -89,9 +91,9 @@ job_image_skew contains object.union(f, {"host": host_of[pod]}) if {
 #     worker or per host.
 #   facts:
 #   - pods
-job_nccl_env_skew contains object.union(f, {"host": host_of[pod]}) if {
+job_nccl_env_skew contains f if {
 	some job, pods in env_values
-	exp := skew.expected(pods, null)
+	exp := skew.from_distribution(skew.votes(pods), null)
 	some pod, v in pods
-	f := skew.finding(pod, v, exp, sprintf("NCCL environment of job %s", [job]), ["pods"])
+	f := skew.finding(group_of[pod], v, exp, sprintf("NCCL environment of job %s", [job]), ["pods"])
 }

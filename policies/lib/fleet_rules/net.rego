@@ -9,20 +9,32 @@ link_name(t) := link_names[t]
 
 link_name(t) := sprintf("type %d", [t]) if not link_names[t]
 
-# A host's RDMA-facing MTUs as one comparable value: "<link>:<mtu>" per
-# distinct pair, sorted (IPoIB and RoCE interfaces run different MTUs on
-# purpose; hosts are compared like for like). Hosts whose interfaces were
-# not read, or that have none facing RDMA, do not vote.
-mtu_values := {h.host: concat(", ", sort(pairs)) |
-	some h in input.hosts
-	h.net.present == true
-	pairs := {sprintf("%s:%d", [link_name(ifc.type), ifc.mtu]) |
-		some ifc in h.net.interfaces
+# A host's RDMA-facing interfaces: those on the PCI function of an RDMA
+# device, with an MTU, by group. Hosts whose interfaces were not read do
+# not vote.
+rdma_facing[g.group] := ifcs if {
+	some g in input.groups
+	g.net.present == true
+	ifcs := {name: ifc |
+		some name, ifc in g.net.interfaces
 		count(object.get(ifc, "rdma", [])) > 0
 		ifc.mtu > 0
 	}
+}
+
+# A host's RDMA-facing MTUs as one comparable value: "<link>:<mtu>" per
+# distinct pair, sorted (IPoIB and RoCE interfaces run different MTUs on
+# purpose; hosts are compared like for like). Hosts with none facing RDMA
+# do not vote.
+mtu_values := {group: concat(", ", sort(pairs)) |
+	some group, ifcs in rdma_facing
+	pairs := {sprintf("%s:%d", [link_name(ifc.type), ifc.mtu]) | some ifc in ifcs}
 	count(pairs) > 0
 }
+
+# The MTU of each RDMA-facing interface, which the finding cites (each
+# with the file it was read from).
+mtu_evidence(group) := sort([sprintf("net.interfaces.%s.mtu", [name]) | some name, _ in rdma_facing[group]])
 
 mtu_expected := skew.expected(mtu_values, null)
 
@@ -55,6 +67,6 @@ mtu_expected := skew.expected(mtu_values, null)
 #   - net.present
 #   - net.interfaces
 mtu_skew contains f if {
-	some host, v in mtu_values
-	f := skew.finding(host, v, mtu_expected, "RDMA-facing MTU", ["net.interfaces"])
+	some group, v in mtu_values
+	f := skew.finding(group, v, mtu_expected, "RDMA-facing MTU", mtu_evidence(group))
 }

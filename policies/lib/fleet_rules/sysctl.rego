@@ -15,24 +15,24 @@ sysctl_baseline := data.fleetaudit.params.baseline.sysctl
 # Running values are text; a profile may write a baseline value as a number.
 baseline_text := {k: sysctl_text(v) | some k, v in sysctl_baseline}
 
-# [host, its compared sysctls] for every host (object.remove runs as one
+# [group, its compared sysctls] for every group (object.remove runs as one
 # builtin, not one Rego step per key).
-cleaned := [[h.host, object.remove(h.sysctl.running, ignored)] | some h in input.hosts]
+cleaned := [[g.group, object.remove(g.sysctl.running, ignored)] | some g in input.groups]
 
-# [map, hosts]: the distinct sysctl maps of the fleet and who runs each.
-# Hosts configured alike collapse into one group, so the work per key grows
-# with the number of distinct maps, not with the fleet.
-groups := [[m, hosts] |
+# [map, groups, hosts]: the distinct sysctl maps of the fleet and the groups that
+# run each (groups differ in other facts too), with how many hosts that is.
+configs := [[m, groups, n] |
 	some m in {c | some [_, c] in cleaned}
-	hosts := [name | some [name, c] in cleaned; c == m]
+	groups := [g | some [g, c] in cleaned; c == m]
+	n := sum([skew.hosts_in[g] | some g in groups])
 ]
 
-keys := {key | some [m, _] in groups; some key, _ in m}
+keys := {key | some [m, _, _] in configs; some key, _ in m}
 
 # distribution[key][value] = number of hosts running that value.
 distribution := {key: {v: n |
-	some v in {m[key] | some [m, _] in groups}
-	n := sum([count(hosts) | some [m, hosts] in groups; m[key] == v])
+	some v in {m[key] | some [m, _, _] in configs}
+	n := sum([k | some [m, _, k] in configs; m[key] == v])
 } |
 	some key in keys
 }
@@ -40,7 +40,7 @@ distribution := {key: {v: n |
 # Keys that can deviate: more than one value in the fleet, or a baseline.
 compared := {key | some key, dist in distribution; count(dist) > 1} | {key | some key, _ in baseline_text; key in keys}
 
-expected := {key: skew.from_distribution(distribution[key], object.get(baseline_text, key, null)) |
+expected := {key: skew.expected_from(distribution[key], object.get(baseline_text, key, null)) |
 	some key in compared
 }
 
@@ -67,11 +67,11 @@ expected := {key: skew.from_distribution(distribution[key], object.get(baseline_
 #   - sysctl.running
 sysctl_skew contains f if {
 	some key, exp in expected
-	some [m, hosts] in groups
+	some [m, groups, _] in configs
 	v := m[key]
 	deviates(v, exp)
-	some host in hosts
-	f := object.union(skew.finding(host, v, exp, key, [sprintf("sysctl.running.%s", [key])]), skew_fix(key, exp))
+	some group in groups
+	f := object.union(skew.finding(group, v, exp, key, [sprintf("sysctl.running.%s", [key])]), skew_fix(key, exp))
 }
 
 # The fleet's value, declared or held by the majority, set in the fleet's

@@ -1,5 +1,6 @@
-# Version skew across the hosts of one fleet. input is the fleet's projection:
-# {"fleet": name, "hosts": [{"host", "labels", <declared facts>, "sources"}]}.
+# Version skew across the hosts of one fleet. input is the fleet's
+# configurations: {"fleet": name, "count": hosts, "groups": [{"group", "count",
+# "labels", <declared facts>}]} (see lib/common/skew.rego).
 package fleetaudit.fleet_rules.versions
 
 import data.fleetaudit.lib.skew
@@ -8,9 +9,9 @@ import data.fleetaudit.lib.version
 # A host's NCCL builds as one comparable value: its versions sorted and joined.
 # Hosts without NCCL on the host (containers bring their own) do not vote,
 # nor do copies whose version could not be read.
-nccl_values := {h.host: concat(",", sort(vs)) |
-	some h in input.hosts
-	vs := {l.version | some l in h.libraries.nccl; known(l.version)}
+nccl_values := {g.group: concat(",", sort(vs)) |
+	some g in input.groups
+	vs := {l.version | some l in g.libraries.nccl; known(l.version)}
 	count(vs) > 0
 }
 
@@ -54,13 +55,13 @@ nccl_key(null) := null
 #   facts:
 #   - libraries.nccl
 nccl_version_skew contains f if {
-	some host, v in nccl_values
-	f := skew.finding(host, v, nccl_expected, "NCCL", ["libraries.nccl"])
+	some group, v in nccl_values
+	f := skew.finding(group, v, nccl_expected, "NCCL", ["libraries.nccl"])
 }
 
-driver_values := {h.host: v |
-	some h in input.hosts
-	v := h.nvidia.driver_version
+driver_values := {g.group: v |
+	some g in input.groups
+	v := g.nvidia.driver_version
 	known(v)
 }
 
@@ -94,8 +95,8 @@ driver_branches := {version.major(v) | some v in driver_values}
 #   facts:
 #   - nvidia.driver_version
 driver_version_skew contains object.union(f, {"severity": driver_severity(v)}) if {
-	some host, v in driver_values
-	f := skew.finding(host, v, driver_expected, "NVIDIA driver", ["nvidia.driver_version"])
+	some group, v in driver_values
+	f := skew.finding(group, v, driver_expected, "NVIDIA driver", ["nvidia.driver_version"])
 }
 
 driver_severity(v) := "high" if {
@@ -106,9 +107,9 @@ driver_severity(v) := "high" if {
 	count(driver_branches) > 1
 } else := "medium"
 
-kernel_values := {h.host: v |
-	some h in input.hosts
-	v := h.kernel.release
+kernel_values := {g.group: v |
+	some g in input.groups
+	v := g.kernel.release
 	known(v)
 }
 
@@ -139,6 +140,6 @@ kernel_expected := skew.expected(kernel_values, kernel_baseline)
 #   facts:
 #   - kernel.release
 kernel_version_skew contains f if {
-	some host, v in kernel_values
-	f := skew.finding(host, v, kernel_expected, "kernel", ["kernel.release"])
+	some group, v in kernel_values
+	f := skew.finding(group, v, kernel_expected, "kernel", ["kernel.release"])
 }

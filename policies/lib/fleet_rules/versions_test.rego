@@ -1,72 +1,73 @@
 package fleetaudit.fleet_rules.versions_test
 
 import data.fleetaudit.fleet_rules.versions
+import data.fleetaudit.lib.skew
 
-nccl_host(name, versions) := {"host": name, "libraries": {"nccl": [{"version": v, "path": "/x", "kind": "system"} | some v in versions]}}
+nccl_host(versions) := {"libraries": {"nccl": [{"version": v, "path": "/x", "kind": "system"} | some v in versions]}}
 
-driver_host(name, v) := {"host": name, "nvidia": {"driver_version": v}}
+driver_host(v) := {"nvidia": {"driver_version": v}}
 
 test_nccl_majority if {
-	fleet := {"fleet": "gpu", "hosts": [
-		nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5"]),
-		nccl_host("c", ["2.20.5"]), nccl_host("d", ["2.18.3", "2.20.5"]),
-		nccl_host("e", []),
-	]}
+	fleet := skew.fleet_input([
+		nccl_host(["2.20.5"]), nccl_host(["2.20.5"]),
+		nccl_host(["2.20.5"]), nccl_host(["2.18.3", "2.20.5"]),
+		nccl_host([]),
+	])
 	[f] := [f | some f in versions.nccl_version_skew with input as fleet]
-	f.host == "d"
+	f.group == 3
 	f.expected == "2.20.5"
 	f.basis == "majority"
 	f.evidence == ["libraries.nccl"]
-	f.msg == "NCCL 2.18.3,2.20.5 differs from the fleet's majority 2.20.5 (3 of 4 hosts)"
+	f.msg == "NCCL 2.18.3,2.20.5 differs from the fleet's majority 2.20.5 (3 of the 4 hosts that report it; 5 in the fleet)"
 }
 
 test_nccl_baseline_list if {
-	fleet := {"fleet": "gpu", "hosts": [nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5", "2.18.3"])]}
+	fleet := skew.fleet_input([nccl_host(["2.20.5"]), nccl_host(["2.20.5", "2.18.3"])])
 	[f] := [f | some f in versions.nccl_version_skew with input as fleet with data.fleetaudit.params as {"baseline": {"nccl_version": ["2.20.5", "2.18.3"]}}]
-	f.host == "a"
+	f.group == 0
 	f.expected == "2.18.3,2.20.5"
 	f.basis == "baseline"
 }
 
 test_nccl_uniform_fleet_passes if {
-	fleet := {"fleet": "gpu", "hosts": [nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5"])]}
+	fleet := skew.fleet_input([nccl_host(["2.20.5"]), nccl_host(["2.20.5"])])
 	count(versions.nccl_version_skew) == 0 with input as fleet
 }
 
 test_nccl_no_consensus_reports_every_host if {
-	fleet := {"fleet": "gpu", "hosts": [nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.18.3"])]}
+	fleet := skew.fleet_input([nccl_host(["2.20.5"]), nccl_host(["2.18.3"])])
 	findings := versions.nccl_version_skew with input as fleet
-	{f.host | some f in findings} == {"a", "b"}
+	{f.group | some f in findings} == {0, 1}
 	every f in findings {
 		f.basis == "none"
 	}
 }
 
 test_driver_branch_differs_is_high if {
-	fleet := {"fleet": "gpu", "hosts": [
-		driver_host("a", "550.90.07"), driver_host("b", "550.90.07"),
-		driver_host("c", "550.90.07"), driver_host("d", "535.104.05"),
-	]}
+	fleet := skew.fleet_input([
+		driver_host("550.90.07"), driver_host("550.90.07"),
+		driver_host("550.90.07"), driver_host("535.104.05"),
+	])
 	[f] := [f | some f in versions.driver_version_skew with input as fleet]
-	f.host == "d"
+	f.group == 3
 	f.severity == "high"
 	f.expected == "550.90.07"
 }
 
 test_driver_patch_differs_is_medium if {
-	fleet := {"fleet": "gpu", "hosts": [
-		driver_host("a", "550.90.07"), driver_host("b", "550.90.07"),
-		driver_host("c", "550.54.14"),
-	]}
+	fleet := skew.fleet_input([
+		driver_host("550.90.07"), driver_host("550.90.07"),
+		driver_host("550.54.14"),
+	])
 	[f] := [f | some f in versions.driver_version_skew with input as fleet]
-	f.host == "c"
+	f.group == 2
 	f.severity == "medium"
 }
 
 test_driver_baseline if {
-	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), driver_host("b", "550.90.07")]}
+	fleet := skew.fleet_input([driver_host("550.90.07"), driver_host("550.90.07")])
 	findings := versions.driver_version_skew with input as fleet with data.fleetaudit.params as {"baseline": {"driver_version": "550.127.05"}}
-	{f.host | some f in findings} == {"a", "b"}
+	{f.group | some f in findings} == {0, 1}
 	every f in findings {
 		f.severity == "medium"
 		f.basis == "baseline"
@@ -74,7 +75,7 @@ test_driver_baseline if {
 }
 
 test_driver_no_consensus_across_branches_is_high if {
-	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), driver_host("b", "535.104.05")]}
+	fleet := skew.fleet_input([driver_host("550.90.07"), driver_host("535.104.05")])
 	findings := versions.driver_version_skew with input as fleet
 	count(findings) == 2
 	every f in findings {
@@ -84,7 +85,7 @@ test_driver_no_consensus_across_branches_is_high if {
 }
 
 test_driver_no_consensus_within_branch_is_medium if {
-	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), driver_host("b", "550.54.14")]}
+	fleet := skew.fleet_input([driver_host("550.90.07"), driver_host("550.54.14")])
 	findings := versions.driver_version_skew with input as fleet
 	count(findings) == 2
 	every f in findings {
@@ -93,39 +94,39 @@ test_driver_no_consensus_within_branch_is_medium if {
 }
 
 test_unknown_nccl_versions_do_not_vote if {
-	fleet := {"fleet": "gpu", "hosts": [
-		nccl_host("a", ["2.20.5"]), nccl_host("b", ["2.20.5", "unknown"]),
-		nccl_host("c", ["unknown"]),
-	]}
+	fleet := skew.fleet_input([
+		nccl_host(["2.20.5"]), nccl_host(["2.20.5", "unknown"]),
+		nccl_host(["unknown"]),
+	])
 	count(versions.nccl_version_skew) == 0 with input as fleet
 }
 
 test_hosts_without_driver_do_not_vote if {
-	fleet := {"fleet": "gpu", "hosts": [driver_host("a", "550.90.07"), {"host": "b", "nvidia": {"driver_version": ""}}, {"host": "c"}, driver_host("d", "unknown")]}
+	fleet := skew.fleet_input([driver_host("550.90.07"), {"nvidia": {"driver_version": ""}}, {}, driver_host("unknown")])
 	count(versions.driver_version_skew) == 0 with input as fleet
 }
 
-kernel_host(name, v) := {"host": name, "kernel": {"release": v}}
+kernel_host(v) := {"kernel": {"release": v}}
 
 test_kernel_majority if {
-	fleet := {"fleet": "gpu", "hosts": [
-		kernel_host("a", "5.15.0-105-generic"), kernel_host("b", "5.15.0-105-generic"),
-		kernel_host("c", "5.15.0-105-generic"), kernel_host("d", "5.15.0-107-generic"),
-	]}
+	fleet := skew.fleet_input([
+		kernel_host("5.15.0-105-generic"), kernel_host("5.15.0-105-generic"),
+		kernel_host("5.15.0-105-generic"), kernel_host("5.15.0-107-generic"),
+	])
 	[f] := [f | some f in versions.kernel_version_skew with input as fleet]
-	f.host == "d"
+	f.group == 3
 	f.expected == "5.15.0-105-generic"
 	f.evidence == ["kernel.release"]
 }
 
 test_kernel_uniform_passes if {
-	fleet := {"fleet": "gpu", "hosts": [kernel_host("a", "6.8.0-45-generic"), kernel_host("b", "6.8.0-45-generic")]}
+	fleet := skew.fleet_input([kernel_host("6.8.0-45-generic"), kernel_host("6.8.0-45-generic")])
 	count(versions.kernel_version_skew) == 0 with input as fleet
 }
 
 test_kernel_baseline if {
-	fleet := {"fleet": "gpu", "hosts": [kernel_host("a", "6.8.0-45-generic"), kernel_host("b", "6.8.0-47-generic")]}
+	fleet := skew.fleet_input([kernel_host("6.8.0-45-generic"), kernel_host("6.8.0-47-generic")])
 	[f] := [f | some f in versions.kernel_version_skew with input as fleet with data.fleetaudit.params as {"baseline": {"kernel_release": "6.8.0-47-generic"}}]
-	f.host == "a"
+	f.group == 0
 	f.basis == "baseline"
 }
