@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -310,20 +311,51 @@ func evidence(doc map[string]any, fact string) Evidence {
 	}
 	var below []string
 	for k, s := range sources {
-		if s, ok := sourceText(s); ok && pathPrefix(fact, k) && !slices.Contains(below, s) {
+		if s, ok := sourceText(s); ok && pathPrefix(fact, k) {
 			below = append(below, s)
-			if len(below) > maxSourcesBelow {
-				// Facts read from many files (every RDMA port): a list
-				// of them all would bury the finding.
-				return ev
-			}
 		}
 	}
-	if len(below) > 0 {
-		slices.Sort(below)
+	slices.Sort(below)
+	below = slices.Compact(below)
+	switch {
+	case len(below) > maxSourcesBelow:
+		// Facts read from many files (every RDMA port): a list of them all
+		// would bury the finding; the directory they share says where.
+		if dir := commonDir(below); dir != "/" && dir != "" {
+			ev.Source = unique.Make(dir).Value()
+		}
+	case len(below) > 0:
 		ev.Source = unique.Make(strings.Join(below, ", ")).Value()
 	}
 	return ev
+}
+
+// commonDir is the deepest directory holding every file source given
+// ("file" or "file:line"); "" when one is not an absolute path.
+func commonDir(sources []string) string {
+	dir := ""
+	for _, s := range sources {
+		f := fileOf(s)
+		if !strings.HasPrefix(f, "/") {
+			return ""
+		}
+		if dir == "" {
+			dir = path.Dir(f)
+			continue
+		}
+		for dir != "/" && !strings.HasPrefix(f, dir+"/") {
+			dir = path.Dir(dir)
+		}
+	}
+	return dir
+}
+
+// fileOf drops a source's ":line".
+func fileOf(source string) string {
+	if i := strings.LastIndexByte(source, ':'); i > 0 && strings.Trim(source[i+1:], "0123456789") == "" && i+1 < len(source) {
+		return source[:i]
+	}
+	return source
 }
 
 // sourceText is a document's source as text: a string as read from a
