@@ -9,11 +9,20 @@ group_docs := {g.group: g | some g in input.groups}
 # (neither) does not vote.
 node_type(group) := concat(", ", parts) if {
 	h := group_docs[group]
-	itype := [sprintf("instance type %s", [t]) | t := h.labels["node.kubernetes.io/instance-type"]]
+	itype := [sprintf("instance type %s", [t]) | t := instance_type(h)]
 	models := sort({g.model | some g in object.get(h, ["nvidia", "gpus"], []); g.model != ""})
 	gpus := [sprintf("GPU %s", [concat("+", models)]) | count(models) > 0]
 	parts := array.concat(itype, gpus)
 	count(parts) > 0
+}
+
+# The instance type label, else on EC2 the DMI product name (Nitro firmware
+# sets it to the instance type), as efa-device-count-mismatch reads it.
+instance_type(h) := h.labels["node.kubernetes.io/instance-type"]
+
+instance_type(h) := h.dmi.product_name if {
+	not h.labels["node.kubernetes.io/instance-type"]
+	h.dmi.sys_vendor == "Amazon EC2"
 }
 
 node_type_values := {job: {w[1]: node_type(w[2]) | some w in workers; w[0] == job; node_type(w[2])} | some job in jobs}
@@ -22,7 +31,8 @@ node_type_values := {job: {w[1]: node_type(w[2]) | some w in workers; w[0] == jo
 # title: Workers of one job on different node types
 # description: >-
 #   The worker pods of one job run on nodes of different instance types (the
-#   node.kubernetes.io/instance-type label) or GPU models (from the host's
+#   node.kubernetes.io/instance-type label, else on EC2 the DMI product
+#   name) or GPU models (from the host's
 #   GPUs). NCCL ranks on slower GPUs, fewer NICs or another interconnect pace
 #   every collective of the whole job, and ranks that see different
 #   topologies can pick different algorithms. Compared as in job-image-skew
@@ -44,6 +54,7 @@ node_type_values := {job: {w[1]: node_type(w[2]) | some w in workers; w[0] == jo
 #   - pods
 #   - labels
 #   - nvidia.gpus
+#   - dmi
 job_node_type_skew contains f if {
 	some job, pods in node_type_values
 	count(pods) > 1

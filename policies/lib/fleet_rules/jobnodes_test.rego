@@ -35,6 +35,26 @@ test_instance_type_label if {
 	contains(f.msg, "instance type p5e.48xlarge, GPU NVIDIA H100 80GB HBM3 differs")
 }
 
+# Without the label, an EC2 host's DMI product name is its instance type;
+# another vendor's product name is not.
+ec2(t) := {"sys_vendor": "Amazon EC2", "product_name": t}
+
+test_instance_type_from_dmi if {
+	hosts := [
+		object.union(host({}, h100, [worker("j", 0)]), {"dmi": ec2("p5.48xlarge")}),
+		object.union(host({}, h100, [worker("j", 1)]), {"dmi": ec2("p5.48xlarge")}),
+		object.union(host({}, h100, [worker("j", 2)]), {"dmi": ec2("p4d.24xlarge")}),
+	]
+	[f] := [f | some f in jobs.job_node_type_skew with input as skew.fleet_input(hosts)]
+	f.group == 2
+	contains(f.msg, "instance type p4d.24xlarge, GPU NVIDIA H100 80GB HBM3 differs")
+	other := [
+		object.union(host({}, h100, [worker("j", 0)]), {"dmi": {"sys_vendor": "Dell Inc.", "product_name": "PowerEdge XE9680"}}),
+		object.union(host({}, h100, [worker("j", 1)]), {"dmi": {"sys_vendor": "Supermicro", "product_name": "SYS-821GE-TNHR"}}),
+	]
+	count(jobs.job_node_type_skew) == 0 with input as skew.fleet_input(other)
+}
+
 # One node type, one worker, separate jobs, or hosts of unknown type: nothing.
 test_no_skew if {
 	same := [host({}, h100, [worker("j", 0)]), host({}, h100, [worker("j", 1)])]
