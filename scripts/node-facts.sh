@@ -30,3 +30,7 @@ echo "== go"; which go; ls /usr/local/go 2>&1 | head -2
 echo "== sysctl configured but absent"; for k in kernel/sysrq kernel/yama/ptrace_scope; do ls -la /proc/sys/$k 2>&1; done
 echo "== logind binary"; ls -la /usr/lib/systemd/systemd-logind /lib/systemd/systemd-logind 2>&1
 echo "== library dirs"; ls -la /usr/lib/x86_64-linux-gnu/libnccl* /usr/local/nvidia/lib64/libnvidia-ml* /usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart* 2>&1
+echo "== firewall"; systemctl is-enabled firewalld ufw nftables 2>&1; ls -la /etc/firewalld /etc/ufw /etc/nftables.conf /etc/sysconfig/nftables.conf 2>&1; grep -E '^(ENABLED|DEFAULT_INPUT_POLICY)' /etc/ufw/ufw.conf /etc/default/ufw 2>&1; nft list ruleset 2>&1 | head -30; iptables -S INPUT 2>&1 | head -10
+echo "== net"; for i in /sys/class/net/*; do echo $(basename $i) $(cat $i/operstate) $(cat $i/mtu) $(cat $i/type); done
+echo "== services memlock"; for u in kubelet containerd slurmd docker; do systemctl show -p LimitMEMLOCK -p FragmentPath -p DropInPaths $u 2>&1 | tr '\n' ' '; echo; done
+echo "== rdma-core"; ls -la /usr/lib/x86_64-linux-gnu/libibverbs.so* 2>&1; ls /usr/lib/x86_64-linux-gnu/libnccl-net* 2>&1
