@@ -284,19 +284,32 @@ func (k *ruleKeys) reset() {
 	k.h.bad = false
 }
 
-func (k *ruleKeys) path(doc map[string]any, p inputPath) digest {
-	name := ast.Ref(p).String()
+func (k *ruleKeys) path(doc map[string]any, p inputPath, name string, secs *docSections) digest {
 	if d, ok := k.memo[name]; ok {
 		return d
 	}
-	k.h.buf = k.h.buf[:0]
-	if v, ok := at(doc, p); ok {
-		k.h.buf = append(k.h.buf, 'y')
-		k.h.value(v)
-	} else {
-		k.h.buf = append(k.h.buf, 'u')
+	var d digest
+	shared := false
+	if len(p) > 0 {
+		if s, ok := p[0].Value.(ast.String); ok {
+			if sec := secs.of(string(s)); sec != nil {
+				d, shared = sec.pathDigest(p, name, &k.h)
+				if !shared {
+					k.h.bad = true
+				}
+			}
+		}
 	}
-	d := sha256.Sum256(k.h.buf)
+	if !shared {
+		k.h.buf = k.h.buf[:0]
+		if v, ok := at(doc, p); ok {
+			k.h.buf = append(k.h.buf, 'y')
+			k.h.value(v)
+		} else {
+			k.h.buf = append(k.h.buf, 'u')
+		}
+		d = sha256.Sum256(k.h.buf)
+	}
 	if k.memo == nil {
 		k.memo = map[string]digest{}
 	}
@@ -328,7 +341,7 @@ func (k *ruleKeys) all(doc map[string]any) digest {
 
 // key is the digest of rule r's input in fleet; ok is false when the input
 // holds a value the hasher cannot read (the rule is then evaluated).
-func (k *ruleKeys) key(doc map[string]any, fleet string, r *Rule, reads ruleReads) (d digest, ok bool) {
+func (k *ruleKeys) key(doc map[string]any, fleet string, r *Rule, reads ruleReads, secs *docSections) (d digest, ok bool) {
 	h := sha256.New()
 	var scratch [binary.MaxVarintLen64]byte
 	write := func(s string) {
@@ -341,8 +354,8 @@ func (k *ruleKeys) key(doc map[string]any, fleet string, r *Rule, reads ruleRead
 		d := k.all(doc)
 		h.Write(d[:])
 	} else {
-		for _, p := range reads.paths {
-			d := k.path(doc, p)
+		for i, p := range reads.paths {
+			d := k.path(doc, p, reads.names[i], secs)
 			h.Write(d[:])
 		}
 	}

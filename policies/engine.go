@@ -259,7 +259,7 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 					// Its result is the same whatever the host.
 					reads = ruleReads{}
 				}
-				fq.reads = append(fq.reads, reads)
+				fq.reads = append(fq.reads, reads.named())
 				if reads.readsHost() {
 					fq.shareable = false
 				}

@@ -77,6 +77,8 @@ type runState struct {
 
 	rmu     sync.RWMutex
 	results map[digest][]any
+
+	sections *sectionCache
 }
 
 // worker is one worker's scratch space.
@@ -84,6 +86,8 @@ type worker struct {
 	buf  []byte
 	keys ruleKeys
 	dec  snapshot.Decoder
+	// sections is how the document being evaluated was made.
+	sections docSections
 }
 
 // Audit is the result of a run, kept compact: one record per host, whose
@@ -120,7 +124,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 // ends.
 func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
 	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
-		classes: map[digest]*class{}, results: map[digest][]any{}}
+		classes: map[digest]*class{}, results: map[digest][]any{}, sections: &sectionCache{}}
 	if s.fleetOf == nil {
 		s.fleetOf = func(string, map[string]any) string { return "" }
 	}
@@ -243,6 +247,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 // host audits one input: from its class when its file's content was seen
 // already, else by decoding it.
 func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, *template, error) {
+	w.sections.reset()
 	if in.Read == nil || s.loaded != nil {
 		doc, err := in.Load(ctx)
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
@@ -258,7 +263,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 	}
 	host, start, end, ok := hostMember(raw)
 	if !ok || host == "" {
-		doc, err := w.dec.Document(raw)
+		doc, err := s.decode(raw, w)
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
 		return run, t, err
 	}
@@ -283,7 +288,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 			}
 		}
 	}
-	doc, err := w.dec.Document(raw)
+	doc, err := s.decode(raw, w)
 	if !seen {
 		defer close(c.ready)
 		if err != nil {
@@ -350,7 +355,7 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 	if fq.fleet != nil && t.unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
-		t.proj = e.Project(doc)
+		t.proj = e.projectSections(doc, &w.sections)
 		delete(t.proj, "host")
 	}
 	run.Unread, run.Skipped, run.TimedOut = t.unread, t.skipped, t.timedOut
@@ -372,7 +377,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	w.keys.reset()
 	s.rmu.RLock()
 	for i, r := range rules {
-		keys[i], keyed[i] = w.keys.key(doc, run.Fleet, r, fq.reads[i])
+		keys[i], keyed[i] = w.keys.key(doc, run.Fleet, r, fq.reads[i], &w.sections)
 		if v, ok := s.results[keys[i]]; ok && keyed[i] {
 			vals[i] = v
 			continue
@@ -385,7 +390,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	var errs []error
 	if len(missing) > 0 {
 		var err error
-		slow, err = s.evalMissing(ctx, fq, doc, missing, vals)
+		slow, err = s.evalMissing(ctx, fq, doc, missing, vals, &w.sections)
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
@@ -419,11 +424,11 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 // evalMissing evaluates the rules at indexes missing into vals: all in one
 // query when none is known (the first host of a fleet), else each alone on
 // the sections it reads. Rules that run out of the budget are returned.
-func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any) ([]string, error) {
+func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
 	e := s.e
 	rules := fq.host.rules
 	if len(missing) == len(rules) {
-		input, err := e.ruleInput(doc)
+		input, err := e.ruleInputSections(doc, nil, secs)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 		}
@@ -455,10 +460,9 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 	var input ast.Value
 	var err error
 	if sections == nil || fq.reads.anyWhole(missing) {
-		input, err = e.ruleInput(doc)
-	} else {
-		input, err = e.ruleInputOf(doc, sections)
+		sections = nil
 	}
+	input, err = e.ruleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}

@@ -1,0 +1,333 @@
+package policies
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"encoding/binary"
+	"strings"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// A third level of reuse, below the two of dedup.go: hosts that differ
+// still share most sections (one sysctl or limit differs, the collection
+// time always does). A snapshot file that must be decoded is split into
+// its top-level members (snapshot.SplitMembers); each member (name and
+// bytes) is decoded and validated once per run and shared by the documents
+// that hold it, with what depends on it alone computed once too: its Rego
+// value, the digests of the input paths rules read below it, its part of
+// the fleet projection. Only a new member costs a decode. Documents built
+// this way are the ones Decoder.Document makes of the file (Assemble).
+
+// minSectionBytes: a member shorter than this (the host name, the
+// collection time, the schema) is decoded for its document alone; sharing
+// it would cost more than it saves.
+const minSectionBytes = 64
+
+// sectionCacheBytes bounds the raw size of the sections one generation of
+// the cache holds; two generations are kept (see sectionCache).
+const sectionCacheBytes = 4 << 20
+
+// section is one member of snapshot files, decoded, with what is derived
+// from it alone. Documents share Value: nothing may change it.
+type section struct {
+	snapshot.Member
+	name string
+	size int
+
+	astOnce sync.Once
+	astVal  ast.Value
+	astErr  error
+
+	projOnce sync.Once
+	proj     any
+	projOK   bool
+
+	mu    sync.Mutex
+	paths map[string]digest
+}
+
+// sectionCache holds the sections seen lately, by digest of name and
+// bytes: a generation of at most sectionCacheBytes, and the one before it,
+// whose sections move to the current one when used. A fleet of distinct
+// hosts so keeps the sections its hosts share, not every host's own.
+type sectionCache struct {
+	mu        sync.Mutex
+	cur, prev map[digest]*section
+	curBytes  int
+}
+
+func (c *sectionCache) get(k digest) *section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.cur[k]; ok {
+		return s
+	}
+	s, ok := c.prev[k]
+	if ok {
+		delete(c.prev, k)
+		c.add(k, s)
+	}
+	return s
+}
+
+// put adds s under k and returns the section held for k: s, or one another
+// worker decoded first.
+func (c *sectionCache) put(k digest, s *section) *section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.cur[k]; ok {
+		return old
+	}
+	c.add(k, s)
+	return s
+}
+
+func (c *sectionCache) add(k digest, s *section) {
+	if c.cur == nil || c.curBytes+s.size > sectionCacheBytes {
+		c.prev, c.cur, c.curBytes = c.cur, map[digest]*section{}, 0
+	}
+	c.cur[k] = s
+	c.curBytes += s.size
+}
+
+func sectionKey(name string, raw []byte) digest {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	h.Write(binary.AppendUvarint(n[:0], uint64(len(name))))
+	h.Write([]byte(name))
+	h.Write(raw)
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
+// docSections is how the document a worker evaluates was made: by member,
+// the shared section it holds unchanged (nil when it is not a shared
+// section's value), or none at all when it was decoded whole.
+type docSections struct {
+	by map[string]*section
+	// split: the document was assembled from its members; dotted: a member
+	// name holds a dot (fact paths are then ambiguous between members, and
+	// nothing is derived member by member).
+	split, dotted bool
+	members       []snapshot.RawMember
+	secs          []*section
+}
+
+func (d *docSections) reset() {
+	clear(d.by)
+	d.split, d.dotted = false, false
+	clear(d.secs)
+	d.secs = d.secs[:0]
+}
+
+// of is the shared section doc[name] is, or nil.
+func (d *docSections) of(name string) *section {
+	if !d.split {
+		return nil
+	}
+	return d.by[name]
+}
+
+// decode makes the document of a snapshot file, from shared sections when
+// it splits into members that the fast decoder reads, else as
+// Decoder.Document does. w.sections says which.
+func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
+	d := &w.sections
+	d.reset()
+	members, ok := snapshot.SplitMembers(raw, d.members)
+	if !ok {
+		return w.dec.Document(raw)
+	}
+	d.members = members
+	anyBad := false
+	for _, m := range members {
+		if strings.Contains(m.Name, ".") {
+			d.dotted = true
+		}
+		var sec *section
+		var k digest
+		shared := len(m.Value) >= minSectionBytes
+		if shared {
+			k = sectionKey(m.Name, m.Value)
+			sec = s.sections.get(k)
+		}
+		if sec == nil {
+			dm, ok := w.dec.Member(m.Name, m.Value)
+			if !ok {
+				clear(d.members)
+				return w.dec.Document(raw)
+			}
+			// size 0: the document's own, nothing derived from it is kept.
+			sec = &section{Member: dm, name: m.Name}
+			if shared {
+				sec.size = len(m.Value)
+				sec = s.sections.put(k, sec)
+			}
+		}
+		if len(sec.Bad) > 0 {
+			anyBad = true
+		}
+		d.secs = append(d.secs, sec)
+	}
+	clear(d.members)
+	doc, err := snapshot.Assemble(len(d.secs), func(i int) (string, *snapshot.Member) {
+		return d.secs[i].name, &d.secs[i].Member
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.by == nil {
+		d.by = map[string]*section{}
+	}
+	for _, sec := range d.secs {
+		if sec.Removed || sec.size == 0 || sec.name == "errors" && anyBad {
+			// Not in the document, not shared, or not as decoded.
+			continue
+		}
+		d.by[sec.name] = sec
+	}
+	d.split = true
+	return doc, nil
+}
+
+// value is the section as Rego input, converted once.
+func (sec *section) value() (ast.Value, error) {
+	sec.astOnce.Do(func() { sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value) })
+	return sec.astVal, sec.astErr
+}
+
+// pathDigest is ruleKeys.path's digest of input path p (p[0] is the
+// section's name), computed once per section.
+func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest, bool) {
+	sec.mu.Lock()
+	d, ok := sec.paths[name]
+	sec.mu.Unlock()
+	if ok {
+		return d, true
+	}
+	wasBad := h.bad
+	h.buf, h.bad = h.buf[:0], false
+	if v, ok := at(map[string]any{sec.name: sec.Value}, p); ok {
+		h.buf = append(h.buf, 'y')
+		h.value(v)
+	} else {
+		h.buf = append(h.buf, 'u')
+	}
+	if h.bad {
+		return digest{}, false
+	}
+	h.bad = wasBad
+	d = sha256.Sum256(h.buf)
+	sec.mu.Lock()
+	if sec.paths == nil {
+		sec.paths = map[string]digest{}
+	}
+	sec.paths[name] = d
+	sec.mu.Unlock()
+	return d, true
+}
+
+// projection is the section's part of its host's fleet projection.
+func (sec *section) projection(e *Engine) (any, bool) {
+	sec.projOnce.Do(func() { sec.proj, sec.projOK = e.projectMember(sec.name, sec.Value) })
+	return sec.proj, sec.projOK
+}
+
+// projectMember is member name's part of Project's result for a document
+// holding it: Project keeps, and takes facts from, each top-level member
+// apart from the others when no member's name holds a dot.
+func (e *Engine) projectMember(name string, v any) (any, bool) {
+	if name == "labels" || name == "errors" {
+		// Project hands these on and may project facts into them: a copy,
+		// the value is shared.
+		v = cloneValue(v)
+	}
+	p := e.Project(map[string]any{name: v})
+	out, ok := p[name]
+	return out, ok
+}
+
+// projectSections is Project(doc) from the document's sections.
+func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]any {
+	if !d.split || d.dotted {
+		return e.Project(doc)
+	}
+	out := make(map[string]any, len(doc))
+	out["host"] = internValue(doc["host"])
+	for name, v := range doc {
+		if name == "host" {
+			continue
+		}
+		var p any
+		var ok bool
+		if sec := d.of(name); sec != nil {
+			p, ok = sec.projection(e)
+		} else {
+			p, ok = e.projectMember(name, v)
+		}
+		if ok {
+			out[name] = p
+		}
+	}
+	return out
+}
+
+// cloneValue deep-copies a document value's objects and lists.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = cloneValue(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = cloneValue(x)
+		}
+		return l
+	}
+	return v
+}
+
+// ruleInputSections is ruleInput of doc (only the members in sections,
+// when not nil) with the shared sections' values converted once.
+func (e *Engine) ruleInputSections(doc map[string]any, sections map[string]bool, d *docSections) (ast.Value, error) {
+	if !d.split {
+		if sections == nil {
+			return e.ruleInput(doc)
+		}
+		return e.ruleInputOf(doc, sections)
+	}
+	values := make([]ast.Term, len(doc))
+	items := make([][2]*ast.Term, 0, len(doc))
+	for k, v := range doc {
+		if k == "sources" || sections != nil && !sections[k] {
+			continue
+		}
+		var x ast.Value
+		var err error
+		if sec := d.of(k); sec != nil {
+			x, err = sec.value()
+		} else {
+			x, err = ast.InterfaceToValue(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		key, ok := e.sectionTerms[k]
+		if !ok {
+			key = ast.InternedTerm(k)
+		}
+		t := &values[len(items)]
+		t.Value = x
+		items = append(items, [2]*ast.Term{key, t})
+	}
+	return ast.NewObject(items...), nil
+}
