@@ -2,8 +2,8 @@ package policies
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"sync"
 
