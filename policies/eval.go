@@ -303,7 +303,7 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 		if vals[i] == nil {
 			continue
 		}
-		fs, err := ruleFindings(r, vals[i], of, fleet, severity, admit)
+		fs, err := ruleFindings(r, vals[i], of, fleet, severity, admit, nil)
 		out = append(out, fs...)
 		errs = append(errs, err)
 	}
@@ -312,12 +312,12 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 
 // ruleFindings turns one rule's raw findings into Findings about the
 // host of of, keeping those admit admits, with the fleet's severity
-// overrides applied.
-func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
+// overrides applied. ev resolves evidence (nil: evidence).
+func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc, ev evidenceFunc) ([]Finding, error) {
 	var out []Finding
 	var errs []error
 	for _, v := range values {
-		f, err := r.finding(v, of, fleet)
+		f, err := r.finding(v, of, fleet, ev)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 			continue
@@ -337,7 +337,10 @@ func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[s
 // finding turns one value a rule yielded into a Finding, filling severity,
 // title, remediation and references from the rule's metadata and each cited
 // fact's value and source from the document.
-func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
+func (r *Rule) finding(v any, of hostOf, fleet string, ev evidenceFunc) (Finding, error) {
+	if ev == nil {
+		ev = evidence
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return Finding{}, fmt.Errorf("a finding must be an object {\"msg\", \"evidence\", ...}, got %T", v)
@@ -389,7 +392,7 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 			if !ok {
 				return Finding{}, fmt.Errorf("evidence %v is not a fact path", p)
 			}
-			f.Evidence = append(f.Evidence, evidence(doc, fact))
+			f.Evidence = append(f.Evidence, ev(doc, fact))
 		}
 	}
 	return f, nil
@@ -400,17 +403,22 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 // that has one, else to the sources of the facts below it (a rule citing
 // "boot.running.params" as a whole: each param has its own source).
 func evidence(doc map[string]any, fact string) Evidence {
-	ev := Evidence{Fact: fact}
 	// A copy with interned strings: findings outlive the snapshot they came
 	// from, and should not keep its decoded subtrees (or their many copies
 	// of the same names and values) alive until the report is written.
 	v, _ := snapshot.Lookup(doc, fact)
-	ev.Value = internValue(v)
 	sources, _ := doc["sources"].(map[string]any)
+	return Evidence{Fact: fact, Value: internValue(v), Source: evidenceSource(sources, fact)}
+}
+
+// evidenceFunc resolves a cited fact path in a document.
+type evidenceFunc func(doc map[string]any, fact string) Evidence
+
+// evidenceSource is evidence's source of fact from a snapshot's sources.
+func evidenceSource(sources map[string]any, fact string) string {
 	for p := fact; p != ""; {
 		if s, ok := sourceText(sources[p]); ok {
-			ev.Source = unique.Make(s).Value()
-			return ev
+			return unique.Make(s).Value()
 		}
 		i := strings.LastIndexByte(p, '.')
 		if i < 0 {
@@ -425,15 +433,15 @@ func evidence(doc map[string]any, fact string) Evidence {
 			if len(below) > maxSourcesBelow {
 				// Facts read from many files (every RDMA port): a list
 				// of them all would bury the finding.
-				return ev
+				return ""
 			}
 		}
 	}
-	if len(below) > 0 {
-		slices.Sort(below)
-		ev.Source = unique.Make(strings.Join(below, ", ")).Value()
+	if len(below) == 0 {
+		return ""
 	}
-	return ev
+	slices.Sort(below)
+	return unique.Make(strings.Join(below, ", ")).Value()
 }
 
 // sourceText is a document's source as text: a string as read from a

@@ -40,6 +40,10 @@ type template struct {
 type class struct {
 	ready  chan struct{}
 	failed bool
+	// rep is the first file less its host name's value, which starts at
+	// split (classTable).
+	rep   []byte
+	split int
 	// match is what FleetOf reads of the document (RunOptions.FleetSections).
 	match   map[string]any
 	mu      sync.Mutex
@@ -72,8 +76,7 @@ type runState struct {
 	loaded  func(HostInput, map[string]any)
 	matchOf func(map[string]any) map[string]any
 
-	mu      sync.Mutex
-	classes map[digest]*class
+	classes *classTable
 
 	rmu     sync.RWMutex
 	results map[digest][]any
@@ -124,7 +127,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 // ends.
 func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
 	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
-		classes: map[digest]*class{}, results: map[digest][]any{}, sections: &sectionCache{}}
+		classes: newClassTable(), results: map[digest][]any{}, sections: newSectionCache()}
 	if s.fleetOf == nil {
 		s.fleetOf = func(string, map[string]any) string { return "" }
 	}
@@ -267,14 +270,12 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
 		return run, t, err
 	}
-	key := contentKey(raw, start, end)
-	s.mu.Lock()
-	c, seen := s.classes[key]
-	if !seen {
-		c = &class{ready: make(chan struct{})}
-		s.classes[key] = c
+	c, seen := s.classes.find(raw, start, end)
+	if c == nil {
+		doc, err := s.decode(raw, w)
+		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
+		return run, t, err
 	}
-	s.mu.Unlock()
 	if seen {
 		select {
 		case <-c.ready:
@@ -412,7 +413,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		if vals[i] == nil {
 			continue
 		}
-		fs, err := ruleFindings(r, vals[i], of, run.Fleet, fq.severity, admit)
+		fs, err := ruleFindings(r, vals[i], of, run.Fleet, fq.severity, admit, w.sections.evidence)
 		out = append(out, fs...)
 		if err != nil {
 			errs = append(errs, err)

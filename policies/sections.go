@@ -1,9 +1,10 @@
 package policies
 
 import (
+	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 
@@ -36,7 +37,8 @@ const sectionCacheBytes = 4 << 20
 type section struct {
 	snapshot.Member
 	name string
-	size int
+	// raw is a copy of the member's bytes; nil for a document's own member.
+	raw []byte
 
 	astOnce sync.Once
 	astVal  ast.Value
@@ -48,61 +50,74 @@ type section struct {
 
 	mu    sync.Mutex
 	paths map[string]digest
+	// values are evidence values of facts in the section; sources, of the
+	// sources section, evidence sources by fact.
+	values  map[string]any
+	sources map[string]string
 }
 
-// sectionCache holds the sections seen lately, by digest of name and
-// bytes: a generation of at most sectionCacheBytes, and the one before it,
-// whose sections move to the current one when used. A fleet of distinct
+// sectionCache holds the sections seen lately: a keyed hash of their
+// bytes finds the candidates, and name and bytes are compared, so only
+// equal members share (as classTable does for files). A generation holds
+// at most sectionCacheBytes of them; the one before it is kept too, and
+// its sections move to the current one when used. A fleet of distinct
 // hosts so keeps the sections its hosts share, not every host's own.
 type sectionCache struct {
+	seed      maphash.Seed
 	mu        sync.Mutex
-	cur, prev map[digest]*section
+	cur, prev map[uint64][]*section
 	curBytes  int
 }
 
-func (c *sectionCache) get(k digest) *section {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.cur[k]; ok {
-		return s
-	}
-	s, ok := c.prev[k]
-	if ok {
-		delete(c.prev, k)
-		c.add(k, s)
-	}
-	return s
+func newSectionCache() *sectionCache {
+	return &sectionCache{seed: maphash.MakeSeed()}
 }
 
-// put adds s under k and returns the section held for k: s, or one another
-// worker decoded first.
-func (c *sectionCache) put(k digest, s *section) *section {
+func (c *sectionCache) key(raw []byte) uint64 { return maphash.Bytes(c.seed, raw) }
+
+func (c *sectionCache) get(k uint64, name string, raw []byte) *section {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.cur[k]; ok {
-		return old
+	for _, s := range c.cur[k] {
+		if s.is(name, raw) {
+			return s
+		}
+	}
+	for i, s := range c.prev[k] {
+		if s.is(name, raw) {
+			l := c.prev[k]
+			c.prev[k] = append(l[:i:i], l[i+1:]...)
+			c.add(k, s)
+			return s
+		}
+	}
+	return nil
+}
+
+// put adds s under k and returns the section held for its name and bytes:
+// s, or one another worker decoded first.
+func (c *sectionCache) put(k uint64, s *section) *section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, old := range c.cur[k] {
+		if old.is(s.name, s.raw) {
+			return old
+		}
 	}
 	c.add(k, s)
 	return s
 }
 
-func (c *sectionCache) add(k digest, s *section) {
-	if c.cur == nil || c.curBytes+s.size > sectionCacheBytes {
-		c.prev, c.cur, c.curBytes = c.cur, map[digest]*section{}, 0
+func (c *sectionCache) add(k uint64, s *section) {
+	if c.cur == nil || c.curBytes+len(s.raw) > sectionCacheBytes {
+		c.prev, c.cur, c.curBytes = c.cur, map[uint64][]*section{}, 0
 	}
-	c.cur[k] = s
-	c.curBytes += s.size
+	c.cur[k] = append(c.cur[k], s)
+	c.curBytes += len(s.raw)
 }
 
-func sectionKey(name string, raw []byte) digest {
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	h.Write(binary.AppendUvarint(n[:0], uint64(len(name))))
-	h.Write([]byte(name))
-	h.Write(raw)
-	var d digest
-	h.Sum(d[:0])
-	return d
+func (s *section) is(name string, raw []byte) bool {
+	return s.name == name && bytes.Equal(s.raw, raw)
 }
 
 // docSections is how the document a worker evaluates was made: by member,
@@ -150,11 +165,11 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 			d.dotted = true
 		}
 		var sec *section
-		var k digest
+		var k uint64
 		shared := len(m.Value) >= minSectionBytes
 		if shared {
-			k = sectionKey(m.Name, m.Value)
-			sec = s.sections.get(k)
+			k = s.sections.key(m.Value)
+			sec = s.sections.get(k, m.Name, m.Value)
 		}
 		if sec == nil {
 			dm, ok := w.dec.Member(m.Name, m.Value)
@@ -162,10 +177,9 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 				clear(d.members)
 				return w.dec.Document(raw)
 			}
-			// size 0: the document's own, nothing derived from it is kept.
 			sec = &section{Member: dm, name: m.Name}
 			if shared {
-				sec.size = len(m.Value)
+				sec.raw = bytes.Clone(m.Value)
 				sec = s.sections.put(k, sec)
 			}
 		}
@@ -185,7 +199,7 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 		d.by = map[string]*section{}
 	}
 	for _, sec := range d.secs {
-		if sec.Removed || sec.size == 0 || sec.name == "errors" && anyBad {
+		if sec.Removed || sec.raw == nil || sec.name == "errors" && anyBad {
 			// Not in the document, not shared, or not as decoded.
 			continue
 		}
@@ -330,4 +344,69 @@ func (e *Engine) ruleInputSections(doc map[string]any, sections map[string]bool,
 		items = append(items, [2]*ast.Term{key, t})
 	}
 	return ast.NewObject(items...), nil
+}
+
+// evidence is evidence(doc, fact) with the value and source of each fact
+// resolved once per section.
+func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
+	if !d.split || d.dotted || fact == "" {
+		return evidence(doc, fact)
+	}
+	ev := Evidence{Fact: fact}
+	name, rest, _ := strings.Cut(fact, ".")
+	if sec := d.of(name); sec != nil {
+		ev.Value = sec.evidenceValue(fact, rest)
+	} else {
+		// No member name holds a dot: the fact is in this member or
+		// nowhere, as Lookup finds it in the document.
+		v, _ := snapshot.Lookup(doc, fact)
+		ev.Value = internValue(v)
+	}
+	if src := d.of("sources"); src != nil {
+		ev.Source = src.evidenceSource(fact)
+	} else {
+		sources, _ := doc["sources"].(map[string]any)
+		ev.Source = evidenceSource(sources, fact)
+	}
+	return ev
+}
+
+// evidenceValue is the interned value at fact (rest: fact below the
+// section), computed once.
+func (sec *section) evidenceValue(fact, rest string) any {
+	sec.mu.Lock()
+	v, ok := sec.values[fact]
+	sec.mu.Unlock()
+	if ok {
+		return v
+	}
+	v, _ = snapshot.Lookup(sec.Value, rest)
+	v = internValue(v)
+	sec.mu.Lock()
+	if sec.values == nil {
+		sec.values = map[string]any{}
+	}
+	sec.values[fact] = v
+	sec.mu.Unlock()
+	return v
+}
+
+// evidenceSource is evidence's source of fact in the sources section,
+// computed once.
+func (sec *section) evidenceSource(fact string) string {
+	sec.mu.Lock()
+	s, ok := sec.sources[fact]
+	sec.mu.Unlock()
+	if ok {
+		return s
+	}
+	sources, _ := sec.Value.(map[string]any)
+	s = evidenceSource(sources, fact)
+	sec.mu.Lock()
+	if sec.sources == nil {
+		sec.sources = map[string]string{}
+	}
+	sec.sources[fact] = s
+	sec.mu.Unlock()
+	return s
 }
