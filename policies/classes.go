@@ -23,14 +23,13 @@ type classTable struct {
 	mu        sync.Mutex
 	cur, prev map[uint64][]*class
 	curBytes  int
+	// free are the buffers of dropped classes, for new ones.
 	free      [][]byte
+	freeBytes int
 }
 
 // classBytes bounds the copies of first files the table keeps.
 const classBytes = 32 << 20
-
-// maxFree bounds the buffers of dropped classes kept for reuse.
-const maxFree = 16
 
 func newClassTable() *classTable {
 	return &classTable{seed: maphash.MakeSeed()}
@@ -72,8 +71,9 @@ func (t *classTable) add(k uint64, c *class) {
 	if t.cur == nil || t.curBytes+len(c.rep) > classBytes/2 {
 		for _, l := range t.prev {
 			for _, old := range l {
-				if len(t.free) < maxFree {
+				if t.freeBytes+cap(old.rep) <= classBytes/2 {
 					t.free = append(t.free, old.rep[:0])
+					t.freeBytes += cap(old.rep)
 				}
 				old.rep = nil
 			}
@@ -90,6 +90,7 @@ func (t *classTable) buffer(n int) []byte {
 		if cap(b) >= n {
 			t.free[i] = t.free[len(t.free)-1]
 			t.free = t.free[:len(t.free)-1]
+			t.freeBytes -= cap(b)
 			return b
 		}
 	}

@@ -172,16 +172,6 @@ func valueEnd(b []byte, i int) int {
 	return j
 }
 
-// contentKey is the digest of a snapshot file without its host's name.
-func contentKey(b []byte, start, end int) digest {
-	h := sha256.New()
-	h.Write(b[:start])
-	h.Write(b[end:])
-	var d digest
-	h.Sum(d[:0])
-	return d
-}
-
 // valueHasher writes a canonical form of document values (type-tagged,
 // length-prefixed, object keys sorted) into a buffer that is hashed once.
 type valueHasher struct {
@@ -339,26 +329,23 @@ func (k *ruleKeys) all(doc map[string]any) digest {
 	return d
 }
 
-// key is the digest of rule r's input in fleet; ok is false when the input
-// holds a value the hasher cannot read (the rule is then evaluated).
-func (k *ruleKeys) key(doc map[string]any, fleet string, r *Rule, reads ruleReads, secs *docSections) (d digest, ok bool) {
-	h := sha256.New()
-	var scratch [binary.MaxVarintLen64]byte
-	write := func(s string) {
-		h.Write(binary.AppendUvarint(scratch[:0], uint64(len(s))))
-		h.Write([]byte(s))
-	}
-	write(fleet)
-	write(r.ID)
+// appendKey appends the key of rule r's input in fleet to b: the fleet,
+// the rule and the digest of each path it reads (or of all of the input),
+// length-prefixed, so equal keys mean equal inputs. ok is false when the
+// input holds a value the hasher cannot read (the rule is then evaluated).
+func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *Rule, reads ruleReads, secs *docSections) (_ []byte, ok bool) {
+	b = binary.AppendUvarint(b, uint64(len(fleet)))
+	b = append(b, fleet...)
+	b = binary.AppendUvarint(b, uint64(len(r.ID)))
+	b = append(b, r.ID...)
 	if reads.whole {
 		d := k.all(doc)
-		h.Write(d[:])
+		b = append(b, d[:]...)
 	} else {
 		for i, p := range reads.paths {
 			d := k.path(doc, p, reads.names[i], secs)
-			h.Write(d[:])
+			b = append(b, d[:]...)
 		}
 	}
-	h.Sum(d[:0])
-	return d, !k.h.bad
+	return b, !k.h.bad
 }

@@ -79,7 +79,7 @@ type runState struct {
 	classes *classTable
 
 	rmu     sync.RWMutex
-	results map[digest][]any
+	results map[string][]any
 
 	sections *sectionCache
 }
@@ -88,7 +88,9 @@ type runState struct {
 type worker struct {
 	buf  []byte
 	keys ruleKeys
-	dec  snapshot.Decoder
+	// key holds the rule keys of the host being evaluated.
+	key []byte
+	dec snapshot.Decoder
 	// sections is how the document being evaluated was made.
 	sections docSections
 }
@@ -127,7 +129,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 // ends.
 func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
 	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
-		classes: newClassTable(), results: map[digest][]any{}, sections: newSectionCache()}
+		classes: newClassTable(), results: map[string][]any{}, sections: newSectionCache()}
 	if s.fleetOf == nil {
 		s.fleetOf = func(string, map[string]any) string { return "" }
 	}
@@ -155,7 +157,6 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	pool := sync.Pool{New: func() any { return new(worker) }}
 	type result struct {
 		run  HostRun
 		tmpl *template
@@ -164,25 +165,41 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	// Each worker writes its own result; the slice of them grows here only.
 	var results []*result
 	var done atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
+	// Long-lived workers, each with its scratch space: a goroutine per
+	// host would grow a new stack for every evaluation (Rego recurses
+	// deeply) and start its buffers from nothing.
+	type job struct {
+		in HostInput
+		r  *result
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := new(worker)
+			for j := range jobs {
+				j.r.run, j.r.tmpl, j.r.err = s.host(ctx, j.in, w)
+				if opts.Progress != nil {
+					opts.Progress(int(done.Add(1)))
+				}
+			}
+		}()
+	}
 	for in := range hosts {
-		if gctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 		r := new(result)
 		results = append(results, r)
-		g.Go(func() error {
-			w := pool.Get().(*worker)
-			r.run, r.tmpl, r.err = s.host(gctx, in, w)
-			pool.Put(w)
-			if opts.Progress != nil {
-				opts.Progress(int(done.Add(1)))
-			}
-			return nil
-		})
+		select {
+		case jobs <- job{in, r}:
+		case <-ctx.Done():
+		}
 	}
-	_ = g.Wait()
+	close(jobs)
+	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -215,7 +232,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	fleets := slices.Sorted(maps.Keys(members))
 	fleetFindings := make([][]Finding, len(fleets))
 	fleetErrs := make([]error, len(fleets))
-	g, gctx = errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, fleet := range fleets {
 		g.Go(func() error {
@@ -372,14 +389,26 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	}
 	rules := fq.host.rules
 	vals := make([][]any, len(rules))
-	keys := make([]digest, len(rules))
+	// Rule i's key is w.key[ends[i-1]:ends[i]]; keyed[i] is false when it
+	// has none.
+	ends := make([]int, len(rules))
 	keyed := make([]bool, len(rules))
+	key := func(i int) []byte {
+		if i == 0 {
+			return w.key[:ends[0]]
+		}
+		return w.key[ends[i-1]:ends[i]]
+	}
 	var missing []int
 	w.keys.reset()
-	s.rmu.RLock()
+	w.key = w.key[:0]
 	for i, r := range rules {
-		keys[i], keyed[i] = w.keys.key(doc, run.Fleet, r, fq.reads[i], &w.sections)
-		if v, ok := s.results[keys[i]]; ok && keyed[i] {
+		w.key, keyed[i] = w.keys.appendKey(w.key, doc, run.Fleet, r, fq.reads[i], &w.sections)
+		ends[i] = len(w.key)
+	}
+	s.rmu.RLock()
+	for i := range rules {
+		if v, ok := s.results[string(key(i))]; ok && keyed[i] {
 			vals[i] = v
 			continue
 		}
@@ -401,7 +430,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		s.rmu.Lock()
 		for _, i := range missing {
 			if vals[i] != nil && keyed[i] {
-				s.results[keys[i]] = vals[i]
+				s.results[string(key(i))] = vals[i]
 			}
 		}
 		s.rmu.Unlock()

@@ -256,6 +256,12 @@ func (sec *section) projection(e *Engine) (any, bool) {
 // holding it: Project keeps, and takes facts from, each top-level member
 // apart from the others when no member's name holds a dot.
 func (e *Engine) projectMember(name string, v any) (any, bool) {
+	switch {
+	case name == "labels" || name == "errors" || name == "sources" || e.factTop[name] || e.factTop["*"]:
+	default:
+		// A name without a dot is projected only as one of these.
+		return nil, false
+	}
 	if name == "labels" || name == "errors" {
 		// Project hands these on and may project facts into them: a copy,
 		// the value is shared.
