@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -11,90 +12,85 @@ import (
 // hash of its bytes less the host name picks the candidates, and the bytes
 // themselves are compared with the class's first file, so two files share
 // an evaluation only when they are equal: no hash collision, chanced or
-// crafted, can make them. Hashing is then a fraction of SHA-256's cost,
-// and a class keeps a copy of its first file, within classBytes: two
-// generations, the older dropped (its buffers reused) when the current one
-// is full, a class found again moving to the current one. A fleet of
-// distinct hosts so keeps the latest of them, and a fleet of few
-// configurations all of its own.
+// crafted, can make them. Hashing is then a fraction of SHA-256's cost.
+//
+// A class keeps a copy of its first file in a ring of classChunks chunks
+// of classChunk bytes, allocated as needed: when the ring comes round to
+// a chunk again, the classes whose copies it holds are dropped (a later
+// host of one starts a new class). A fleet of few configurations so keeps
+// them all, and a fleet of distinct hosts the latest of them, in memory
+// that does not grow with the fleet and is not allocated again per host.
 type classTable struct {
 	seed maphash.Seed
 
-	mu        sync.Mutex
-	cur, prev map[uint64][]*class
-	curBytes  int
-	// free are the buffers of dropped classes, for new ones.
-	free      [][]byte
-	freeBytes int
+	mu     sync.Mutex
+	byKey  map[uint64][]*class
+	chunks [classChunks]classChunkState
+	at     int // the chunk being filled
 }
 
-// classBytes bounds the copies of first files the table keeps.
-const classBytes = 32 << 20
+type classChunkState struct {
+	buf     []byte
+	classes []*class
+}
+
+const (
+	classChunk  = 4 << 20
+	classChunks = 8
+)
 
 func newClassTable() *classTable {
-	return &classTable{seed: maphash.MakeSeed()}
+	return &classTable{seed: maphash.MakeSeed(), byKey: map[uint64][]*class{}}
 }
 
 // find returns the class of raw, whose host name's JSON value spans
 // raw[start:end], and whether it was there before. It returns nil for a
-// file too large to keep, which is then evaluated alone.
+// file larger than a chunk, which is then evaluated alone.
 func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 	k := maphash.Bytes(t.seed, raw[:start]) ^ bits.RotateLeft64(maphash.Bytes(t.seed, raw[end:]), 29)
 	n := start + len(raw) - end
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// Compared under the lock: a dropped class's buffer is reused.
-	for _, c := range t.cur[k] {
+	// Compared under the lock: a dropped class's chunk is written again.
+	for _, c := range t.byKey[k] {
 		if c.same(raw, start, end) {
 			return c, true
 		}
 	}
-	for i, c := range t.prev[k] {
-		if c.same(raw, start, end) {
-			l := t.prev[k]
-			t.prev[k] = append(l[:i:i], l[i+1:]...)
-			t.add(k, c)
-			return c, true
-		}
-	}
-	if n > classBytes/2 {
+	if n > classChunk {
 		return nil, false
 	}
-	c = &class{ready: make(chan struct{}), split: start}
-	c.rep = t.buffer(n)
-	c.rep = append(append(c.rep, raw[:start]...), raw[end:]...)
-	t.add(k, c)
+	ch := &t.chunks[t.at]
+	if len(ch.buf)+n > classChunk {
+		t.at = (t.at + 1) % classChunks
+		ch = &t.chunks[t.at]
+		t.drop(ch)
+	}
+	if ch.buf == nil {
+		ch.buf = make([]byte, 0, classChunk)
+	}
+	off := len(ch.buf)
+	ch.buf = append(append(ch.buf, raw[:start]...), raw[end:]...)
+	c = &class{ready: make(chan struct{}), key: k, split: start, rep: ch.buf[off:len(ch.buf):len(ch.buf)]}
+	ch.classes = append(ch.classes, c)
+	t.byKey[k] = append(t.byKey[k], c)
 	return c, false
 }
 
-func (t *classTable) add(k uint64, c *class) {
-	if t.cur == nil || t.curBytes+len(c.rep) > classBytes/2 {
-		for _, l := range t.prev {
-			for _, old := range l {
-				if t.freeBytes+cap(old.rep) <= classBytes/2 {
-					t.free = append(t.free, old.rep[:0])
-					t.freeBytes += cap(old.rep)
-				}
-				old.rep = nil
-			}
+// drop forgets the classes whose copies chunk ch holds, and empties it.
+func (t *classTable) drop(ch *classChunkState) {
+	for _, c := range ch.classes {
+		l := slices.DeleteFunc(t.byKey[c.key], func(x *class) bool { return x == c })
+		if len(l) == 0 {
+			delete(t.byKey, c.key)
+		} else {
+			t.byKey[c.key] = l
 		}
-		t.prev, t.cur, t.curBytes = t.cur, map[uint64][]*class{}, 0
+		c.rep = nil
 	}
-	t.cur[k] = append(t.cur[k], c)
-	t.curBytes += len(c.rep)
-}
-
-// buffer returns an empty buffer of capacity n or more.
-func (t *classTable) buffer(n int) []byte {
-	for i, b := range t.free {
-		if cap(b) >= n {
-			t.free[i] = t.free[len(t.free)-1]
-			t.free = t.free[:len(t.free)-1]
-			t.freeBytes -= cap(b)
-			return b
-		}
-	}
-	return make([]byte, 0, n)
+	clear(ch.classes)
+	ch.classes = ch.classes[:0]
+	ch.buf = ch.buf[:0]
 }
 
 // same reports whether raw, less its host name's value at [start:end], is

@@ -41,9 +41,10 @@ type class struct {
 	ready  chan struct{}
 	failed bool
 	// rep is the first file less its host name's value, which starts at
-	// split (classTable).
+	// split; key is its hash (classTable).
 	rep   []byte
 	split int
+	key   uint64
 	// match is what FleetOf reads of the document (RunOptions.FleetSections).
 	match   map[string]any
 	mu      sync.Mutex

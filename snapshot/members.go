@@ -191,7 +191,7 @@ func (d *Decoder) Member(name string, raw []byte) (m Member, ok bool) {
 // Assemble makes the document of n members (member(i) is the name and the
 // decoded value of the i-th, in file order) as Document makes it from the
 // file: the schema checked, members removed by validation left out and
-// reported in errors. Values are shared with the members, not copied.
+// reported in errors, in the order of their paths as Validate reports them. Values are shared with the members, not copied.
 func Assemble(n int, member func(i int) (string, *Member)) (map[string]any, error) {
 	doc := make(map[string]any, n)
 	var bad []CollectionError
@@ -215,6 +215,7 @@ func Assemble(n int, member func(i int) (string, *Member)) (map[string]any, erro
 		}
 	}
 	if len(bad) > 0 {
+		sortByPath(bad)
 		errs, _ := doc["errors"].([]any)
 		// A copy: the decoded errors list is shared.
 		errs = slices.Clip(errs)
