@@ -31,27 +31,22 @@ import (
 
 type digest = [sha256.Size]byte
 
-// hostMember finds the top-level "host" member of a JSON object: its value
-// as a string and the byte span of that value. ok is false when the
-// document is not an object whose "host" (once, unescaped) is a string, or
-// is malformed: such a file is decoded, never shared.
+// hostMember finds the first top-level "host" member of a JSON object:
+// its value as a string and the byte span of that value. ok is false when
+// the document is not an object whose first "host" (no escaped name before
+// it) is a string, or is malformed up to it: such a file is decoded, never
+// shared. It does not look past that member: whether the file holds no
+// other "host" (the decoder keeps the last) is settled when a class's first
+// file is decoded (docSections.hostAt), and the rest of the bytes is the
+// same in every file of the class.
 func hostMember(b []byte) (host string, start, end int, ok bool) {
-	// When "host" occurs once in the file and no \u escape could spell
-	// another, the first top-level "host" is the only one: stop there. What
-	// follows is the same in every file of the digest, so a malformed rest
-	// fails every one of them alike when decoded.
-	once := bytes.Count(b, []byte(`"host"`)) == 1 && !bytes.Contains(b, []byte(`\u`))
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return "", 0, 0, false
 	}
 	i++
-	found := false
 	for {
 		i = skipSpace(b, i)
-		if i < len(b) && b[i] == '}' && !found {
-			return "", 0, 0, false
-		}
 		if i >= len(b) || b[i] != '"' {
 			return "", 0, 0, false
 		}
@@ -74,32 +69,32 @@ func hostMember(b []byte) (host string, start, end int, ok bool) {
 			return "", 0, 0, false
 		}
 		if string(key) == "host" {
-			if found || b[i] != '"' {
+			if b[i] != '"' {
 				return "", 0, 0, false
 			}
-			if err := json.Unmarshal(b[i:vEnd], &host); err != nil {
+			host, ok = plainString(b[i+1 : vEnd-1])
+			if !ok && json.Unmarshal(b[i:vEnd], &host) != nil {
 				return "", 0, 0, false
 			}
-			found, start, end = true, i, vEnd
-			if once {
-				return host, start, end, true
-			}
+			return host, i, vEnd, true
 		}
 		i = skipSpace(b, vEnd)
-		if i >= len(b) {
-			return "", 0, 0, false
-		}
-		if b[i] == '}' {
-			if !found || skipSpace(b, i+1) != len(b) {
-				return "", 0, 0, false
-			}
-			return host, start, end, true
-		}
-		if b[i] != ',' {
+		if i >= len(b) || b[i] != ',' {
 			return "", 0, 0, false
 		}
 		i++
 	}
+}
+
+// plainString is the text of a JSON string's content when it needs no
+// decoding: printable ASCII without escapes.
+func plainString(b []byte) (string, bool) {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return "", false
+		}
+	}
+	return string(b), true
 }
 
 func skipSpace(b []byte, i int) int {

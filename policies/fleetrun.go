@@ -310,9 +310,14 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 	doc, err := s.decode(raw, w)
 	if !seen {
 		defer close(c.ready)
-		if err != nil {
+		switch {
+		case err != nil:
 			c.failed = true
-		} else {
+		case !w.sections.hostAt(start, end):
+			// Another "host" member, or a file not read by its
+			// members: the others are decoded for their own names.
+			c.failed = true
+		default:
 			c.match = s.matchOf(doc)
 		}
 	}
@@ -323,7 +328,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 	if !seen && !share {
 		// Another fleet may still share it; an error or a time-out
 		// is this host's alone.
-		c.failed = err != nil || (t != nil && len(t.timedOut) > 0)
+		c.failed = c.failed || err != nil || (t != nil && len(t.timedOut) > 0)
 	}
 	return run, t, err
 }

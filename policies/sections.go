@@ -129,15 +129,26 @@ type docSections struct {
 	// name holds a dot (fact paths are then ambiguous between members, and
 	// nothing is derived member by member).
 	split, dotted bool
-	members       []snapshot.RawMember
-	secs          []*section
+	// hostStart and hostEnd span the "host" member's value in the file
+	// (when split; 0, 0 when it has none).
+	hostStart, hostEnd int
+	members            []snapshot.RawMember
+	secs               []*section
 }
 
 func (d *docSections) reset() {
 	clear(d.by)
 	d.split, d.dotted = false, false
+	d.hostStart, d.hostEnd = 0, 0
 	clear(d.secs)
 	d.secs = d.secs[:0]
+}
+
+// hostAt reports whether the document was split and holds one "host"
+// member, whose value spans raw[start:end]: the file names no other host,
+// so files equal to it but for that span differ only in their host's name.
+func (d *docSections) hostAt(start, end int) bool {
+	return d.split && d.hostStart == start && d.hostEnd == end
 }
 
 // of is the shared section doc[name] is, or nil.
@@ -163,6 +174,11 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	for _, m := range members {
 		if strings.Contains(m.Name, ".") {
 			d.dotted = true
+		}
+		if m.Name == "host" {
+			// Value is raw[i:j]: i from what is left of raw's capacity.
+			d.hostStart = cap(raw) - cap(m.Value)
+			d.hostEnd = d.hostStart + len(m.Value)
 		}
 		var sec *section
 		var k uint64
