@@ -11,23 +11,27 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// Two levels of reuse keep a fleet's cost with its distinct configurations,
-// not its hosts:
+// Three levels of reuse keep a fleet's cost with its distinct
+// configurations, not its hosts:
 //
-//  1. A snapshot file is hashed as bytes with its top-level "host" member's
-//     value left out. Hosts whose files hash the same differ only in name:
-//     the first one's findings, skipped rules and fleet projection serve
-//     them all with the name put back, and the others are never decoded.
-//     This holds in a fleet only when no rule enabled there reads the host
-//     name (see ruleReads.readsHost; Engine.shareable).
-//  2. A host that must be decoded (a new configuration) has each rule's
-//     result looked up by a hash of the input that rule reads (ruleReads):
-//     only rules whose facts are new to the run are evaluated. The rule's
-//     raw result is reused; evidence, coverage and severity are applied to
-//     each host's own document, so provenance is always the host's.
-//
-// Keys are SHA-256 digests, so a collision (two different inputs sharing a
-// result) is not a practical concern.
+//  1. A snapshot file is compared as bytes with its top-level "host"
+//     member's value left out (classTable: a keyed hash finds the class,
+//     the bytes are compared with its first file). Hosts whose files are
+//     equal so differ only in name: the first one's findings, skipped
+//     rules and fleet projection serve them all with the name put back,
+//     and the others are never decoded. This holds in a fleet only when no
+//     rule enabled there reads the host name (see ruleReads.readsHost;
+//     Engine.shareable).
+//  2. A file that must be decoded is decoded by its top-level members,
+//     each distinct member once per run and shared with what is derived
+//     from it alone (sections.go).
+//  3. Each rule's result is looked up by the input that rule reads
+//     (ruleReads): only rules whose facts are new to the run are
+//     evaluated. The key is the SHA-256 digest of each path's value in a
+//     canonical form, so a collision (two different inputs sharing a
+//     result) is not a practical concern. The rule's raw result is
+//     reused; evidence, coverage and severity are applied to each host's
+//     own document, so provenance is always the host's.
 
 type digest = [sha256.Size]byte
 

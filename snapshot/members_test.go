@@ -80,3 +80,43 @@ func TestRealSnapshotsSplit(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecode decodes a GPU node's snapshot whole (Decoder.Document)
+// and by members (split, each member decoded, assembled: what a reader pays
+// for a file none of whose members it has seen).
+func BenchmarkDecode(b *testing.B) {
+	raw, err := os.ReadFile("../collectors/testdata/golden/gpu-node.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("whole", func(b *testing.B) {
+		d := new(Decoder)
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.Document(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("members", func(b *testing.B) {
+		d := new(Decoder)
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err, ok := byMembers(d, raw); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("split", func(b *testing.B) {
+		var into []RawMember
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var ok bool
+			if into, ok = SplitMembers(raw, into); !ok {
+				b.Fatal("no split")
+			}
+		}
+	})
+}
