@@ -381,6 +381,7 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 		// fleet's majority towards empty values.
 		t.proj = e.projectSections(doc, &w.sections)
 		delete(t.proj, "host")
+		t.projItems = e.projectionItems(t.proj, &w.sections)
 	}
 	run.Unread, run.Skipped, run.TimedOut = t.unread, t.skipped, t.timedOut
 	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable

@@ -47,6 +47,9 @@ type section struct {
 	projOnce sync.Once
 	proj     any
 	projOK   bool
+	// projTerm is proj as Rego, converted once (projectionItems).
+	projTermOnce sync.Once
+	projTerm     *ast.Term
 
 	mu    sync.Mutex
 	paths map[string]digest
@@ -431,4 +434,46 @@ func (sec *section) evidenceSource(fact string) string {
 	sec.sources[fact] = s
 	sec.mu.Unlock()
 	return s
+}
+
+// projectionItems are the members of proj (a projection less "host", made
+// by projectSections) as the fleet pass's Rego input holds them
+// (ruleInput: all but sources), each shared section's part converted once
+// for every host that holds it. Nil when proj was not made from sections
+// or a part has no Rego value: the fleet pass then converts proj itself.
+func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.Term {
+	if !d.split || d.dotted {
+		return nil
+	}
+	items := make([][2]*ast.Term, 0, len(proj))
+	for k, v := range proj {
+		if k == "sources" {
+			continue
+		}
+		var t *ast.Term
+		if sec := d.of(k); sec != nil {
+			t = sec.projectionTerm()
+		} else if x, err := ast.InterfaceToValue(v); err == nil {
+			t = ast.NewTerm(x)
+		}
+		if t == nil {
+			return nil
+		}
+		key, ok := e.sectionTerms[k]
+		if !ok {
+			key = ast.InternedTerm(k)
+		}
+		items = append(items, [2]*ast.Term{key, t})
+	}
+	return items
+}
+
+// projectionTerm is the section's projection part as Rego, or nil.
+func (sec *section) projectionTerm() *ast.Term {
+	sec.projTermOnce.Do(func() {
+		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
+			sec.projTerm = ast.NewTerm(x)
+		}
+	})
+	return sec.projTerm
 }
