@@ -26,6 +26,15 @@ type RawMember struct {
 // is checked (brackets balance, strings close). Decode a file that does not
 // split with Decoder.Document, which judges it whole.
 func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
+	return SplitMembersKnown(b, into, nil)
+}
+
+// SplitMembersKnown is SplitMembers where known, if not nil, is asked once
+// per member, in order, whether rest (the file from the member's value on)
+// starts with a JSON value it has seen whole, and returns its length (0:
+// none). Followed by a byte that ends a value, that is the member's value
+// (a complete value's bytes fix where it ends), and it is not scanned.
+func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte) int) (members []RawMember, ok bool) {
 	members = into[:0]
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -54,7 +63,15 @@ func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
 			return nil, false
 		}
 		i = skipWS(b, i+1)
-		vEnd := jsonValueEnd(b, i)
+		vEnd := -1
+		if known != nil {
+			if n := known(key, b[i:]); n > 0 && n <= len(b)-i && (i+n == len(b) || endsValue(b[i+n])) {
+				vEnd = i + n
+			}
+		}
+		if vEnd < 0 {
+			vEnd = jsonValueEnd(b, i)
+		}
 		if vEnd < 0 {
 			return nil, false
 		}
@@ -106,6 +123,15 @@ func quoteEnd(b []byte, i int) int {
 	}
 }
 
+// endsValue reports whether c ends a number or literal (jsonValueEnd).
+func endsValue(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\n', '\t', '\r':
+		return true
+	}
+	return false
+}
+
 // jsonValueEnd returns the index after the JSON value starting at b[i], or
 // -1. Only structure is checked; the decoder judges the rest.
 func jsonValueEnd(b []byte, i int) int {
@@ -136,16 +162,13 @@ func jsonValueEnd(b []byte, i int) int {
 		}
 		return -1
 	}
-	j := i
-	for j < len(b) {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\n', '\t', '\r':
+	for j := i; j < len(b); j++ {
+		if endsValue(b[j]) {
 			if j == i {
 				return -1
 			}
 			return j
 		}
-		j++
 	}
 	return -1
 }
