@@ -314,7 +314,11 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 // host of of, keeping those admit admits, with the fleet's severity
 // overrides applied. ev resolves evidence (nil: evidence).
 func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc, ev evidenceFunc) ([]Finding, error) {
-	var out []Finding
+	return appendRuleFindings(nil, r, values, of, fleet, severity, admit, ev)
+}
+
+// appendRuleFindings is ruleFindings appending to out.
+func appendRuleFindings(out []Finding, r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc, ev evidenceFunc) ([]Finding, error) {
 	var errs []error
 	for _, v := range values {
 		f, err := r.finding(v, of, fleet, ev)
@@ -361,8 +365,10 @@ func (r *Rule) finding(v any, of hostOf, fleet string, ev evidenceFunc) (Finding
 		Fleet:       fleet,
 		Message:     msg,
 		Remediation: r.Remediation,
-		References:  slices.Clone(r.References),
-		Expected:    m["expected"],
+		// The rule's list, shared: nothing changes a finding's references,
+		// and an append copies.
+		References: slices.Clip(r.References),
+		Expected:   m["expected"],
 	}
 	if s, ok := m["severity"]; ok {
 		sev, _ := s.(string)

@@ -89,8 +89,13 @@ type runState struct {
 type worker struct {
 	buf  []byte
 	keys ruleKeys
-	// key holds the rule keys of the host being evaluated.
-	key []byte
+	// key holds the rule keys of the host being evaluated; vals, ends,
+	// keyed and missing are evalRules' per-rule scratch.
+	key     []byte
+	vals    [][]any
+	ends    []int
+	keyed   []bool
+	missing []int
 	dec snapshot.Decoder
 	// sections is how the document being evaluated was made.
 	sections docSections
@@ -395,18 +400,22 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		return nil, nil, err
 	}
 	rules := fq.host.rules
-	vals := make([][]any, len(rules))
+	// Scratch of the worker's, for this host only.
+	w.vals = append(w.vals[:0], make([][]any, len(rules))...)
+	w.ends = append(w.ends[:0], make([]int, len(rules))...)
+	w.keyed = append(w.keyed[:0], make([]bool, len(rules))...)
+	vals, ends, keyed := w.vals, w.ends, w.keyed
+	defer clear(w.vals)
 	// Rule i's key is w.key[ends[i-1]:ends[i]]; keyed[i] is false when it
 	// has none.
-	ends := make([]int, len(rules))
-	keyed := make([]bool, len(rules))
 	key := func(i int) []byte {
 		if i == 0 {
 			return w.key[:ends[0]]
 		}
 		return w.key[ends[i-1]:ends[i]]
 	}
-	var missing []int
+	missing := w.missing[:0]
+	defer func() { w.missing = missing[:0] }()
 	w.keys.reset()
 	w.key = w.key[:0]
 	for i, r := range rules {
@@ -444,13 +453,20 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	}
 	of := func(*Rule, map[string]any) (string, map[string]any, error) { return run.Host, doc, nil }
 	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
+	n := 0
+	for _, v := range vals {
+		n += len(v)
+	}
 	var out []Finding
+	if n > 0 {
+		out = make([]Finding, 0, n)
+	}
 	for i, r := range rules {
 		if vals[i] == nil {
 			continue
 		}
-		fs, err := ruleFindings(r, vals[i], of, run.Fleet, fq.severity, admit, w.sections.evidence)
-		out = append(out, fs...)
+		var err error
+		out, err = appendRuleFindings(out, r, vals[i], of, run.Fleet, fq.severity, admit, w.sections.evidence)
 		if err != nil {
 			errs = append(errs, err)
 		}
