@@ -96,7 +96,7 @@ type worker struct {
 	ends    []int
 	keyed   []bool
 	missing []int
-	dec snapshot.Decoder
+	dec     snapshot.Decoder
 	// sections is how the document being evaluated was made.
 	sections docSections
 }
