@@ -226,9 +226,7 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 			d.dotted = true
 		}
 		if m.Name == "host" {
-			// Value is raw[i:j]: i from what is left of raw's capacity.
-			d.hostStart = cap(raw) - cap(m.Value)
-			d.hostEnd = d.hostStart + len(m.Value)
+			d.hostStart, d.hostEnd = m.Offset, m.Offset+len(m.Value)
 		}
 		sec := d.guess[i]
 		var k uint64

@@ -15,8 +15,9 @@ import (
 // RawMember is one top-level member of a snapshot file, undecoded.
 type RawMember struct {
 	Name string
-	// Value is the member's JSON value as it is in the file.
-	Value []byte
+	// Value is the member's JSON value as it is in the file, at Offset.
+	Value  []byte
+	Offset int
 }
 
 // SplitMembers appends the top-level members of a snapshot file to into,
@@ -78,7 +79,7 @@ func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte)
 		if slices.ContainsFunc(members, func(m RawMember) bool { return m.Name == string(key) }) {
 			return nil, false
 		}
-		members = append(members, RawMember{Name: string(key), Value: b[i:vEnd]})
+		members = append(members, RawMember{Name: string(key), Value: b[i:vEnd], Offset: i})
 		i = skipWS(b, vEnd)
 		if i >= len(b) {
 			return nil, false

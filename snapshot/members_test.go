@@ -61,7 +61,7 @@ func FuzzMembers(f *testing.F) {
 				return n
 			})
 			if !ok || !reflect.DeepEqual(known, plain) {
-				t.Fatalf("split with known values %v %q, scanned %q", ok, known, plain)
+				t.Fatalf("split with known values %v %v, scanned %v", ok, known, plain)
 			}
 		}
 		got, gotErr, ok := byMembers(new(Decoder), b)
