@@ -11,47 +11,46 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// Two levels of reuse keep a fleet's cost with its distinct configurations,
-// not its hosts:
+// Three levels of reuse keep a fleet's cost with its distinct
+// configurations, not its hosts:
 //
-//  1. A snapshot file is hashed as bytes with its top-level "host" member's
-//     value left out. Hosts whose files hash the same differ only in name:
-//     the first one's findings, skipped rules and fleet projection serve
-//     them all with the name put back, and the others are never decoded.
-//     This holds in a fleet only when no rule enabled there reads the host
-//     name (see ruleReads.readsHost; Engine.shareable).
-//  2. A host that must be decoded (a new configuration) has each rule's
-//     result looked up by a hash of the input that rule reads (ruleReads):
-//     only rules whose facts are new to the run are evaluated. The rule's
-//     raw result is reused; evidence, coverage and severity are applied to
-//     each host's own document, so provenance is always the host's.
-//
-// Keys are SHA-256 digests, so a collision (two different inputs sharing a
-// result) is not a practical concern.
+//  1. A snapshot file is compared as bytes with its top-level "host"
+//     member's value left out (classTable: a keyed hash finds the class,
+//     the bytes are compared with its first file). Hosts whose files are
+//     equal so differ only in name: the first one's findings, skipped
+//     rules and fleet projection serve them all with the name put back,
+//     and the others are never decoded. This holds in a fleet only when no
+//     rule enabled there reads the host name (see ruleReads.readsHost;
+//     Engine.shareable).
+//  2. A file that must be decoded is decoded by its top-level members,
+//     each distinct member once per run and shared with what is derived
+//     from it alone (sections.go).
+//  3. Each rule's result is looked up by the input that rule reads
+//     (ruleReads): only rules whose facts are new to the run are
+//     evaluated. The key is the SHA-256 digest of each path's value in a
+//     canonical form, so a collision (two different inputs sharing a
+//     result) is not a practical concern. The rule's raw result is
+//     reused; evidence, coverage and severity are applied to each host's
+//     own document, so provenance is always the host's.
 
 type digest = [sha256.Size]byte
 
-// hostMember finds the top-level "host" member of a JSON object: its value
-// as a string and the byte span of that value. ok is false when the
-// document is not an object whose "host" (once, unescaped) is a string, or
-// is malformed: such a file is decoded, never shared.
+// hostMember finds the first top-level "host" member of a JSON object:
+// its value as a string and the byte span of that value. ok is false when
+// the document is not an object whose first "host" (no escaped name before
+// it) is a string, or is malformed up to it: such a file is decoded, never
+// shared. It does not look past that member: whether the file holds no
+// other "host" (the decoder keeps the last) is settled when a class's first
+// file is decoded (docSections.hostAt), and the rest of the bytes is the
+// same in every file of the class.
 func hostMember(b []byte) (host string, start, end int, ok bool) {
-	// When "host" occurs once in the file and no \u escape could spell
-	// another, the first top-level "host" is the only one: stop there. What
-	// follows is the same in every file of the digest, so a malformed rest
-	// fails every one of them alike when decoded.
-	once := bytes.Count(b, []byte(`"host"`)) == 1 && !bytes.Contains(b, []byte(`\u`))
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return "", 0, 0, false
 	}
 	i++
-	found := false
 	for {
 		i = skipSpace(b, i)
-		if i < len(b) && b[i] == '}' && !found {
-			return "", 0, 0, false
-		}
 		if i >= len(b) || b[i] != '"' {
 			return "", 0, 0, false
 		}
@@ -74,32 +73,32 @@ func hostMember(b []byte) (host string, start, end int, ok bool) {
 			return "", 0, 0, false
 		}
 		if string(key) == "host" {
-			if found || b[i] != '"' {
+			if b[i] != '"' {
 				return "", 0, 0, false
 			}
-			if err := json.Unmarshal(b[i:vEnd], &host); err != nil {
+			host, ok = plainString(b[i+1 : vEnd-1])
+			if !ok && json.Unmarshal(b[i:vEnd], &host) != nil {
 				return "", 0, 0, false
 			}
-			found, start, end = true, i, vEnd
-			if once {
-				return host, start, end, true
-			}
+			return host, i, vEnd, true
 		}
 		i = skipSpace(b, vEnd)
-		if i >= len(b) {
-			return "", 0, 0, false
-		}
-		if b[i] == '}' {
-			if !found || skipSpace(b, i+1) != len(b) {
-				return "", 0, 0, false
-			}
-			return host, start, end, true
-		}
-		if b[i] != ',' {
+		if i >= len(b) || b[i] != ',' {
 			return "", 0, 0, false
 		}
 		i++
 	}
+}
+
+// plainString is the text of a JSON string's content when it needs no
+// decoding: printable ASCII without escapes.
+func plainString(b []byte) (string, bool) {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return "", false
+		}
+	}
+	return string(b), true
 }
 
 func skipSpace(b []byte, i int) int {
@@ -170,16 +169,6 @@ func valueEnd(b []byte, i int) int {
 		return -1
 	}
 	return j
-}
-
-// contentKey is the digest of a snapshot file without its host's name.
-func contentKey(b []byte, start, end int) digest {
-	h := sha256.New()
-	h.Write(b[:start])
-	h.Write(b[end:])
-	var d digest
-	h.Sum(d[:0])
-	return d
 }
 
 // valueHasher writes a canonical form of document values (type-tagged,
@@ -284,19 +273,32 @@ func (k *ruleKeys) reset() {
 	k.h.bad = false
 }
 
-func (k *ruleKeys) path(doc map[string]any, p inputPath) digest {
-	name := ast.Ref(p).String()
+func (k *ruleKeys) path(doc map[string]any, p inputPath, name string, secs *docSections) digest {
 	if d, ok := k.memo[name]; ok {
 		return d
 	}
-	k.h.buf = k.h.buf[:0]
-	if v, ok := at(doc, p); ok {
-		k.h.buf = append(k.h.buf, 'y')
-		k.h.value(v)
-	} else {
-		k.h.buf = append(k.h.buf, 'u')
+	var d digest
+	shared := false
+	if len(p) > 0 {
+		if s, ok := p[0].Value.(ast.String); ok {
+			if sec := secs.of(string(s)); sec != nil {
+				d, shared = sec.pathDigest(p, name, &k.h)
+				if !shared {
+					k.h.bad = true
+				}
+			}
+		}
 	}
-	d := sha256.Sum256(k.h.buf)
+	if !shared {
+		k.h.buf = k.h.buf[:0]
+		if v, ok := at(doc, p); ok {
+			k.h.buf = append(k.h.buf, 'y')
+			k.h.value(v)
+		} else {
+			k.h.buf = append(k.h.buf, 'u')
+		}
+		d = sha256.Sum256(k.h.buf)
+	}
 	if k.memo == nil {
 		k.memo = map[string]digest{}
 	}
@@ -326,26 +328,23 @@ func (k *ruleKeys) all(doc map[string]any) digest {
 	return d
 }
 
-// key is the digest of rule r's input in fleet; ok is false when the input
-// holds a value the hasher cannot read (the rule is then evaluated).
-func (k *ruleKeys) key(doc map[string]any, fleet string, r *Rule, reads ruleReads) (d digest, ok bool) {
-	h := sha256.New()
-	var scratch [binary.MaxVarintLen64]byte
-	write := func(s string) {
-		h.Write(binary.AppendUvarint(scratch[:0], uint64(len(s))))
-		h.Write([]byte(s))
-	}
-	write(fleet)
-	write(r.ID)
+// appendKey appends the key of rule r's input in fleet to b: the fleet,
+// the rule and the digest of each path it reads (or of all of the input),
+// length-prefixed, so equal keys mean equal inputs. ok is false when the
+// input holds a value the hasher cannot read (the rule is then evaluated).
+func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *Rule, reads ruleReads, secs *docSections) (_ []byte, ok bool) {
+	b = binary.AppendUvarint(b, uint64(len(fleet)))
+	b = append(b, fleet...)
+	b = binary.AppendUvarint(b, uint64(len(r.ID)))
+	b = append(b, r.ID...)
 	if reads.whole {
 		d := k.all(doc)
-		h.Write(d[:])
+		b = append(b, d[:]...)
 	} else {
-		for _, p := range reads.paths {
-			d := k.path(doc, p)
-			h.Write(d[:])
+		for i, p := range reads.paths {
+			d := k.path(doc, p, reads.names[i], secs)
+			b = append(b, d[:]...)
 		}
 	}
-	h.Sum(d[:0])
-	return d, !k.h.bad
+	return b, !k.h.bad
 }

@@ -13,16 +13,21 @@ func TestHostMember(t *testing.T) {
 		{`{"a":{"host":"x"},"host":"h","b":[1,"]"]}`, "h", true},
 		{`{"host":"h"}`, "h", true},
 		{` { "b" : "\"host\"" , "host" : "h\u00e9" } `, "hé", true},
-		{`{"host":"a","host":"b"}`, "", false},
+		// The first "host" is taken; whether there is another is settled
+		// when the class's first file is decoded.
+		{`{"host":"a","host":"b"}`, "a", true},
 		{`{"ho\u0073t":"a","host":"b"}`, "", false},
 		{`{"host":1}`, "", false},
 		{`{"b":1}`, "", false},
+		{`{"b":1,}`, "", false},
 		{`[]`, "", false},
-		// What follows the only "host" is left to the decoder: it is the
-		// same in every file of the digest.
+		{`{"host":"h\u00e9\n"}`, "h\u00e9\n", true},
+		{`{"host":"h\x"}`, "", false},
+		// What follows the first "host" is left to the decoder: it is the
+		// same in every file of the class.
 		{`{"host":"h"`, "h", true},
 		{`{"host":"h"} x`, "h", true},
-		{`{"host":"h","a":{"host":1}`, "", false},
+		{`{"host":"h","a":{"host":1}`, "h", true},
 	} {
 		host, start, end, ok := hostMember([]byte(tc.in))
 		if ok != tc.ok || host != tc.host {

@@ -83,6 +83,8 @@ type Engine struct {
 	facts [][]string
 	// factPaths are facts joined back with dots ("" for a pattern with "*").
 	factPaths []string
+	// factTop are the first elements of facts (see projectMember).
+	factTop map[string]bool
 	// params are the parameter names the rules read (see Params).
 	params []string
 	// sectionTerms are the Rego terms of snapshot section names (ruleInput).
@@ -266,7 +268,7 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 					// Its result is the same whatever the host.
 					reads = ruleReads{}
 				}
-				fq.reads = append(fq.reads, reads)
+				fq.reads = append(fq.reads, reads.named())
 				if reads.readsHost() {
 					fq.shareable = false
 				}
@@ -351,7 +353,9 @@ func jsonObject(m map[string]any) (map[string]any, error) {
 func (e *Engine) setFleetFacts(paths []string) {
 	e.facts = coveringFacts(paths)
 	e.factPaths = make([]string, len(e.facts))
+	e.factTop = map[string]bool{}
 	for i, f := range e.facts {
+		e.factTop[f[0]] = true
 		if !slices.Contains(f, "*") {
 			e.factPaths[i] = strings.Join(f, ".")
 		}

@@ -194,7 +194,7 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 		if vals[i] == nil {
 			continue
 		}
-		fs, err := ruleFindings(r, vals[i], of, fleet, severity, admit)
+		fs, err := ruleFindings(r, vals[i], of, fleet, severity, admit, nil)
 		out = append(out, fs...)
 		errs = append(errs, err)
 	}
@@ -203,12 +203,16 @@ func (ps *preparedScope) findings(rs rego.ResultSet, of hostOf, fleet string, se
 
 // ruleFindings turns one rule's raw findings into Findings about the
 // host of of, keeping those admit admits, with the fleet's severity
-// overrides applied.
-func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc) ([]Finding, error) {
-	var out []Finding
+// overrides applied. ev resolves evidence (nil: evidence).
+func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc, ev evidenceFunc) ([]Finding, error) {
+	return appendRuleFindings(nil, r, values, of, fleet, severity, admit, ev)
+}
+
+// appendRuleFindings is ruleFindings appending to out.
+func appendRuleFindings(out []Finding, r *Rule, values []any, of hostOf, fleet string, severity map[string]string, admit admitFunc, ev evidenceFunc) ([]Finding, error) {
 	var errs []error
 	for _, v := range values {
-		f, err := r.finding(v, of, fleet)
+		f, err := r.finding(v, of, fleet, ev)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 			continue
@@ -228,7 +232,10 @@ func ruleFindings(r *Rule, values []any, of hostOf, fleet string, severity map[s
 // finding turns one value a rule yielded into a Finding, filling severity,
 // title, remediation and references from the rule's metadata and each cited
 // fact's value and source from the document.
-func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
+func (r *Rule) finding(v any, of hostOf, fleet string, ev evidenceFunc) (Finding, error) {
+	if ev == nil {
+		ev = evidence
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return Finding{}, fmt.Errorf("a finding must be an object {\"msg\", \"evidence\", ...}, got %T", v)
@@ -249,8 +256,10 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 		Fleet:       fleet,
 		Message:     msg,
 		Remediation: r.Remediation,
-		References:  slices.Clone(r.References),
-		Expected:    m["expected"],
+		// The rule's list, shared: nothing changes a finding's references,
+		// and an append copies.
+		References: slices.Clip(r.References),
+		Expected:   m["expected"],
 	}
 	if s, ok := m["severity"]; ok {
 		sev, _ := s.(string)
@@ -280,7 +289,7 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 			if !ok {
 				return Finding{}, fmt.Errorf("evidence %v is not a fact path", p)
 			}
-			f.Evidence = append(f.Evidence, evidence(doc, fact))
+			f.Evidence = append(f.Evidence, ev(doc, fact))
 		}
 	}
 	return f, nil
@@ -291,17 +300,22 @@ func (r *Rule) finding(v any, of hostOf, fleet string) (Finding, error) {
 // that has one, else to the sources of the facts below it (a rule citing
 // "boot.running.params" as a whole: each param has its own source).
 func evidence(doc map[string]any, fact string) Evidence {
-	ev := Evidence{Fact: fact}
 	// A copy with interned strings: findings outlive the snapshot they came
 	// from, and should not keep its decoded subtrees (or their many copies
 	// of the same names and values) alive until the report is written.
 	v, _ := snapshot.Lookup(doc, fact)
-	ev.Value = internValue(v)
 	sources, _ := doc["sources"].(map[string]any)
+	return Evidence{Fact: fact, Value: internValue(v), Source: evidenceSource(sources, fact)}
+}
+
+// evidenceFunc resolves a cited fact path in a document.
+type evidenceFunc func(doc map[string]any, fact string) Evidence
+
+// evidenceSource is evidence's source of fact from a snapshot's sources.
+func evidenceSource(sources map[string]any, fact string) string {
 	for p := fact; p != ""; {
 		if s, ok := sourceText(sources[p]); ok {
-			ev.Source = unique.Make(s).Value()
-			return ev
+			return unique.Make(s).Value()
 		}
 		i := strings.LastIndexByte(p, '.')
 		if i < 0 {
@@ -322,12 +336,12 @@ func evidence(doc map[string]any, fact string) Evidence {
 		// Facts read from many files (every RDMA port): a list of them all
 		// would bury the finding; the directory they share says where.
 		if dir := commonDir(below); dir != "/" && dir != "" {
-			ev.Source = unique.Make(dir).Value()
+			return unique.Make(dir).Value()
 		}
 	case len(below) > 0:
-		ev.Source = unique.Make(strings.Join(below, ", ")).Value()
+		return unique.Make(strings.Join(below, ", ")).Value()
 	}
-	return ev
+	return ""
 }
 
 // commonDir is the deepest directory holding every file source given

@@ -67,8 +67,8 @@ var hashers = sync.Pool{New: func() any { return new(valueHasher) }}
 // fleetProjection is doc's fleet projection, the one already seen when
 // another host of the run had the same: hosts of one configuration hold
 // one copy, which groups them for the fleet pass.
-func (s *runState) fleetProjection(doc map[string]any) *projection {
-	p := &projection{doc: s.e.Project(doc)}
+func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projection {
+	p := &projection{doc: s.e.projectSections(doc, d)}
 	delete(p.doc, "host")
 	h := hashers.Get().(*valueHasher)
 	defer hashers.Put(h)
@@ -87,6 +87,10 @@ func (s *runState) fleetProjection(doc map[string]any) *projection {
 	}
 	if s.projs == nil {
 		s.projs = map[digest]*projection{}
+	}
+	if items := s.e.projectionItems(p.doc, d); items != nil {
+		// Its terms from the sections' parts, each converted once.
+		p.once.Do(func() { p.items = items })
 	}
 	s.projs[key] = p
 	return p

@@ -146,7 +146,7 @@ func BenchmarkFleetPass(b *testing.B) {
 	projs := make([]*projection, configs)
 	tmpls := make([]*template, configs)
 	for i := range tmpls {
-		projs[i] = s.fleetProjection(benchHost(i).doc(b))
+		projs[i] = s.fleetProjection(benchHost(i).doc(b), new(docSections))
 		tmpls[i] = new(template)
 	}
 	names := make([]string, n)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
@@ -37,6 +36,11 @@ type template struct {
 type class struct {
 	ready  chan struct{}
 	failed bool
+	// rep is the first file less its host name's value, which starts at
+	// split; key is its hash (classTable).
+	rep   []byte
+	split int
+	key   uint64
 	// match is what FleetOf reads of the document (RunOptions.FleetSections).
 	match   map[string]any
 	mu      sync.Mutex
@@ -69,22 +73,32 @@ type runState struct {
 	loaded  func(HostInput, map[string]any)
 	matchOf func(map[string]any) map[string]any
 
-	mu      sync.Mutex
-	classes map[digest]*class
+	classes *classTable
 
 	rmu     sync.RWMutex
-	results map[digest][]any
+	results map[string][]any
 
 	// projs are the fleet projections seen so far, by content.
 	pmu   sync.Mutex
 	projs map[digest]*projection
+
+	sections *sectionCache
 }
 
 // worker is one worker's scratch space.
 type worker struct {
 	buf  []byte
 	keys ruleKeys
-	dec  snapshot.Decoder
+	// key holds the rule keys of the host being evaluated; vals, ends,
+	// keyed and missing are evalRules' per-rule scratch.
+	key     []byte
+	vals    [][]any
+	ends    []int
+	keyed   []bool
+	missing []int
+	dec     snapshot.Decoder
+	// sections is how the document being evaluated was made.
+	sections docSections
 }
 
 // Audit is the result of a run, kept compact: one record per host, whose
@@ -124,7 +138,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 // ends.
 func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
 	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
-		classes: map[digest]*class{}, results: map[digest][]any{}}
+		classes: newClassTable(), results: map[string][]any{}, sections: newSectionCache()}
 	if s.fleetOf == nil {
 		s.fleetOf = func(string, map[string]any) string { return "" }
 	}
@@ -152,7 +166,6 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	pool := sync.Pool{New: func() any { return new(worker) }}
 	// Each worker writes its host's record in place: into a.Hosts when
 	// the run was told how many hosts come (RunOptions.Hosts), so a large
 	// fleet's records are allocated once; beyond that into slots appended
@@ -168,10 +181,38 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	errs := map[int]error{}
 	var done atomic.Int64
 	n := 0
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
+	// Long-lived workers, each with its scratch space: a goroutine per
+	// host would grow a new stack for every evaluation (Rego recurses
+	// deeply) and start its buffers from nothing.
+	type job struct {
+		in   HostInput
+		i    int
+		run  *HostRun
+		tmpl **template
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := new(worker)
+			for j := range jobs {
+				var err error
+				*j.run, *j.tmpl, err = s.host(ctx, j.in, w)
+				if err != nil {
+					emu.Lock()
+					errs[j.i] = err
+					emu.Unlock()
+				}
+				if opts.Progress != nil {
+					opts.Progress(int(done.Add(1)))
+				}
+			}
+		}()
+	}
 	for in := range hosts {
-		if gctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 		i := n
@@ -185,23 +226,13 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 			over = append(over, o)
 			run, tmpl = &o.run, &o.tmpl
 		}
-		g.Go(func() error {
-			w := pool.Get().(*worker)
-			var err error
-			*run, *tmpl, err = s.host(gctx, in, w)
-			pool.Put(w)
-			if err != nil {
-				emu.Lock()
-				errs[i] = err
-				emu.Unlock()
-			}
-			if opts.Progress != nil {
-				opts.Progress(int(done.Add(1)))
-			}
-			return nil
-		})
+		select {
+		case jobs <- job{in, i, run, tmpl}:
+		case <-ctx.Done():
+		}
 	}
-	_ = g.Wait()
+	close(jobs)
+	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -237,6 +268,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 // host audits one input: from its class when its file's content was seen
 // already, else by decoding it.
 func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, *template, error) {
+	w.sections.reset()
 	if in.Read == nil || s.loaded != nil {
 		doc, err := in.Load(ctx)
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
@@ -252,18 +284,16 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 	}
 	host, start, end, ok := hostMember(raw)
 	if !ok || host == "" {
-		doc, err := w.dec.Document(raw)
+		doc, err := s.decode(raw, w)
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
 		return run, t, err
 	}
-	key := contentKey(raw, start, end)
-	s.mu.Lock()
-	c, seen := s.classes[key]
-	if !seen {
-		c = &class{ready: make(chan struct{})}
-		s.classes[key] = c
+	c, seen := s.classes.find(raw, start, end)
+	if c == nil {
+		doc, err := s.decode(raw, w)
+		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
+		return run, t, err
 	}
-	s.mu.Unlock()
 	if seen {
 		select {
 		case <-c.ready:
@@ -277,12 +307,17 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 			}
 		}
 	}
-	doc, err := w.dec.Document(raw)
+	doc, err := s.decode(raw, w)
 	if !seen {
 		defer close(c.ready)
-		if err != nil {
+		switch {
+		case err != nil:
 			c.failed = true
-		} else {
+		case !w.sections.hostAt(start, end):
+			// Another "host" member, or a file not read by its
+			// members: the others are decoded for their own names.
+			c.failed = true
+		default:
 			c.match = s.matchOf(doc)
 		}
 	}
@@ -293,7 +328,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 	if !seen && !share {
 		// Another fleet may still share it; an error or a time-out
 		// is this host's alone.
-		c.failed = err != nil || (t != nil && len(t.timedOut) > 0)
+		c.failed = c.failed || err != nil || (t != nil && len(t.timedOut) > 0)
 	}
 	return run, t, err
 }
@@ -344,7 +379,7 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 	if fq.fleet != nil && t.unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
-		t.proj = s.fleetProjection(doc)
+		t.proj = s.fleetProjection(doc, &w.sections)
 	}
 	run.Unread, run.Skipped, run.TimedOut = t.unread, t.skipped, t.timedOut
 	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable
@@ -358,15 +393,31 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		return nil, nil, err
 	}
 	rules := fq.host.rules
-	vals := make([][]any, len(rules))
-	keys := make([]digest, len(rules))
-	keyed := make([]bool, len(rules))
-	var missing []int
+	// Scratch of the worker's, for this host only.
+	w.vals = append(w.vals[:0], make([][]any, len(rules))...)
+	w.ends = append(w.ends[:0], make([]int, len(rules))...)
+	w.keyed = append(w.keyed[:0], make([]bool, len(rules))...)
+	vals, ends, keyed := w.vals, w.ends, w.keyed
+	defer clear(w.vals)
+	// Rule i's key is w.key[ends[i-1]:ends[i]]; keyed[i] is false when it
+	// has none.
+	key := func(i int) []byte {
+		if i == 0 {
+			return w.key[:ends[0]]
+		}
+		return w.key[ends[i-1]:ends[i]]
+	}
+	missing := w.missing[:0]
+	defer func() { w.missing = missing[:0] }()
 	w.keys.reset()
-	s.rmu.RLock()
+	w.key = w.key[:0]
 	for i, r := range rules {
-		keys[i], keyed[i] = w.keys.key(doc, run.Fleet, r, fq.reads[i])
-		if v, ok := s.results[keys[i]]; ok && keyed[i] {
+		w.key, keyed[i] = w.keys.appendKey(w.key, doc, run.Fleet, r, fq.reads[i], &w.sections)
+		ends[i] = len(w.key)
+	}
+	s.rmu.RLock()
+	for i := range rules {
+		if v, ok := s.results[string(key(i))]; ok && keyed[i] {
 			vals[i] = v
 			continue
 		}
@@ -378,7 +429,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	var errs []error
 	if len(missing) > 0 {
 		var err error
-		slow, err = s.evalMissing(ctx, fq, doc, missing, vals)
+		slow, err = s.evalMissing(ctx, fq, doc, missing, vals, &w.sections)
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
@@ -388,20 +439,27 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		s.rmu.Lock()
 		for _, i := range missing {
 			if vals[i] != nil && keyed[i] {
-				s.results[keys[i]] = vals[i]
+				s.results[string(key(i))] = vals[i]
 			}
 		}
 		s.rmu.Unlock()
 	}
 	of := func(*Rule, map[string]any) (string, map[string]any, error) { return run.Host, doc, nil }
 	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
+	n := 0
+	for _, v := range vals {
+		n += len(v)
+	}
 	var out []Finding
+	if n > 0 {
+		out = make([]Finding, 0, n)
+	}
 	for i, r := range rules {
 		if vals[i] == nil {
 			continue
 		}
-		fs, err := ruleFindings(r, vals[i], of, run.Fleet, fq.severity, admit)
-		out = append(out, fs...)
+		var err error
+		out, err = appendRuleFindings(out, r, vals[i], of, run.Fleet, fq.severity, admit, w.sections.evidence)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -412,11 +470,11 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 // evalMissing evaluates the rules at indexes missing into vals: all in one
 // query when none is known (the first host of a fleet), else each alone on
 // the sections it reads. Rules that run out of the budget are returned.
-func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any) ([]string, error) {
+func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
 	e := s.e
 	rules := fq.host.rules
 	if len(missing) == len(rules) {
-		input, err := e.ruleInput(doc)
+		input, err := e.ruleInputSections(doc, nil, secs)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 		}
@@ -448,10 +506,9 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 	var input ast.Value
 	var err error
 	if sections == nil || fq.reads.anyWhole(missing) {
-		input, err = e.ruleInput(doc)
-	} else {
-		input, err = e.ruleInputOf(doc, sections)
+		sections = nil
 	}
+	input, err = e.ruleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}

@@ -36,6 +36,17 @@ type inputPath []*ast.Term
 type ruleReads struct {
 	whole bool
 	paths []inputPath
+	// names are the paths as text (ast.Ref's), set by named.
+	names []string
+}
+
+// named returns r with the names of its paths.
+func (r ruleReads) named() ruleReads {
+	r.names = make([]string, len(r.paths))
+	for i, p := range r.paths {
+		r.names[i] = ast.Ref(p).String()
+	}
+	return r
 }
 
 // readsHost reports whether r's result may depend on the host's name.

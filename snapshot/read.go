@@ -112,6 +112,9 @@ func readCapped(file string) ([]byte, error) { return readInto(file, nil) }
 // true, unlike /proc's), so a fleet's worth of reads does not regrow it
 // from nothing; the cap holds whatever the size says.
 func readInto(file string, into []byte) ([]byte, error) {
+	if b, ok, err := readRegular(file, into); ok {
+		return b, err
+	}
 	f, err := safeio.Open(file)
 	if err != nil {
 		return nil, err

@@ -138,3 +138,41 @@ func TestDocumentIsWhatItsFileReads(t *testing.T) {
 		})
 	}
 }
+
+// ReadFile reads into the buffer given when the file fits, grows past it
+// when not, and refuses what ReadDocument refuses, without naming the file.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	content := strings.Repeat(`{"schema":"fleetaudit.snapshot/v1"}`, 100)
+	file := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{0, 10, len(content), len(content) + 1, 1 << 20} {
+		buf := make([]byte, 0, size)
+		b, err := ReadFile(file, buf)
+		if err != nil || string(b) != content {
+			t.Fatalf("buffer of %d: %d bytes, %v", size, len(b), err)
+		}
+		if size > len(content) && &b[:1][0] != &buf[:1][0] {
+			t.Errorf("buffer of %d: not read into it", size)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]error{fifo: safeio.ErrNotRegular, dir: safeio.ErrNotRegular, big: safeio.ErrTooLarge, filepath.Join(dir, "no.json"): os.ErrNotExist} {
+		_, err := ReadFile(file, nil)
+		if !errors.Is(err, want) || strings.Contains(err.Error(), file) {
+			t.Errorf("%s: err = %v, want %v without the file's name", filepath.Base(file), err, want)
+		}
+	}
+}

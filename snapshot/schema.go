@@ -159,13 +159,22 @@ const CollectorSnapshot = "snapshot"
 // numbers as json.Number or float64) that this build knows against their Go
 // types. Each member of the wrong type is removed from doc, so no rule reads
 // a value it would misjudge, and reported as a CollectionError naming its
-// fact path ("boot.running.params.hugetlb_cma: want string, got number").
+// fact path ("boot.running.params.hugetlb_cma: want string, got number"),
+// in the order of their paths.
 // Unknown members (a newer schema's) are left alone.
 func Validate(doc map[string]any) []CollectionError {
 	var errs []CollectionError
 	// Room for the deepest path, so walking a snapshot allocates nothing.
 	validateObject(docSchema(), doc, make([]string, 0, 16), &errs)
+	sortByPath(errs)
 	return errs
+}
+
+// sortByPath orders the errors validation reports, found in map order, by
+// fact path (each path is reported once): the same document always gets
+// the same errors.
+func sortByPath(errs []CollectionError) {
+	slices.SortFunc(errs, func(a, b CollectionError) int { return strings.Compare(a.Path, b.Path) })
 }
 
 func validateObject(n *schemaNode, m map[string]any, path []string, errs *[]CollectionError) {

@@ -1,0 +1,101 @@
+package policies
+
+import (
+	"bytes"
+	"hash/maphash"
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// classTable finds the class of a snapshot file (see dedup.go): a keyed
+// hash of its bytes less the host name picks the candidates, and the bytes
+// themselves are compared with the class's first file, so two files share
+// an evaluation only when they are equal: no hash collision, chanced or
+// crafted, can make them. Hashing is then a fraction of SHA-256's cost.
+//
+// A class keeps a copy of its first file in a ring of classChunks chunks
+// of classChunk bytes, allocated as needed: when the ring comes round to
+// a chunk again, the classes whose copies it holds are dropped (a later
+// host of one starts a new class). A fleet of few configurations so keeps
+// them all, and a fleet of distinct hosts the latest of them, in memory
+// that does not grow with the fleet and is not allocated again per host.
+type classTable struct {
+	seed maphash.Seed
+
+	mu     sync.Mutex
+	byKey  map[uint64][]*class
+	chunks [classChunks]classChunkState
+	at     int // the chunk being filled
+}
+
+type classChunkState struct {
+	buf     []byte
+	classes []*class
+}
+
+const (
+	classChunk  = 4 << 20
+	classChunks = 8
+)
+
+func newClassTable() *classTable {
+	return &classTable{seed: maphash.MakeSeed(), byKey: map[uint64][]*class{}}
+}
+
+// find returns the class of raw, whose host name's JSON value spans
+// raw[start:end], and whether it was there before. It returns nil for a
+// file larger than a chunk, which is then evaluated alone.
+func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
+	k := maphash.Bytes(t.seed, raw[:start]) ^ bits.RotateLeft64(maphash.Bytes(t.seed, raw[end:]), 29)
+	n := start + len(raw) - end
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Compared under the lock: a dropped class's chunk is written again.
+	for _, c := range t.byKey[k] {
+		if c.same(raw, start, end) {
+			return c, true
+		}
+	}
+	if n > classChunk {
+		return nil, false
+	}
+	ch := &t.chunks[t.at]
+	if len(ch.buf)+n > classChunk {
+		t.at = (t.at + 1) % classChunks
+		ch = &t.chunks[t.at]
+		t.drop(ch)
+	}
+	if ch.buf == nil {
+		ch.buf = make([]byte, 0, classChunk)
+	}
+	off := len(ch.buf)
+	ch.buf = append(append(ch.buf, raw[:start]...), raw[end:]...)
+	c = &class{ready: make(chan struct{}), key: k, split: start, rep: ch.buf[off:len(ch.buf):len(ch.buf)]}
+	ch.classes = append(ch.classes, c)
+	t.byKey[k] = append(t.byKey[k], c)
+	return c, false
+}
+
+// drop forgets the classes whose copies chunk ch holds, and empties it.
+func (t *classTable) drop(ch *classChunkState) {
+	for _, c := range ch.classes {
+		l := slices.DeleteFunc(t.byKey[c.key], func(x *class) bool { return x == c })
+		if len(l) == 0 {
+			delete(t.byKey, c.key)
+		} else {
+			t.byKey[c.key] = l
+		}
+		c.rep = nil
+	}
+	clear(ch.classes)
+	ch.classes = ch.classes[:0]
+	ch.buf = ch.buf[:0]
+}
+
+// same reports whether raw, less its host name's value at [start:end], is
+// the class's first file less its own.
+func (c *class) same(raw []byte, start, end int) bool {
+	return c.rep != nil && c.split == start && len(c.rep)-c.split == len(raw)-end &&
+		bytes.Equal(c.rep[:c.split], raw[:start]) && bytes.Equal(c.rep[c.split:], raw[end:])
+}

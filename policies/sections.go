@@ -1,0 +1,527 @@
+package policies
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// A third level of reuse, below the two of dedup.go: hosts that differ
+// still share most sections (one sysctl or limit differs, the collection
+// time always does). A snapshot file that must be decoded is split into
+// its top-level members (snapshot.SplitMembers); each member (name and
+// bytes) is decoded and validated once per run and shared by the documents
+// that hold it, with what depends on it alone computed once too: its Rego
+// value, the digests of the input paths rules read below it, its part of
+// the fleet projection. Only a new member costs a decode. Documents built
+// this way are the ones Decoder.Document makes of the file (Assemble).
+
+// minSectionBytes: a member shorter than this (the host name, the
+// collection time, the schema) is decoded for its document alone; sharing
+// it would cost more than it saves.
+const minSectionBytes = 64
+
+// sectionCacheBytes bounds the raw size of the sections one generation of
+// the cache holds; two generations are kept (see sectionCache).
+const sectionCacheBytes = 4 << 20
+
+// section is one member of snapshot files, decoded, with what is derived
+// from it alone. Documents share Value: nothing may change it.
+type section struct {
+	snapshot.Member
+	name string
+	// raw is a copy of the member's bytes; nil for a document's own member.
+	raw []byte
+
+	astOnce sync.Once
+	astVal  ast.Value
+	astErr  error
+
+	projOnce sync.Once
+	proj     any
+	projOK   bool
+	// projTerm is proj as Rego, converted once (projectionItems).
+	projTermOnce sync.Once
+	projTerm     *ast.Term
+
+	mu    sync.Mutex
+	paths map[string]digest
+	// values are evidence values of facts in the section; sources, of the
+	// sources section, evidence sources by fact.
+	values  map[string]any
+	sources map[string]string
+}
+
+// sectionCache holds the sections seen lately: a keyed hash of their
+// bytes finds the candidates, and name and bytes are compared, so only
+// equal members share (as classTable does for files). A generation holds
+// at most sectionCacheBytes of them; the one before it is kept too, and
+// its sections move to the current one when used. A fleet of distinct
+// hosts so keeps the sections its hosts share, not every host's own.
+type sectionCache struct {
+	seed      maphash.Seed
+	mu        sync.Mutex
+	cur, prev map[uint64][]*section
+	curBytes  int
+}
+
+func newSectionCache() *sectionCache {
+	return &sectionCache{seed: maphash.MakeSeed()}
+}
+
+func (c *sectionCache) key(raw []byte) uint64 { return maphash.Bytes(c.seed, raw) }
+
+func (c *sectionCache) get(k uint64, name string, raw []byte) *section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.cur[k] {
+		if s.is(name, raw) {
+			return s
+		}
+	}
+	for i, s := range c.prev[k] {
+		if s.is(name, raw) {
+			l := c.prev[k]
+			c.prev[k] = append(l[:i:i], l[i+1:]...)
+			c.add(k, s)
+			return s
+		}
+	}
+	return nil
+}
+
+// put adds s under k and returns the section held for its name and bytes:
+// s, or one another worker decoded first.
+func (c *sectionCache) put(k uint64, s *section) *section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, old := range c.cur[k] {
+		if old.is(s.name, s.raw) {
+			return old
+		}
+	}
+	c.add(k, s)
+	return s
+}
+
+func (c *sectionCache) add(k uint64, s *section) {
+	if c.cur == nil || c.curBytes+len(s.raw) > sectionCacheBytes {
+		c.prev, c.cur, c.curBytes = c.cur, map[uint64][]*section{}, 0
+	}
+	c.cur[k] = append(c.cur[k], s)
+	c.curBytes += len(s.raw)
+}
+
+func (s *section) is(name string, raw []byte) bool {
+	return s.name == name && bytes.Equal(s.raw, raw)
+}
+
+// docSections is how the document a worker evaluates was made: by member,
+// the shared section it holds unchanged (nil when it is not a shared
+// section's value), or none at all when it was decoded whole.
+type docSections struct {
+	by map[string]*section
+	// split: the document was assembled from its members; dotted: a member
+	// name holds a dot (fact paths are then ambiguous between members, and
+	// nothing is derived member by member).
+	split, dotted bool
+	// hostStart and hostEnd span the "host" member's value in the file
+	// (when split; 0, 0 when it has none).
+	hostStart, hostEnd int
+	members            []snapshot.RawMember
+	secs               []*section
+	// recent are the worker's latest shared sections by name, tried
+	// first on the next file: a member equal to one is neither scanned
+	// nor hashed. guess[i] is the one the i-th member of the file being
+	// split equals, if any.
+	recent map[string][]*section
+	guess  []*section
+}
+
+// maxRecent bounds the sections of one name a worker keeps to try.
+const maxRecent = 4
+
+// known is SplitMembersKnown's known: the length of a recent section of
+// that name whose bytes rest starts with.
+func (d *docSections) known(name, rest []byte) int {
+	for _, sec := range d.recent[string(name)] {
+		if len(rest) >= len(sec.raw) && bytes.Equal(rest[:len(sec.raw)], sec.raw) {
+			d.guess = append(d.guess, sec)
+			return len(sec.raw)
+		}
+	}
+	d.guess = append(d.guess, nil)
+	return 0
+}
+
+// remember makes sec the first recent section of its name.
+func (d *docSections) remember(sec *section) {
+	if d.recent == nil {
+		d.recent = map[string][]*section{}
+	}
+	l := d.recent[sec.name]
+	if len(l) > 0 && l[0] == sec {
+		return
+	}
+	if i := slices.Index(l, sec); i >= 0 {
+		copy(l[1:i+1], l[:i])
+		l[0] = sec
+		return
+	}
+	if len(l) < maxRecent {
+		l = append(l, nil)
+	}
+	copy(l[1:], l)
+	l[0] = sec
+	d.recent[sec.name] = l
+}
+
+func (d *docSections) reset() {
+	clear(d.by)
+	d.split, d.dotted = false, false
+	d.hostStart, d.hostEnd = 0, 0
+	clear(d.secs)
+	d.secs = d.secs[:0]
+}
+
+// hostAt reports whether the document was split and holds one "host"
+// member, whose value spans raw[start:end]: the file names no other host,
+// so files equal to it but for that span differ only in their host's name.
+func (d *docSections) hostAt(start, end int) bool {
+	return d.split && d.hostStart == start && d.hostEnd == end
+}
+
+// of is the shared section doc[name] is, or nil.
+func (d *docSections) of(name string) *section {
+	if !d.split {
+		return nil
+	}
+	return d.by[name]
+}
+
+// decode makes the document of a snapshot file, from shared sections when
+// it splits into members that the fast decoder reads, else as
+// Decoder.Document does. w.sections says which.
+func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
+	d := &w.sections
+	d.reset()
+	clear(d.guess)
+	d.guess = d.guess[:0]
+	members, ok := snapshot.SplitMembersKnown(raw, d.members, d.known)
+	if !ok {
+		return w.dec.Document(raw)
+	}
+	d.members = members
+	anyBad := false
+	for i, m := range members {
+		if strings.Contains(m.Name, ".") {
+			d.dotted = true
+		}
+		if m.Name == "host" {
+			d.hostStart, d.hostEnd = m.Offset, m.Offset+len(m.Value)
+		}
+		sec := d.guess[i]
+		var k uint64
+		shared := len(m.Value) >= minSectionBytes
+		if shared && sec == nil {
+			k = s.sections.key(m.Value)
+			sec = s.sections.get(k, m.Name, m.Value)
+		}
+		if sec == nil {
+			dm, ok := w.dec.Member(m.Name, m.Value)
+			if !ok {
+				clear(d.members)
+				return w.dec.Document(raw)
+			}
+			sec = &section{Member: dm, name: m.Name}
+			if shared {
+				sec.raw = bytes.Clone(m.Value)
+				sec = s.sections.put(k, sec)
+			}
+		}
+		if len(sec.Bad) > 0 {
+			anyBad = true
+		}
+		d.secs = append(d.secs, sec)
+	}
+	clear(d.members)
+	doc, err := snapshot.Assemble(len(d.secs), func(i int) (string, *snapshot.Member) {
+		return d.secs[i].name, &d.secs[i].Member
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.by == nil {
+		d.by = map[string]*section{}
+	}
+	for _, sec := range d.secs {
+		if sec.raw != nil {
+			d.remember(sec)
+		}
+		if sec.Removed || sec.raw == nil || sec.name == "errors" && anyBad {
+			// Not in the document, not shared, or not as decoded.
+			continue
+		}
+		d.by[sec.name] = sec
+	}
+	d.split = true
+	return doc, nil
+}
+
+// value is the section as Rego input, converted once.
+func (sec *section) value() (ast.Value, error) {
+	sec.astOnce.Do(func() { sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value) })
+	return sec.astVal, sec.astErr
+}
+
+// pathDigest is ruleKeys.path's digest of input path p (p[0] is the
+// section's name), computed once per section.
+func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest, bool) {
+	sec.mu.Lock()
+	d, ok := sec.paths[name]
+	sec.mu.Unlock()
+	if ok {
+		return d, true
+	}
+	wasBad := h.bad
+	h.buf, h.bad = h.buf[:0], false
+	if v, ok := at(map[string]any{sec.name: sec.Value}, p); ok {
+		h.buf = append(h.buf, 'y')
+		h.value(v)
+	} else {
+		h.buf = append(h.buf, 'u')
+	}
+	if h.bad {
+		return digest{}, false
+	}
+	h.bad = wasBad
+	d = sha256.Sum256(h.buf)
+	sec.mu.Lock()
+	if sec.paths == nil {
+		sec.paths = map[string]digest{}
+	}
+	sec.paths[name] = d
+	sec.mu.Unlock()
+	return d, true
+}
+
+// projection is the section's part of its host's fleet projection.
+func (sec *section) projection(e *Engine) (any, bool) {
+	sec.projOnce.Do(func() { sec.proj, sec.projOK = e.projectMember(sec.name, sec.Value) })
+	return sec.proj, sec.projOK
+}
+
+// projectMember is member name's part of Project's result for a document
+// holding it: Project keeps, and takes facts from, each top-level member
+// apart from the others when no member's name holds a dot.
+func (e *Engine) projectMember(name string, v any) (any, bool) {
+	switch {
+	case name == "labels" || name == "errors" || name == "sources" || e.factTop[name] || e.factTop["*"]:
+	default:
+		// A name without a dot is projected only as one of these.
+		return nil, false
+	}
+	if name == "labels" || name == "errors" {
+		// Project hands these on and may project facts into them: a copy,
+		// the value is shared.
+		v = cloneValue(v)
+	}
+	p := e.Project(map[string]any{name: v})
+	out, ok := p[name]
+	return out, ok
+}
+
+// projectSections is Project(doc) from the document's sections.
+func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]any {
+	if !d.split || d.dotted {
+		return e.Project(doc)
+	}
+	out := make(map[string]any, len(doc))
+	out["host"] = internValue(doc["host"])
+	for name, v := range doc {
+		if name == "host" {
+			continue
+		}
+		var p any
+		var ok bool
+		if sec := d.of(name); sec != nil {
+			p, ok = sec.projection(e)
+		} else {
+			p, ok = e.projectMember(name, v)
+		}
+		if ok {
+			out[name] = p
+		}
+	}
+	return out
+}
+
+// cloneValue deep-copies a document value's objects and lists.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = cloneValue(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = cloneValue(x)
+		}
+		return l
+	}
+	return v
+}
+
+// ruleInputSections is ruleInput of doc (only the members in sections,
+// when not nil) with the shared sections' values converted once.
+func (e *Engine) ruleInputSections(doc map[string]any, sections map[string]bool, d *docSections) (ast.Value, error) {
+	if !d.split {
+		if sections == nil {
+			return e.ruleInput(doc)
+		}
+		return e.ruleInputOf(doc, sections)
+	}
+	values := make([]ast.Term, len(doc))
+	items := make([][2]*ast.Term, 0, len(doc))
+	for k, v := range doc {
+		if k == "sources" || sections != nil && !sections[k] {
+			continue
+		}
+		var x ast.Value
+		var err error
+		if sec := d.of(k); sec != nil {
+			x, err = sec.value()
+		} else {
+			x, err = ast.InterfaceToValue(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		key, ok := e.sectionTerms[k]
+		if !ok {
+			key = ast.InternedTerm(k)
+		}
+		t := &values[len(items)]
+		t.Value = x
+		items = append(items, [2]*ast.Term{key, t})
+	}
+	return ast.NewObject(items...), nil
+}
+
+// evidence is evidence(doc, fact) with the value and source of each fact
+// resolved once per section.
+func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
+	if !d.split || d.dotted || fact == "" {
+		return evidence(doc, fact)
+	}
+	ev := Evidence{Fact: fact}
+	name, rest, _ := strings.Cut(fact, ".")
+	if sec := d.of(name); sec != nil {
+		ev.Value = sec.evidenceValue(fact, rest)
+	} else {
+		// No member name holds a dot: the fact is in this member or
+		// nowhere, as Lookup finds it in the document.
+		v, _ := snapshot.Lookup(doc, fact)
+		ev.Value = internValue(v)
+	}
+	if src := d.of("sources"); src != nil {
+		ev.Source = src.evidenceSource(fact)
+	} else {
+		sources, _ := doc["sources"].(map[string]any)
+		ev.Source = evidenceSource(sources, fact)
+	}
+	return ev
+}
+
+// evidenceValue is the interned value at fact (rest: fact below the
+// section), computed once.
+func (sec *section) evidenceValue(fact, rest string) any {
+	sec.mu.Lock()
+	v, ok := sec.values[fact]
+	sec.mu.Unlock()
+	if ok {
+		return v
+	}
+	v, _ = snapshot.Lookup(sec.Value, rest)
+	v = internValue(v)
+	sec.mu.Lock()
+	if sec.values == nil {
+		sec.values = map[string]any{}
+	}
+	sec.values[fact] = v
+	sec.mu.Unlock()
+	return v
+}
+
+// evidenceSource is evidence's source of fact in the sources section,
+// computed once.
+func (sec *section) evidenceSource(fact string) string {
+	sec.mu.Lock()
+	s, ok := sec.sources[fact]
+	sec.mu.Unlock()
+	if ok {
+		return s
+	}
+	sources, _ := sec.Value.(map[string]any)
+	s = evidenceSource(sources, fact)
+	sec.mu.Lock()
+	if sec.sources == nil {
+		sec.sources = map[string]string{}
+	}
+	sec.sources[fact] = s
+	sec.mu.Unlock()
+	return s
+}
+
+// projectionItems are the members of proj (a projection less "host", made
+// by projectSections) as the fleet pass's Rego input holds them
+// (ruleInput: all but sources), each shared section's part converted once
+// for every host that holds it. Nil when proj was not made from sections
+// or a part has no Rego value: the fleet pass then converts proj itself.
+func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.Term {
+	if !d.split || d.dotted {
+		return nil
+	}
+	items := make([][2]*ast.Term, 0, len(proj))
+	for k, v := range proj {
+		if k == "sources" {
+			continue
+		}
+		var t *ast.Term
+		if sec := d.of(k); sec != nil {
+			t = sec.projectionTerm()
+		} else if x, err := ast.InterfaceToValue(v); err == nil {
+			t = ast.NewTerm(x)
+		}
+		if t == nil {
+			return nil
+		}
+		key, ok := e.sectionTerms[k]
+		if !ok {
+			key = ast.InternedTerm(k)
+		}
+		items = append(items, [2]*ast.Term{key, t})
+	}
+	return items
+}
+
+// projectionTerm is the section's projection part as Rego, or nil.
+func (sec *section) projectionTerm() *ast.Term {
+	sec.projTermOnce.Do(func() {
+		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
+			sec.projTerm = ast.NewTerm(x)
+		}
+	})
+	return sec.projTerm
+}

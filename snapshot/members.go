@@ -1,0 +1,252 @@
+package snapshot
+
+import (
+	"bytes"
+	"slices"
+)
+
+// A fleet's snapshots repeat most of their sections from host to host even
+// when no two files are equal (one sysctl differs, the collection time
+// always does). SplitMembers, Decoder.Member and Assemble let a reader
+// decode each distinct section once and share it between the documents
+// that hold it, with the same outcome as Decoder.Document on the whole
+// file: values, validation, and the errors it adds.
+
+// RawMember is one top-level member of a snapshot file, undecoded.
+type RawMember struct {
+	Name string
+	// Value is the member's JSON value as it is in the file, at Offset.
+	Value  []byte
+	Offset int
+}
+
+// SplitMembers appends the top-level members of a snapshot file to into,
+// in file order, without decoding them. ok is false unless b is one JSON
+// object whose member names are unique and spelled plainly (printable
+// ASCII, no escapes), followed by nothing but white space; only structure
+// is checked (brackets balance, strings close). Decode a file that does not
+// split with Decoder.Document, which judges it whole.
+func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
+	return SplitMembersKnown(b, into, nil)
+}
+
+// SplitMembersKnown is SplitMembers where known, if not nil, is asked once
+// per member, in order, whether rest (the file from the member's value on)
+// starts with a JSON value it has seen whole, and returns its length (0:
+// none). Followed by a byte that ends a value, that is the member's value
+// (a complete value's bytes fix where it ends), and it is not scanned.
+func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte) int) (members []RawMember, ok bool) {
+	members = into[:0]
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return members, skipWS(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		kEnd := quoteEnd(b, i)
+		if kEnd < 0 {
+			return nil, false
+		}
+		key := b[i+1 : kEnd-1]
+		for _, c := range key {
+			if c < 0x20 || c > 0x7e || c == '\\' {
+				return nil, false
+			}
+		}
+		i = skipWS(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipWS(b, i+1)
+		vEnd := -1
+		if known != nil {
+			if n := known(key, b[i:]); n > 0 && n <= len(b)-i && (i+n == len(b) || endsValue(b[i+n])) {
+				vEnd = i + n
+			}
+		}
+		if vEnd < 0 {
+			vEnd = jsonValueEnd(b, i)
+		}
+		if vEnd < 0 {
+			return nil, false
+		}
+		if slices.ContainsFunc(members, func(m RawMember) bool { return m.Name == string(key) }) {
+			return nil, false
+		}
+		members = append(members, RawMember{Name: string(key), Value: b[i:vEnd], Offset: i})
+		i = skipWS(b, vEnd)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case '}':
+			return members, skipWS(b, i+1) == len(b)
+		case ',':
+			i = skipWS(b, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// quoteEnd returns the index after the string starting at b[i] == '"', or
+// -1 when it does not close.
+func quoteEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// An odd run of backslashes escapes the quote.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// endsValue reports whether c ends a number or literal (jsonValueEnd).
+func endsValue(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\n', '\t', '\r':
+		return true
+	}
+	return false
+}
+
+// jsonValueEnd returns the index after the JSON value starting at b[i], or
+// -1. Only structure is checked; the decoder judges the rest.
+func jsonValueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return quoteEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := quoteEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	for j := i; j < len(b); j++ {
+		if endsValue(b[j]) {
+			if j == i {
+				return -1
+			}
+			return j
+		}
+	}
+	return -1
+}
+
+// Member is one top-level member of a snapshot decoded as Decoder.Document
+// decodes it.
+type Member struct {
+	// Value is the decoded value, members of the wrong type below it
+	// removed. Documents share it: it must not be changed.
+	Value any
+	// Removed: the value itself has the wrong type for this build; the
+	// document leaves it out.
+	Removed bool
+	// Bad are the members of the wrong type, Value's own included when
+	// Removed, as Validate reports them.
+	Bad []CollectionError
+}
+
+// Member decodes the raw value of the top-level member name, and
+// validates it, as Document does within the whole file. ok is false when
+// the value is not one this fast path reads (malformed, or anything the
+// parser leaves to encoding/json): decode the whole file with Document,
+// whose values and errors are then exactly encoding/json's.
+func (d *Decoder) Member(name string, raw []byte) (m Member, ok bool) {
+	// Depth 1: the member sits in the file's object, and the nesting limit
+	// counts from there.
+	p := parser{b: raw, strs: &d.strs}
+	v, ok := p.value(1)
+	if ok {
+		p.space()
+		ok = p.i == len(raw)
+	}
+	if !ok {
+		return Member{}, false
+	}
+	m.Value = v
+	if n := docSchema().fields[name]; n != nil {
+		m.Removed = !validate(n, v, append(make([]string, 0, 16), name), &m.Bad)
+	}
+	return m, true
+}
+
+// Assemble makes the document of n members (member(i) is the name and the
+// decoded value of the i-th, in file order) as Document makes it from the
+// file: the schema checked, members removed by validation left out and
+// reported in errors, in the order of their paths as Validate reports them. Values are shared with the members, not copied.
+func Assemble(n int, member func(i int) (string, *Member)) (map[string]any, error) {
+	doc := make(map[string]any, n)
+	var bad []CollectionError
+	for i := range n {
+		name, m := member(i)
+		if name == "schema" {
+			s, _ := m.Value.(string)
+			if err := CheckSchema(s); err != nil {
+				return nil, err
+			}
+		}
+		bad = append(bad, m.Bad...)
+		if !m.Removed {
+			doc[name] = m.Value
+		}
+	}
+	if _, ok := doc["schema"]; !ok {
+		// Document checks the schema of every file, named or not.
+		if err := CheckSchema(""); err != nil {
+			return nil, err
+		}
+	}
+	if len(bad) > 0 {
+		sortByPath(bad)
+		errs, _ := doc["errors"].([]any)
+		// A copy: the decoded errors list is shared.
+		errs = slices.Clip(errs)
+		for _, e := range bad {
+			errs = append(errs, map[string]any{"collector": e.Collector, "path": e.Path, "reason": e.Reason})
+		}
+		doc["errors"] = errs
+	}
+	return doc, nil
+}
