@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // Three levels of reuse keep a fleet's cost with its distinct
@@ -44,17 +45,17 @@ type digest = [sha256.Size]byte
 // file is decoded (docSections.hostAt), and the rest of the bytes is the
 // same in every file of the class.
 func hostMember(b []byte) (host string, start, end int, ok bool) {
-	i := skipSpace(b, 0)
+	i := snapshot.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return "", 0, 0, false
 	}
 	i++
 	for {
-		i = skipSpace(b, i)
+		i = snapshot.SkipSpace(b, i)
 		if i >= len(b) || b[i] != '"' {
 			return "", 0, 0, false
 		}
-		kEnd := stringEnd(b, i)
+		kEnd := snapshot.StringEnd(b, i)
 		if kEnd < 0 {
 			return "", 0, 0, false
 		}
@@ -63,12 +64,12 @@ func hostMember(b []byte) (host string, start, end int, ok bool) {
 			// An escaped key might spell "host".
 			return "", 0, 0, false
 		}
-		i = skipSpace(b, kEnd)
+		i = snapshot.SkipSpace(b, kEnd)
 		if i >= len(b) || b[i] != ':' {
 			return "", 0, 0, false
 		}
-		i = skipSpace(b, i+1)
-		vEnd := valueEnd(b, i)
+		i = snapshot.SkipSpace(b, i+1)
+		vEnd := snapshot.ValueEnd(b, i)
 		if vEnd < 0 {
 			return "", 0, 0, false
 		}
@@ -82,7 +83,7 @@ func hostMember(b []byte) (host string, start, end int, ok bool) {
 			}
 			return host, i, vEnd, true
 		}
-		i = skipSpace(b, vEnd)
+		i = snapshot.SkipSpace(b, vEnd)
 		if i >= len(b) || b[i] != ',' {
 			return "", 0, 0, false
 		}
@@ -99,76 +100,6 @@ func plainString(b []byte) (string, bool) {
 		}
 	}
 	return string(b), true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index after the string starting at b[i] == '"',
-// or -1.
-func stringEnd(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		// An odd run of backslashes escapes the quote.
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// valueEnd returns the index after the JSON value starting at b[i], or -1.
-// Only structure is checked (brackets balance, strings close): the decoder
-// judges the rest when the file is decoded.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e := stringEnd(b, j)
-				if e < 0 {
-					return -1
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && !strings.ContainsRune(",}] \n\t\r", rune(b[j])) {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
 }
 
 // valueHasher writes a canonical form of document values (type-tagged,

@@ -37,19 +37,19 @@ func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
 // (a complete value's bytes fix where it ends), and it is not scanned.
 func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte) int) (members []RawMember, ok bool) {
 	members = into[:0]
-	i := skipWS(b, 0)
+	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, false
 	}
-	i = skipWS(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return members, skipWS(b, i+1) == len(b)
+		return members, SkipSpace(b, i+1) == len(b)
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return nil, false
 		}
-		kEnd := quoteEnd(b, i)
+		kEnd := StringEnd(b, i)
 		if kEnd < 0 {
 			return nil, false
 		}
@@ -59,11 +59,11 @@ func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte)
 				return nil, false
 			}
 		}
-		i = skipWS(b, kEnd)
+		i = SkipSpace(b, kEnd)
 		if i >= len(b) || b[i] != ':' {
 			return nil, false
 		}
-		i = skipWS(b, i+1)
+		i = SkipSpace(b, i+1)
 		vEnd := -1
 		if known != nil {
 			if n := known(key, b[i:]); n > 0 && n <= len(b)-i && (i+n == len(b) || endsValue(b[i+n])) {
@@ -71,7 +71,7 @@ func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte)
 			}
 		}
 		if vEnd < 0 {
-			vEnd = jsonValueEnd(b, i)
+			vEnd = ValueEnd(b, i)
 		}
 		if vEnd < 0 {
 			return nil, false
@@ -80,31 +80,33 @@ func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte)
 			return nil, false
 		}
 		members = append(members, RawMember{Name: string(key), Value: b[i:vEnd], Offset: i})
-		i = skipWS(b, vEnd)
+		i = SkipSpace(b, vEnd)
 		if i >= len(b) {
 			return nil, false
 		}
 		switch b[i] {
 		case '}':
-			return members, skipWS(b, i+1) == len(b)
+			return members, SkipSpace(b, i+1) == len(b)
 		case ',':
-			i = skipWS(b, i+1)
+			i = SkipSpace(b, i+1)
 		default:
 			return nil, false
 		}
 	}
 }
 
-func skipWS(b []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// quoteEnd returns the index after the string starting at b[i] == '"', or
+// StringEnd returns the index after the JSON string starting at b[i] == '"', or
 // -1 when it does not close.
-func quoteEnd(b []byte, i int) int {
+func StringEnd(b []byte, i int) int {
 	j := i + 1
 	for {
 		k := bytes.IndexByte(b[j:], '"')
@@ -124,7 +126,7 @@ func quoteEnd(b []byte, i int) int {
 	}
 }
 
-// endsValue reports whether c ends a number or literal (jsonValueEnd).
+// endsValue reports whether c ends a number or literal (ValueEnd).
 func endsValue(c byte) bool {
 	switch c {
 	case ',', '}', ']', ' ', '\n', '\t', '\r':
@@ -133,21 +135,21 @@ func endsValue(c byte) bool {
 	return false
 }
 
-// jsonValueEnd returns the index after the JSON value starting at b[i], or
+// ValueEnd returns the index after the JSON value starting at b[i], or
 // -1. Only structure is checked; the decoder judges the rest.
-func jsonValueEnd(b []byte, i int) int {
+func ValueEnd(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
 	}
 	switch b[i] {
 	case '"':
-		return quoteEnd(b, i)
+		return StringEnd(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				e := quoteEnd(b, j)
+				e := StringEnd(b, j)
 				if e < 0 {
 					return -1
 				}
