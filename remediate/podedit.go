@@ -107,22 +107,42 @@ func decodeValues(data []byte) ([]any, error) {
 	}
 }
 
-func applyPodOp(data []byte, line int, op podOp) ([]byte, error) {
+// editablePod is the pod a fix edits: its document's index, the pod and
+// its spec, and the pod's path in the document.
+type editablePod struct {
+	doc       int
+	pod, spec *yaml.Node
+	path      []any
+}
+
+// editablePodAt finds the pod at line, refusing one whose pod or spec is
+// not a plain mapping (a merge key, an alias): an edit there would change
+// what other places share.
+func editablePodAt(data []byte, line int) (editablePod, error) {
 	docs, err := decodeNodes(data)
 	if err != nil {
-		return nil, fmt.Errorf("not YAML fleetaudit can read: %w", err)
+		return editablePod{}, fmt.Errorf("not YAML fleetaudit can read: %w", err)
 	}
 	doc, pod, podPath, err := findPod(docs, line)
 	if err != nil {
-		return nil, err
+		return editablePod{}, err
 	}
 	if hasMerge(pod) {
-		return nil, errors.New("the pod uses a YAML merge key (<<); edit it by hand")
+		return editablePod{}, errors.New("the pod uses a YAML merge key (<<); edit it by hand")
 	}
 	spec := strictyaml.MapValue(pod, "spec")
 	if spec == nil || spec.Kind != yaml.MappingNode || hasMerge(spec) || spec.Alias != nil {
-		return nil, errors.New("the pod's spec is not a plain mapping; edit it by hand")
+		return editablePod{}, errors.New("the pod's spec is not a plain mapping; edit it by hand")
 	}
+	return editablePod{doc: doc, pod: pod, spec: spec, path: podPath}, nil
+}
+
+func applyPodOp(data []byte, line int, op podOp) ([]byte, error) {
+	p, err := editablePodAt(data, line)
+	if err != nil {
+		return nil, err
+	}
+	doc, pod, podPath, spec := p.doc, p.pod, p.path, p.spec
 	var target *yaml.Node
 	var targetPath []any
 	if op.volume != "" {

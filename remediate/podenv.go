@@ -33,21 +33,11 @@ func (op envOp) String() string {
 // value from valueFrom (a ConfigMap, Secret or field), two entries of one
 // name, a removal the container's envFrom or a $(NAME) reference would see.
 func applyEnvOp(data []byte, line int, op envOp) ([]byte, error) {
-	docs, err := decodeNodes(data)
-	if err != nil {
-		return nil, fmt.Errorf("not YAML fleetaudit can read: %w", err)
-	}
-	doc, pod, podPath, err := findPod(docs, line)
+	p, err := editablePodAt(data, line)
 	if err != nil {
 		return nil, err
 	}
-	if hasMerge(pod) {
-		return nil, errors.New("the pod uses a YAML merge key (<<); edit it by hand")
-	}
-	spec := strictyaml.MapValue(pod, "spec")
-	if spec == nil || spec.Kind != yaml.MappingNode || hasMerge(spec) || spec.Alias != nil {
-		return nil, errors.New("the pod's spec is not a plain mapping; edit it by hand")
-	}
+	doc, pod, podPath, spec := p.doc, p.pod, p.path, p.spec
 	ctr, ctrPath, err := namedItem(spec, []string{"containers", "initContainers"}, op.container, "container")
 	if err != nil {
 		return nil, err
