@@ -22,9 +22,6 @@ type gitRepo struct{ *gittest.Repo }
 
 func newGitRepo(tb testing.TB) *gitRepo { return &gitRepo{gittest.New(tb)} }
 
-// requireGit skips a test on a machine without git (see gittest.Require).
-func requireGit(tb testing.TB) { gittest.Require(tb) }
-
 const hugetlbCMA = "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT hugetlb_cma=6G\"\n"
 
 // baseRepo is two fleets sharing a base layer; the GPU fleet's baseline has

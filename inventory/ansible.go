@@ -494,15 +494,6 @@ func labelsNode(n *yaml.Node) (map[string]string, error) {
 	return labels, nil
 }
 
-func appendNew(list []string, items ...string) []string {
-	for _, item := range items {
-		if !slices.Contains(list, item) {
-			list = append(list, item)
-		}
-	}
-	return list
-}
-
 // proxyJumpOf finds the jump host in ssh arguments as Ansible users write
 // them: -J HOST, -o ProxyJump=HOST, or -o ProxyCommand="ssh -W %h:%p HOST".
 func proxyJumpOf(args string) string {

@@ -295,13 +295,3 @@ func unwaivedCounts(findings []policies.Finding) map[string]int {
 	}
 	return out
 }
-
-func countWaived(findings []policies.Finding) int {
-	n := 0
-	for _, f := range findings {
-		if f.Waived != nil {
-			n++
-		}
-	}
-	return n
-}
