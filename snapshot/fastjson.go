@@ -112,18 +112,11 @@ func (p *parser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			p.space()
-			if p.i >= len(p.b) {
+			if end, ok := p.next('}'); !ok {
 				return nil, false
-			}
-			if p.b[p.i] == '}' {
-				p.i++
+			} else if end {
 				return m, true
 			}
-			if p.b[p.i] != ',' {
-				return nil, false
-			}
-			p.i++
 		}
 	case c == '[':
 		p.i++
@@ -139,18 +132,11 @@ func (p *parser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			l = append(l, v)
-			p.space()
-			if p.i >= len(p.b) {
+			if end, ok := p.next(']'); !ok {
 				return nil, false
-			}
-			if p.b[p.i] == ']' {
-				p.i++
+			} else if end {
 				return l, true
 			}
-			if p.b[p.i] != ',' {
-				return nil, false
-			}
-			p.i++
 		}
 	case c == '"':
 		return p.str()
@@ -164,6 +150,24 @@ func (p *parser) value(depth int) (any, bool) {
 		return p.number()
 	}
 	return nil, false
+}
+
+// next consumes what follows an item of an object or list: a comma, or
+// the closing byte (end). Anything else is not ok.
+func (p *parser) next(closing byte) (end, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case closing:
+		p.i++
+		return true, true
+	case ',':
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (p *parser) word(w string) bool {
