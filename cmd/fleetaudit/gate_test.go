@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,21 +22,7 @@ func exampleRepo(t *testing.T) (dir, base string) {
 	t.Helper()
 	gittest.Require(t)
 	dir = t.TempDir()
-	err := filepath.WalkDir(exampleConfigRepo, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(exampleConfigRepo, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dir, os.DirFS(exampleConfigRepo)); err != nil {
 		t.Fatal(err)
 	}
 	gitIn(t, dir, "init", "-q", "-b", "main")

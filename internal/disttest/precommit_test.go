@@ -3,7 +3,6 @@ package disttest
 import (
 	"fmt"
 	"github.com/fleetaudit/fleetaudit/internal/testpeer"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,21 +96,7 @@ func TestPreCommitHookBlocksTheIncident(t *testing.T) {
 
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 }
