@@ -7,7 +7,6 @@ package audit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -88,7 +87,9 @@ type Result struct {
 	// nil when none was read.
 	Waivers *waivers.Report `json:"waivers,omitempty"`
 	// Hosts are the hosts as the engine audited them (fleet, unread, rules
-	// skipped), for reports that count per control; not in the JSON.
+	// skipped), for reports that count per control, when the result was
+	// not made by a live audit (the history store sets them); not in the
+	// JSON. Read them with HostRuns, which also sees a live audit's.
 	Hosts []policies.HostRun `json:"-"`
 	// Rules are the metadata of every rule the engine compiled, and
 	// FleetRules the ids each fleet ran (controls that pass have no
@@ -130,6 +131,20 @@ func (r *Result) All() iter.Seq2[*policies.Finding, *policies.Finding] {
 			return yield(f, shared)
 		})
 	}
+}
+
+// HostRuns yields the hosts as the engine audited them, in input order:
+// a live audit's, made from its compact records as they are read (a large
+// fleet's are never all held as HostRuns), else Hosts. It is nil when the
+// result holds no host records (read back from its JSON).
+func (r *Result) HostRuns() iter.Seq[policies.HostRun] {
+	if r.audit != nil {
+		return r.audit.Hosts()
+	}
+	if r.Hosts == nil {
+		return nil
+	}
+	return slices.Values(r.Hosts)
 }
 
 // ApplyWaivers marks the findings a waivers file covers (Finding.Waived,
@@ -200,7 +215,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	kj := newKubeJoin(opts, files, targets, log)
-	if len(files) == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) && (opts.Cluster == nil || len(opts.Cluster.Nodes) == 0) && len(opts.Manifests) == 0 {
+	if files.Len() == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) && (opts.Cluster == nil || len(opts.Cluster.Nodes) == 0) && len(opts.Manifests) == 0 {
 		return nil, ErrNoInput
 	}
 	engine, err := fleets.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
@@ -216,7 +231,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		now = time.Now
 	}
 	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded,
-		Hosts: len(files) + len(targets)}
+		Hosts: files.Len() + len(targets)}
 	if opts.SSH != nil && opts.SSH.Parallel > 0 {
 		// Hosts are collected inside the engine's workers: as many as
 		// SSH connections may be in flight.
@@ -225,8 +240,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// Snapshot files, then the hosts collected during the run: each is read
 	// or collected inside the engine's workers and goes straight in.
 	inputs := func(yield func(policies.HostInput) bool) {
-		for in := range policies.SnapshotFiles(files) {
-			if !yield(kj.wrap(in)) {
+		for f := range files.All() {
+			if !yield(kj.wrap(policies.SnapshotFile(f))) {
 				return
 			}
 		}
@@ -250,7 +265,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if missing := missingHosts(opts.Inventory, rep.Hosts, targets); len(missing) > 0 {
+	if missing := missingHosts(opts.Inventory, rep.Hosts(), targets); len(missing) > 0 {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
 		runOpts.Hosts = len(missing)
@@ -260,34 +275,25 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		rep.Append(more)
 	}
-	res := &Result{Schema: Schema, Errors: fleetOf.errors(), Hosts: rep.Hosts,
-		Rules: engine.Rules(), FleetRules: fleetRules(engine, rep.Hosts), audit: rep}
+	res := &Result{Schema: Schema, Errors: fleetOf.errors(),
+		Rules: engine.Rules(), FleetRules: map[string][]string{}, audit: rep}
 	for _, f := range rep.Failures {
 		res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Source: f.File, Error: f.Err.Error()})
 	}
 	unread := map[[2]string]bool{}
-	for _, h := range rep.Hosts {
+	res.Summary = Summary{BySeverity: map[string]int{}, Fleets: map[string]FleetSummary{}}
+	// One pass over the host records, made as they are read.
+	for h := range rep.Hosts() {
+		if _, ok := res.FleetRules[h.Fleet]; !ok {
+			// A control that passes everywhere has no finding to show it.
+			res.FleetRules[h.Fleet] = engine.FleetRules(h.Fleet)
+		}
+		fs := fleetSummary(&res.Summary, h.Fleet)
+		fs.Hosts++
+		res.Summary.Fleets[h.Fleet] = fs
+		res.Summary.Hosts++
 		if h.Unread != "" {
 			unread[[2]string{h.Fleet, h.Host}] = true
-		}
-	}
-	if !opts.Stream {
-		// Collected once, in report order; counted from the slice.
-		res.Findings = []policies.Finding{}
-		for f := range res.All() {
-			res.Findings = append(res.Findings, *f)
-		}
-		res.audit = nil
-	}
-	res.Summary = summarize(rep.Hosts)
-	for f := range res.All() {
-		count(&res.Summary, f)
-		if len(unread) > 0 && f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
-			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
-		}
-	}
-	for _, h := range rep.Hosts {
-		if h.Unread != "" {
 			res.Summary.Unread++
 			continue
 		}
@@ -299,6 +305,22 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.Summary.RulesSkipped[id]++
 		}
 	}
+	if !opts.Stream {
+		// Collected once, in report order; counted from the slice. The
+		// host records stay in Hosts.
+		res.Findings = []policies.Finding{}
+		for f := range res.All() {
+			res.Findings = append(res.Findings, *f)
+		}
+		res.Hosts = slices.Collect(rep.Hosts())
+		res.audit = nil
+	}
+	for f := range res.All() {
+		count(&res.Summary, f)
+		if len(unread) > 0 && f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
+			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
+		}
+	}
 	if res.Errors == nil {
 		res.Errors = []HostError{}
 	}
@@ -307,32 +329,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // sourceCollector names errors about reaching a host at all.
 const sourceCollector = snapshot.CollectorSource
-
-// snapshotFiles expands files and directories (their *.json, sorted). A
-// path that does not exist is a usage error.
-func snapshotFiles(paths []string) ([]string, error) {
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("--snapshots %s: %w", p, err)
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		matches, err := filepath.Glob(filepath.Join(p, "*.json"))
-		if err != nil {
-			return nil, err
-		}
-		if len(matches) == 0 {
-			return nil, fmt.Errorf("--snapshots %s: %w", p, ErrNoSnapshots)
-		}
-		slices.Sort(matches)
-		files = append(files, matches...)
-	}
-	return files, nil
-}
 
 // target is a host to collect during the run.
 type target struct {
@@ -352,7 +348,7 @@ type target struct {
 // else an address is collected over SSH, but only when no --snapshots was
 // given (auditing snapshots reaches out to no host). Any other inventory
 // host is a blind spot (missingHosts).
-func collectTargets(opts Options, files []string) ([]target, error) {
+func collectTargets(opts Options, files *fileList) ([]target, error) {
 	var ts []target
 	for _, root := range opts.Roots {
 		ts = append(ts, target{root: root, noExec: opts.NoExec})
@@ -361,7 +357,7 @@ func collectTargets(opts Options, files []string) ([]target, error) {
 		return ts, nil
 	}
 	var described map[string]bool
-	if len(files) > 0 {
+	if files.Len() > 0 {
 		var err error
 		if described, err = snapshotHosts(files); err != nil {
 			return nil, err
@@ -372,7 +368,7 @@ func collectTargets(opts Options, files []string) ([]target, error) {
 		case described[h.Name]:
 		case h.Root != "":
 			ts = append(ts, target{host: h.Name, root: h.Root, noExec: opts.NoExec})
-		case h.Address != "" && len(files) == 0:
+		case h.Address != "" && files.Len() == 0:
 			ts = append(ts, target{host: h.Name, address: h.Address, inv: h, ssh: opts.SSH})
 		}
 	}
@@ -443,7 +439,7 @@ func (t target) name() string {
 
 // missingHosts are inventory hosts with neither root nor address that no
 // snapshot file described.
-func missingHosts(inv *inventory.Inventory, audited []policies.HostRun, targets []target) []target {
+func missingHosts(inv *inventory.Inventory, audited iter.Seq[policies.HostRun], targets []target) []target {
 	if inv == nil {
 		return nil
 	}
@@ -454,7 +450,7 @@ func missingHosts(inv *inventory.Inventory, audited []policies.HostRun, targets 
 		}
 	}
 	seen := map[string]bool{}
-	for _, h := range audited {
+	for h := range audited {
 		seen[h.Host] = true
 	}
 	var missing []target

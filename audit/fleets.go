@@ -63,16 +63,6 @@ func (r *fleetResolver) errors() []HostError {
 	return slices.Clone(r.errs)
 }
 
-func summarize(hosts []policies.HostRun) Summary {
-	s := Summary{Hosts: len(hosts), BySeverity: map[string]int{}, Fleets: map[string]FleetSummary{}}
-	for _, h := range hosts {
-		fs := fleetSummary(&s, h.Fleet)
-		fs.Hosts++
-		s.Fleets[h.Fleet] = fs
-	}
-	return s
-}
-
 func fleetSummary(s *Summary, name string) FleetSummary {
 	fs, ok := s.Fleets[name]
 	if !ok {

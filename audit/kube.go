@@ -28,7 +28,7 @@ type kubeJoin struct {
 	named map[string]bool
 }
 
-func newKubeJoin(opts Options, files []string, targets []target, log *slog.Logger) *kubeJoin {
+func newKubeJoin(opts Options, files *fileList, targets []target, log *slog.Logger) *kubeJoin {
 	if opts.Cluster == nil {
 		return nil
 	}
@@ -36,7 +36,7 @@ func newKubeJoin(opts Options, files []string, targets []target, log *slog.Logge
 	if k.now == nil {
 		k.now = time.Now
 	}
-	for _, f := range files {
+	for f := range files.All() {
 		k.named[strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))] = true
 	}
 	for _, t := range targets {

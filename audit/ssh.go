@@ -56,9 +56,9 @@ func (o *SSHOptions) collect(ctx context.Context, h inventory.Host) *snapshot.Sn
 // snapshotHosts reads the host name of each snapshot file, stopping at its
 // "host" field; a file whose name cannot be read is left to the engine,
 // which reports it.
-func snapshotHosts(files []string) (map[string]bool, error) {
+func snapshotHosts(files *fileList) (map[string]bool, error) {
 	hosts := map[string]bool{}
-	for _, f := range files {
+	for f := range files.All() {
 		name, err := peekHost(f)
 		if err != nil {
 			continue

@@ -14,12 +14,14 @@ import (
 // an evaluation only when they are equal: no hash collision, chanced or
 // crafted, can make them. Hashing is then a fraction of SHA-256's cost.
 //
-// A class keeps a copy of its first file in a ring of classChunks chunks
-// of classChunk bytes, allocated as needed: when the ring comes round to
-// a chunk again, the classes whose copies it holds are dropped (a later
-// host of one starts a new class). A fleet of few configurations so keeps
-// them all, and a fleet of distinct hosts the latest of them, in memory
-// that does not grow with the fleet and is not allocated again per host.
+// A class keeps a copy of its first file in a ring of chunks of
+// classChunk bytes (or one file's size, when larger), allocated as needed
+// and classRing bytes in all: when the ring comes round to a chunk again,
+// the classes whose copies it holds are dropped (a later host of one
+// starts a new class). A fleet of few configurations so keeps them all,
+// and a fleet of distinct hosts the latest of them, in memory that grows
+// with the configurations, in steps of a chunk, up to a bound, and is not
+// allocated again per host.
 type classTable struct {
 	seed maphash.Seed
 
@@ -27,6 +29,7 @@ type classTable struct {
 	byKey  map[uint64][]*class
 	chunks [classChunks]classChunkState
 	at     int // the chunk being filled
+	total  int // the chunks' capacity
 }
 
 type classChunkState struct {
@@ -35,8 +38,12 @@ type classChunkState struct {
 }
 
 const (
-	classChunk  = 4 << 20
-	classChunks = 8
+	classChunk  = 1 << 20
+	classRing   = 32 << 20
+	classChunks = 64
+	// classMax is the largest file with a class; a larger one is
+	// evaluated alone.
+	classMax = classRing / 4
 )
 
 func newClassTable() *classTable {
@@ -45,7 +52,7 @@ func newClassTable() *classTable {
 
 // find returns the class of raw, whose host name's JSON value spans
 // raw[start:end], and whether it was there before. It returns nil for a
-// file larger than a chunk, which is then evaluated alone.
+// file larger than classMax, which is then evaluated alone.
 func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 	k := maphash.Bytes(t.seed, raw[:start]) ^ bits.RotateLeft64(maphash.Bytes(t.seed, raw[end:]), 29)
 	n := start + len(raw) - end
@@ -57,17 +64,27 @@ func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 			return c, true
 		}
 	}
-	if n > classChunk {
+	if n > classMax {
 		return nil, false
 	}
 	ch := &t.chunks[t.at]
-	if len(ch.buf)+n > classChunk {
+	if ch.buf != nil && len(ch.buf)+n > cap(ch.buf) {
 		t.at = (t.at + 1) % classChunks
 		ch = &t.chunks[t.at]
 		t.drop(ch)
 	}
-	if ch.buf == nil {
-		ch.buf = make([]byte, 0, classChunk)
+	if cap(ch.buf)-len(ch.buf) < n {
+		// A chunk not allocated yet, or too small for this file: the
+		// oldest chunks make room for it.
+		t.free(ch)
+		size := max(classChunk, n)
+		for i := 1; t.total+size > classRing && i < classChunks; i++ {
+			old := &t.chunks[(t.at+i)%classChunks]
+			t.drop(old)
+			t.free(old)
+		}
+		ch.buf = make([]byte, 0, size)
+		t.total += size
 	}
 	off := len(ch.buf)
 	ch.buf = append(append(ch.buf, raw[:start]...), raw[end:]...)
@@ -75,6 +92,12 @@ func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 	ch.classes = append(ch.classes, c)
 	t.byKey[k] = append(t.byKey[k], c)
 	return c, false
+}
+
+// free gives up an emptied chunk's buffer.
+func (t *classTable) free(ch *classChunkState) {
+	t.total -= cap(ch.buf)
+	ch.buf = nil
 }
 
 // drop forgets the classes whose copies chunk ch holds, and empties it.

@@ -68,12 +68,28 @@ func TestClassTableRing(t *testing.T) {
 	for _, ch := range tab.chunks {
 		total += cap(ch.buf)
 	}
-	if total > classChunk*classChunks {
-		t.Errorf("ring holds %d bytes, more than %d", total, classChunk*classChunks)
+	if total > classRing || total != tab.total {
+		t.Errorf("ring holds %d bytes (counted %d), more than %d", total, tab.total, classRing)
 	}
-	big, bs, be := classFile("h", `"`+string(bytes.Repeat([]byte("y"), classChunk))+`"`)
+	// A file larger than a chunk gets a chunk of its own, room made for
+	// it within the bound.
+	large, ls, le := classFile("h", `"`+string(bytes.Repeat([]byte("z"), 3*classChunk))+`"`)
+	if c, seen := tab.find(large, ls, le); c == nil || seen {
+		t.Fatal("a file of three chunks has no class")
+	}
+	if c, seen := tab.find(large, ls, le); c == nil || !seen {
+		t.Error("a file of three chunks was not found again")
+	}
+	total = 0
+	for _, ch := range tab.chunks {
+		total += cap(ch.buf)
+	}
+	if total > classRing || total != tab.total {
+		t.Errorf("ring holds %d bytes (counted %d), more than %d", total, tab.total, classRing)
+	}
+	big, bs, be := classFile("h", `"`+string(bytes.Repeat([]byte("y"), classMax))+`"`)
 	if c, _ := tab.find(big, bs, be); c != nil {
-		t.Error("a file larger than a chunk has a class")
+		t.Error("a file larger than classMax has a class")
 	}
 }
 

@@ -111,7 +111,7 @@ type fleetGroup struct {
 // before in their fleet (index: that first file), and each fleet it could
 // not evaluate in full.
 func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[int32]string, []Failure, error) {
-	a.groupOf = make([]int32, len(a.Hosts))
+	a.groupOf = make([]int32, len(a.hosts))
 	for i := range a.groupOf {
 		a.groupOf[i] = -1
 	}
@@ -126,17 +126,17 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	// In (fleet, host) order, the first of equal names in input order:
 	// the one the fleet pass counts.
 	for _, i := range a.sorted() {
-		t, run := a.tmpls[i], &a.Hosts[i]
+		t := a.tmpl(i)
 		if t.proj == nil {
 			continue
 		}
-		if len(fleets) == 0 || fleets[len(fleets)-1].name != run.Fleet {
-			fleets = append(fleets, fleetGroups{name: run.Fleet})
+		if fleet := a.fleet(i); len(fleets) == 0 || fleets[len(fleets)-1].name != fleet {
+			fleets = append(fleets, fleetGroups{name: fleet})
 			byProj = map[*projection]int32{}
 			last = -1
 		}
-		if last >= 0 && a.Hosts[last].Host == run.Host {
-			dups[i] = a.Hosts[last].File
+		if last >= 0 && a.host(last) == a.host(i) {
+			dups[i] = a.Host(int(last)).File
 			continue
 		}
 		last = i
@@ -174,10 +174,8 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	for _, grp := range a.groups {
 		grp.proj = nil
 	}
-	for _, t := range a.tmpls {
-		if t != nil {
-			t.proj = nil
-		}
+	for _, t := range a.names.tmpls {
+		t.proj = nil
 	}
 	var failures []Failure
 	for i, f := range fleets {
@@ -347,15 +345,14 @@ var hostsTerm = ast.StringTerm("hosts")
 // sorted returns the indexes of the evaluated hosts by fleet, then host
 // name, in input order for equal names.
 func (a *Audit) sorted() []int32 {
-	order := make([]int32, 0, len(a.Hosts))
-	for i, t := range a.tmpls {
-		if t != nil {
+	order := make([]int32, 0, len(a.hosts))
+	for i := range a.hosts {
+		if a.hosts[i].tmpl != 0 {
 			order = append(order, int32(i))
 		}
 	}
 	slices.SortStableFunc(order, func(x, y int32) int {
-		hx, hy := &a.Hosts[x], &a.Hosts[y]
-		return cmp.Or(strings.Compare(hx.Fleet, hy.Fleet), strings.Compare(hx.Host, hy.Host))
+		return cmp.Or(strings.Compare(a.fleet(x), a.fleet(y)), strings.Compare(a.host(x), a.host(y)))
 	})
 	return order
 }
@@ -372,18 +369,19 @@ func (a *Audit) group(i int32) *fleetGroup {
 // fleet-wide findings by fleet name and host.
 func (a *Audit) Findings() []Finding {
 	var out []Finding
-	for i, t := range a.tmpls {
+	for i := range a.hosts {
+		t := a.tmpl(int32(i))
 		if t == nil {
 			continue
 		}
 		for j := range t.findings {
-			out = append(out, forHost(&t.findings[j], a.Hosts[i].Host))
+			out = append(out, forHost(&t.findings[j], a.host(int32(i))))
 		}
 	}
 	for _, i := range a.sorted() {
 		if g := a.group(i); g != nil {
 			for j := range g.findings {
-				out = append(out, forHost(&g.findings[j], a.Hosts[i].Host))
+				out = append(out, forHost(&g.findings[j], a.host(i)))
 			}
 		}
 	}
@@ -392,19 +390,21 @@ func (a *Audit) Findings() []Finding {
 
 // Append adds the hosts, findings and failures of another run.
 func (a *Audit) Append(b *Audit) {
-	for len(a.groupOf) < len(a.Hosts) {
+	for len(a.groupOf) < len(a.hosts) {
 		a.groupOf = append(a.groupOf, -1)
 	}
 	off := int32(len(a.groups))
-	for i := range b.Hosts {
+	for i := range b.hosts {
 		g := int32(-1)
 		if i < len(b.groupOf) && b.groupOf[i] >= 0 {
 			g = b.groupOf[i] + off
 		}
 		a.groupOf = append(a.groupOf, g)
 	}
-	a.Hosts = append(a.Hosts, b.Hosts...)
-	a.tmpls = append(a.tmpls, b.tmpls...)
+	var c namesCache
+	for i := range b.hosts {
+		a.hosts = append(a.hosts, a.names.record(b.Host(i), b.tmpl(int32(i)), &c))
+	}
 	a.groups = append(a.groups, b.groups...)
 	a.Failures = append(a.Failures, b.Failures...)
 }
@@ -446,21 +446,21 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 	var items []item
 	var cur Finding
 	for lo := 0; lo < len(order); {
-		fleet := a.Hosts[order[lo]].Fleet
+		fleet := a.hosts[order[lo]].fleet
 		hi := lo
-		for hi < len(order) && a.Hosts[order[hi]].Fleet == fleet {
+		for hi < len(order) && a.hosts[order[hi]].fleet == fleet {
 			hi++
 		}
 		for rank := 5; rank >= 0; rank-- {
 			for g := lo; g < hi; {
-				host := a.Hosts[order[g]].Host
+				host := a.host(order[g])
 				e := g
-				for e < hi && a.Hosts[order[e]].Host == host {
+				for e < hi && a.host(order[e]) == host {
 					e++
 				}
 				items = items[:0]
 				for _, i := range order[g:e] {
-					t := a.tmpls[i]
+					t := a.tmpl(i)
 					for j := range t.findings {
 						f := &t.findings[j]
 						if SeverityRank(f.Severity) == rank {

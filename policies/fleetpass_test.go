@@ -157,10 +157,10 @@ func BenchmarkFleetPass(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		a := &Audit{Hosts: make([]HostRun, n), tmpls: make([]*template, n)}
+		a := &Audit{hosts: make([]hostRecord, n), names: &hostNames{}}
+		var c namesCache
 		for i := range n {
-			a.Hosts[i] = HostRun{Host: names[i], Fleet: "gpu-training"}
-			a.tmpls[i] = tmpls[i%configs]
+			a.hosts[i] = a.names.record(HostRun{Host: names[i], Fleet: "gpu-training"}, tmpls[i%configs], &c)
 		}
 		for i, t := range tmpls {
 			t.proj = projs[i]

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,8 @@ type template struct {
 	proj *projection
 	// members counts the hosts that use it.
 	members atomic.Int32
+	// id is 1 + its index in the run's hostNames.tmpls.
+	id int32
 }
 
 // class is the hosts whose snapshot files are equal but for the host name.
@@ -101,15 +104,16 @@ type worker struct {
 	sections docSections
 }
 
-// Audit is the result of a run, kept compact: one record per host, whose
-// findings it shares with every host of the same configuration. Each
-// yields the findings in report order without holding them all.
+// Audit is the result of a run, kept compact: one small record per host
+// (read with Hosts, Host and Len), whose findings it shares with every host
+// of the same configuration. Each yields the findings in report order
+// without holding them all.
 type Audit struct {
-	// Hosts has one entry per input, in the order given.
-	Hosts []HostRun
 	// Failures are hosts or fleets the engine could not evaluate.
 	Failures []Failure
-	tmpls    []*template // per host; nil when it was not evaluated
+	// hosts has one record per input, in the order given.
+	hosts []hostRecord
+	names *hostNames
 	// groups are the fleet-wide pass's groups of hosts, with their
 	// findings; groupOf[i] is host i's (-1: none).
 	groups  []*fleetGroup
@@ -124,7 +128,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Hosts: a.Hosts, Findings: a.Findings(), Failures: a.Failures}, nil
+	return &Report{Hosts: slices.Collect(a.Hosts()), Findings: a.Findings(), Failures: a.Failures}, nil
 }
 
 // RunAudit audits the hosts: each is read and evaluated inside a bounded
@@ -166,17 +170,13 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	// Each worker writes its host's record in place: into a.Hosts when
+	// Each worker writes its host's record in place: into a.hosts when
 	// the run was told how many hosts come (RunOptions.Hosts), so a large
 	// fleet's records are allocated once; beyond that into slots appended
 	// when the workers are done.
 	hint := max(opts.Hosts, 0)
-	a := &Audit{Hosts: make([]HostRun, hint), tmpls: make([]*template, hint)}
-	type slot struct {
-		run  HostRun
-		tmpl *template
-	}
-	var over []*slot
+	a := &Audit{hosts: make([]hostRecord, hint), names: &hostNames{}}
+	var over []*hostRecord
 	var emu sync.Mutex
 	errs := map[int]error{}
 	var done atomic.Int64
@@ -185,10 +185,9 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	// host would grow a new stack for every evaluation (Rego recurses
 	// deeply) and start its buffers from nothing.
 	type job struct {
-		in   HostInput
-		i    int
-		run  *HostRun
-		tmpl **template
+		in  HostInput
+		i   int
+		rec *hostRecord
 	}
 	jobs := make(chan job)
 	var wg sync.WaitGroup
@@ -197,9 +196,10 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 		go func() {
 			defer wg.Done()
 			w := new(worker)
+			var names namesCache
 			for j := range jobs {
-				var err error
-				*j.run, *j.tmpl, err = s.host(ctx, j.in, w)
+				run, t, err := s.host(ctx, j.in, w)
+				*j.rec = a.names.record(run, t, &names)
 				if err != nil {
 					emu.Lock()
 					errs[j.i] = err
@@ -217,17 +217,15 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 		}
 		i := n
 		n++
-		var run *HostRun
-		var tmpl **template
+		var rec *hostRecord
 		if i < hint {
-			run, tmpl = &a.Hosts[i], &a.tmpls[i]
+			rec = &a.hosts[i]
 		} else {
-			o := new(slot)
-			over = append(over, o)
-			run, tmpl = &o.run, &o.tmpl
+			rec = new(hostRecord)
+			over = append(over, rec)
 		}
 		select {
-		case jobs <- job{in, i, run, tmpl}:
+		case jobs <- job{in, i, rec}:
 		case <-ctx.Done():
 		}
 	}
@@ -236,14 +234,13 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	a.Hosts, a.tmpls = a.Hosts[:min(n, hint)], a.tmpls[:min(n, hint)]
+	a.hosts = a.hosts[:min(n, hint)]
 	for _, o := range over {
-		a.Hosts = append(a.Hosts, o.run)
-		a.tmpls = append(a.tmpls, o.tmpl)
+		a.hosts = append(a.hosts, *o)
 	}
 	over = nil
-	for _, t := range a.tmpls {
-		if t != nil {
+	for i := range a.hosts {
+		if t := a.tmpl(int32(i)); t != nil {
 			t.members.Add(1)
 		}
 	}
@@ -251,8 +248,11 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	if err != nil {
 		return nil, err
 	}
-	for i := range a.Hosts {
-		run := &a.Hosts[i]
+	for i := range a.hosts {
+		if errs[i] == nil && dups[int32(i)] == "" {
+			continue
+		}
+		run := a.Host(i)
 		if err := errs[i]; err != nil {
 			a.Failures = append(a.Failures, Failure{File: run.File, Host: run.Host, Fleet: run.Fleet, Err: err})
 		}

@@ -155,7 +155,7 @@ func NewCatalog(rules []policies.Rule, set *fleets.Set) (*Catalog, error) {
 }
 
 // NewCompliance builds the report's input from one audit result. hosts
-// are the run's hosts as the engine audited them (audit.Result.Hosts): a
+// are the run's hosts as the engine audited them (audit.Result.HostRuns): a
 // control counts only the hosts it ran on. cat may be nil: then the
 // controls are the rules with findings. The current run's trend points are
 // appended after prior (a store's earlier runs, oldest first).
@@ -172,17 +172,18 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	skipped := map[fleetRule]int{}
 	audited := map[string]int{}
 	unreadHost := map[[2]string]bool{}
-	for _, h := range res.Hosts {
-		if h.Unread != "" {
-			unreadHost[[2]string{h.Fleet, h.Host}] = true
-			continue
+	if hosts := res.HostRuns(); hosts != nil {
+		for h := range hosts {
+			if h.Unread != "" {
+				unreadHost[[2]string{h.Fleet, h.Host}] = true
+				continue
+			}
+			audited[h.Fleet]++
+			for _, id := range h.Skipped {
+				skipped[fleetRule{h.Fleet, id}]++
+			}
 		}
-		audited[h.Fleet]++
-		for _, id := range h.Skipped {
-			skipped[fleetRule{h.Fleet, id}]++
-		}
-	}
-	if res.Hosts == nil {
+	} else {
 		// A result without its hosts (read back from JSON): every host the
 		// summary counts as audited is taken as checked.
 		for name, fs := range res.Summary.Fleets {

@@ -132,13 +132,13 @@ func (promRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		p.add("fleetaudit_findings", 1, "fleet", f.Fleet, "rule", f.Rule, "severity", f.Severity)
 	}
 	unread := map[string]int{}
-	if r.Hosts != nil {
-		for _, h := range r.Hosts {
+	if hosts := r.HostRuns(); hosts != nil {
+		for h := range hosts {
 			if h.Unread != "" {
 				unread[h.Fleet]++
 			}
 		}
-		for _, h := range r.Hosts {
+		for h := range hosts {
 			if h.Unread == "" {
 				for _, id := range h.Skipped {
 					p.add("fleetaudit_rule_hosts_skipped", 1, "fleet", h.Fleet, "rule", id)

@@ -123,7 +123,7 @@ func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []TrendP
 	}
 	rec := &Record{Result: res, Catalog: catHash}
 	pods := map[string]map[string]string{}
-	for _, h := range res.Hosts {
+	for h := range res.HostRuns() {
 		snap := r.hosts[hostKey{h.File, h.Host}]
 		rec.Hosts = append(rec.Hosts, Host{HostRun: h, Snapshot: snap.hash, CollectedAt: snap.collectedAt})
 		if _, ok := pods[h.Host]; !ok {
