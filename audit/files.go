@@ -2,11 +2,11 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,20 +14,21 @@ import (
 )
 
 // fileList is the snapshot files of a run, kept compact: a directory's
-// names are one byte string, so a 100,000-host directory's listing costs
-// a few bytes per file, not a string each.
+// sorted names are front-coded in one byte string (each name as the
+// length it shares with the one before, and the rest), so a 100,000-host
+// directory's listing costs a few bytes per file, not a string each.
 type fileList struct {
 	parts []fileListPart
 	n     int
 }
 
-// fileListPart is one --snapshots argument: a file (dir is the path, no
-// names) or a directory's *.json files, sorted, their names kept without
-// the extension.
+// fileListPart is one --snapshots argument: a file (dir is the path, n 0)
+// or a directory's n *.json files, sorted, their names front-coded in
+// names without the extension.
 type fileListPart struct {
 	dir   string
 	names []byte
-	ends  []uint32
+	n     int
 }
 
 func (l *fileList) Len() int { return l.n }
@@ -35,19 +36,23 @@ func (l *fileList) Len() int { return l.n }
 // All yields each file's path: a directory's as filepath.Join(dir, name).
 func (l *fileList) All() iter.Seq[string] {
 	return func(yield func(string) bool) {
+		var name []byte
 		for _, p := range l.parts {
-			if p.ends == nil {
+			if p.n == 0 {
 				if !yield(p.dir) {
 					return
 				}
 				continue
 			}
-			start := uint32(0)
-			for _, end := range p.ends {
-				if !yield(filepath.Join(p.dir, string(p.names[start:end])+snapshotExt)) {
+			for rest := p.names; len(rest) > 0; {
+				shared, n1 := binary.Uvarint(rest)
+				size, n2 := binary.Uvarint(rest[n1:])
+				rest = rest[n1+n2:]
+				name = append(name[:shared], rest[:size]...)
+				rest = rest[size:]
+				if !yield(filepath.Join(p.dir, string(name)+snapshotExt)) {
 					return
 				}
-				start = end
 			}
 		}
 	}
@@ -72,11 +77,11 @@ func snapshotFiles(paths []string) (*fileList, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--snapshots %s: %w", p, err)
 		}
-		if len(part.ends) == 0 {
+		if part.n == 0 {
 			return nil, fmt.Errorf("--snapshots %s: %w", p, ErrNoSnapshots)
 		}
 		l.parts = append(l.parts, part)
-		l.n += len(part.ends)
+		l.n += part.n
 	}
 	return l, nil
 }
@@ -93,20 +98,17 @@ func listSnapshots(dir string) (fileListPart, error) {
 		return part, err
 	}
 	defer d.Close()
-	var starts []uint32
+	var names []byte
+	var ends []int
 	for {
-		names, err := d.Readdirnames(1024)
-		for _, name := range names {
+		batch, err := d.Readdirnames(1024)
+		for _, name := range batch {
 			name, ok := strings.CutSuffix(name, snapshotExt)
 			if !ok || strings.ContainsRune(name, filepath.Separator) {
 				continue
 			}
-			if len(part.names)+len(name) > math.MaxUint32 {
-				return part, errors.New("too many names in the directory")
-			}
-			starts = append(starts, uint32(len(part.names)))
-			part.names = append(part.names, name...)
-			part.ends = append(part.ends, uint32(len(part.names)))
+			names = append(names, name...)
+			ends = append(ends, len(names))
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -115,21 +117,31 @@ func listSnapshots(dir string) (fileListPart, error) {
 			return part, err
 		}
 	}
-	// Sort the (start, end) pairs by the names they delimit, then rebuild
-	// the names in that order.
-	idx := make([]int32, len(starts))
+	name := func(i int) []byte {
+		if i == 0 {
+			return names[:ends[0]]
+		}
+		return names[ends[i-1]:ends[i]]
+	}
+	idx := make([]int, len(ends))
 	for i := range idx {
-		idx[i] = int32(i)
+		idx[i] = i
 	}
-	name := func(i int32) []byte { return part.names[starts[i]:part.ends[i]] }
-	slices.SortFunc(idx, func(a, b int32) int { return compareFileNames(name(a), name(b)) })
-	sorted := make([]byte, 0, len(part.names))
-	ends := make([]uint32, len(idx))
-	for k, i := range idx {
-		sorted = append(sorted, name(i)...)
-		ends[k] = uint32(len(sorted))
+	slices.SortFunc(idx, func(a, b int) int { return compareFileNames(name(a), name(b)) })
+	var prev []byte
+	for _, i := range idx {
+		cur := name(i)
+		shared := 0
+		for shared < min(len(prev), len(cur)) && prev[shared] == cur[shared] {
+			shared++
+		}
+		part.names = binary.AppendUvarint(part.names, uint64(shared))
+		part.names = binary.AppendUvarint(part.names, uint64(len(cur)-shared))
+		part.names = append(part.names, cur[shared:]...)
+		prev = cur
 	}
-	part.names, part.ends = sorted, ends
+	part.names = slices.Clip(part.names)
+	part.n = len(idx)
 	return part, nil
 }
 
