@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+
+	"github.com/fleetaudit/fleetaudit/internal/offheap"
 )
 
 // classTable finds the class of a snapshot file (see dedup.go): a keyed
@@ -21,7 +23,8 @@ import (
 // starts a new class). A fleet of few configurations so keeps them all,
 // and a fleet of distinct hosts the latest of them, in memory that grows
 // with the configurations, in steps of a chunk, up to a bound, and is not
-// allocated again per host.
+// allocated again per host. The chunks are outside the Go heap, so the
+// GC's headroom does not double them; close frees them.
 type classTable struct {
 	seed maphash.Seed
 
@@ -33,6 +36,7 @@ type classTable struct {
 }
 
 type classChunkState struct {
+	block   *offheap.Block
 	buf     []byte
 	classes []*class
 }
@@ -83,7 +87,8 @@ func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 			t.drop(old)
 			t.free(old)
 		}
-		ch.buf = make([]byte, 0, size)
+		ch.block = offheap.Bytes(size)
+		ch.buf = ch.block.Bytes()[:0]
 		t.total += size
 	}
 	off := len(ch.buf)
@@ -97,7 +102,19 @@ func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 // free gives up an emptied chunk's buffer.
 func (t *classTable) free(ch *classChunkState) {
 	t.total -= cap(ch.buf)
-	ch.buf = nil
+	ch.block.Free()
+	ch.block, ch.buf = nil, nil
+}
+
+// close drops every class and frees the chunks, which are outside the Go
+// heap (internal/offheap): the run is over, no worker compares again.
+func (t *classTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.chunks {
+		t.drop(&t.chunks[i])
+		t.free(&t.chunks[i])
+	}
 }
 
 // drop forgets the classes whose copies chunk ch holds, and empties it.

@@ -91,6 +91,12 @@ func TestClassTableRing(t *testing.T) {
 	if c, _ := tab.find(big, bs, be); c != nil {
 		t.Error("a file larger than classMax has a class")
 	}
+	// Closed, the table holds no memory and no class compares.
+	kept, _ := tab.find(large, ls, le)
+	tab.close()
+	if tab.total != 0 || kept.rep != nil || len(tab.byKey) != 0 {
+		t.Errorf("after close: %d bytes, a class with its copy: %v, %d keys", tab.total, kept.rep != nil, len(tab.byKey))
+	}
 }
 
 // A section is shared only with a member of the same name and bytes,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,10 +112,6 @@ type fleetGroup struct {
 // before in their fleet (index: that first file), and each fleet it could
 // not evaluate in full.
 func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[int32]string, []Failure, error) {
-	a.groupOf = make([]int32, len(a.hosts))
-	for i := range a.groupOf {
-		a.groupOf[i] = -1
-	}
 	dups := map[int32]string{}
 	type fleetGroups struct {
 		name   string
@@ -135,7 +132,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 			byProj = map[*projection]int32{}
 			last = -1
 		}
-		if last >= 0 && a.host(last) == a.host(i) {
+		if last >= 0 && a.sameHost(last, i) {
 			dups[i] = a.Host(int(last)).File
 			continue
 		}
@@ -150,7 +147,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 			fg.groups = append(fg.groups, grp)
 		}
 		a.groups[g].count++
-		a.groupOf[i] = g
+		a.hosts[i].group = g + 1
 	}
 	errs := make([]error, len(fleets))
 	g, gctx := errgroup.WithContext(ctx)
@@ -352,22 +349,23 @@ func (a *Audit) sorted() []int32 {
 		}
 	}
 	slices.SortStableFunc(order, func(x, y int32) int {
-		return cmp.Or(strings.Compare(a.fleet(x), a.fleet(y)), strings.Compare(a.host(x), a.host(y)))
+		return cmp.Or(strings.Compare(a.fleet(x), a.fleet(y)), a.compareHosts(x, y))
 	})
 	return order
 }
 
 // group returns host i's fleet group, or nil.
 func (a *Audit) group(i int32) *fleetGroup {
-	if int(i) >= len(a.groupOf) || a.groupOf[i] < 0 {
-		return nil
+	if g := a.hosts[i].group; g > 0 {
+		return a.groups[g-1]
 	}
-	return a.groups[a.groupOf[i]]
+	return nil
 }
 
 // Findings returns every finding: host findings in input order, then
 // fleet-wide findings by fleet name and host.
 func (a *Audit) Findings() []Finding {
+	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)
 	var out []Finding
 	for i := range a.hosts {
 		t := a.tmpl(int32(i))
@@ -390,20 +388,16 @@ func (a *Audit) Findings() []Finding {
 
 // Append adds the hosts, findings and failures of another run.
 func (a *Audit) Append(b *Audit) {
-	for len(a.groupOf) < len(a.hosts) {
-		a.groupOf = append(a.groupOf, -1)
-	}
+	defer runtime.KeepAlive(a)
+	defer runtime.KeepAlive(b)
 	off := int32(len(a.groups))
-	for i := range b.hosts {
-		g := int32(-1)
-		if i < len(b.groupOf) && b.groupOf[i] >= 0 {
-			g = b.groupOf[i] + off
-		}
-		a.groupOf = append(a.groupOf, g)
-	}
 	var c namesCache
 	for i := range b.hosts {
-		a.hosts = append(a.hosts, a.names.record(b.Host(i), b.tmpl(int32(i)), &c))
+		rec := a.names.record(b.Host(i), b.tmpl(int32(i)), &c)
+		if g := b.hosts[i].group; g > 0 {
+			rec.group = g + off
+		}
+		a.hosts = append(a.hosts, rec)
 	}
 	a.groups = append(a.groups, b.groups...)
 	a.Failures = append(a.Failures, b.Failures...)
@@ -437,10 +431,10 @@ func citesHost(f *Finding) bool {
 // with another host's name: a writer may encode shared once for all the
 // hosts that yield it.
 func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
+	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)
 	order := a.sorted()
 	type item struct {
 		f      *Finding
-		host   string
 		shared bool
 	}
 	var items []item
@@ -453,9 +447,9 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 		}
 		for rank := 5; rank >= 0; rank-- {
 			for g := lo; g < hi; {
-				host := a.host(order[g])
-				e := g
-				for e < hi && a.host(order[e]) == host {
+				first := order[g]
+				e := g + 1
+				for e < hi && a.sameHost(first, order[e]) {
 					e++
 				}
 				items = items[:0]
@@ -464,7 +458,7 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					for j := range t.findings {
 						f := &t.findings[j]
 						if SeverityRank(f.Severity) == rank {
-							items = append(items, item{f, host, t.members.Load() > 1 && !citesHost(f)})
+							items = append(items, item{f, t.members.Load() > 1 && !citesHost(f)})
 						}
 					}
 				}
@@ -475,13 +469,18 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					}
 					for j := range grp.findings {
 						if f := &grp.findings[j]; SeverityRank(f.Severity) == rank {
-							items = append(items, item{f, host, grp.count > 1 && !citesHost(f)})
+							items = append(items, item{f, grp.count > 1 && !citesHost(f)})
 						}
 					}
 				}
+				if len(items) == 0 {
+					g = e
+					continue
+				}
+				host := a.host(first)
 				slices.SortStableFunc(items, func(x, y item) int { return strings.Compare(x.f.Rule, y.f.Rule) })
 				for _, it := range items {
-					cur = forHost(it.f, it.host)
+					cur = forHost(it.f, host)
 					var shared *Finding
 					if it.shared {
 						shared = it.f

@@ -157,7 +157,7 @@ func BenchmarkFleetPass(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		a := &Audit{hosts: make([]hostRecord, n), names: &hostNames{}}
+		a := newAudit(n)
 		var c namesCache
 		for i := range n {
 			a.hosts[i] = a.names.record(HostRun{Host: names[i], Fleet: "gpu-training"}, tmpls[i%configs], &c)

@@ -115,9 +115,8 @@ type Audit struct {
 	hosts []hostRecord
 	names *hostNames
 	// groups are the fleet-wide pass's groups of hosts, with their
-	// findings; groupOf[i] is host i's (-1: none).
-	groups  []*fleetGroup
-	groupOf []int32
+	// findings (hostRecord.group).
+	groups []*fleetGroup
 }
 
 // Run audits the hosts and returns every finding at once: host findings
@@ -175,7 +174,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	// fleet's records are allocated once; beyond that into slots appended
 	// when the workers are done.
 	hint := max(opts.Hosts, 0)
-	a := &Audit{hosts: make([]hostRecord, hint), names: &hostNames{}}
+	a := newAudit(hint)
 	var over []*hostRecord
 	var emu sync.Mutex
 	errs := map[int]error{}
@@ -231,6 +230,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 	}
 	close(jobs)
 	wg.Wait()
+	s.classes.close()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,17 +1,21 @@
 package policies
 
 import (
+	"bytes"
 	"iter"
+	"runtime"
 	"strings"
 	"sync"
-	"unsafe"
+
+	"github.com/fleetaudit/fleetaudit/internal/offheap"
 )
 
 // hostRecord is what a run keeps of one host after evaluating it: indexes
 // into what hosts share (its name in the names arena, its fleet, the
 // directory of its snapshot file, the evaluation's outcome). The rest of
 // its HostRun is its template's. A 100,000-host run keeps 100,000 of
-// these: 16 bytes each, holding no pointer for the GC to follow.
+// these: 20 bytes each, holding no pointer, kept outside the Go heap with
+// the names (internal/offheap) so the GC's headroom does not double them.
 type hostRecord struct {
 	// name is a nameRef.
 	name uint32
@@ -24,16 +28,21 @@ type hostRecord struct {
 	// ".json", as a snapshot directory names its files. Else the file is
 	// hostNames.files[-file-1].
 	file int32
+	// group is 1 + the index of the host's fleet-wide group in
+	// Audit.groups; 0 for none.
+	group int32
 }
 
 // hostNames holds what host records point into. Workers add to it at
 // once: each writes names into an arena chunk of its own, and keeps the
 // last fleet and directory it saw, so the lock is taken about once per
 // distinct value or chunk, not per host. Records are read only once the
-// workers are done.
+// workers are done. Its blocks (name chunks, the records) are freed when
+// the Audit holding it is unreachable: nothing hands their memory out.
 type hostNames struct {
 	mu     sync.Mutex
 	chunks [][]byte // names, each a length byte and the name
+	blocks []*offheap.Block
 	long   []string // names too long for a chunk
 	tmpls  []*template
 	fleets []string
@@ -45,8 +54,8 @@ type hostNames struct {
 // A nameRef is a chunk index and offset, or with longName set an index
 // into hostNames.long.
 const (
-	nameChunk    = 16 << 10
-	nameChunkBit = 14 // offsets within a chunk
+	nameChunk    = 64 << 10
+	nameChunkBit = 16 // offsets within a chunk
 	longName     = 1 << 31
 	maxChunks    = longName >> nameChunkBit
 	maxArenaName = 255
@@ -94,7 +103,9 @@ func (n *hostNames) addName(name string, c *namesCache) uint32 {
 		if c.chunk == nil || len(c.chunk)+1+len(name) > cap(c.chunk) {
 			n.mu.Lock()
 			if len(n.chunks) < maxChunks {
-				c.chunk = make([]byte, 0, nameChunk)
+				b := offheap.Bytes(nameChunk)
+				n.blocks = append(n.blocks, b)
+				c.chunk = b.Bytes()[:0]
 				c.chunkID = len(n.chunks)
 				n.chunks = append(n.chunks, c.chunk)
 			} else {
@@ -114,20 +125,24 @@ func (n *hostNames) addName(name string, c *namesCache) uint32 {
 	return longName | uint32(len(n.long)-1)
 }
 
-// name is the name ref points to, sharing the arena's bytes (they are
-// never written again).
-func (n *hostNames) name(ref uint32) string {
+// nameBytes is the name ref points to, in the arena: valid while the
+// Audit is, and not to be kept.
+func (n *hostNames) nameBytes(ref uint32) []byte {
 	if ref&longName != 0 {
-		return n.long[ref&^longName]
+		return []byte(n.long[ref&^longName])
 	}
 	ch := n.chunks[ref>>nameChunkBit]
 	ch = ch[:cap(ch)]
 	off := ref & (1<<nameChunkBit - 1)
-	size := int(ch[off])
-	if size == 0 {
-		return ""
+	return ch[off+1 : off+1+uint32(ch[off])]
+}
+
+// name is the name ref points to, copied out of the arena.
+func (n *hostNames) name(ref uint32) string {
+	if ref&longName != 0 {
+		return n.long[ref&^longName]
 	}
-	return unsafe.String(&ch[off+1], size)
+	return string(n.nameBytes(ref))
 }
 
 // template is t's index + 1 in n.tmpls (0 for nil), adding it when new.
@@ -201,12 +216,16 @@ func (n *hostNames) tmpl(r *hostRecord) *template {
 func (a *Audit) Len() int { return len(a.hosts) }
 
 // Host is host i's record, in the order the inputs came.
-func (a *Audit) Host(i int) HostRun { return a.names.run(&a.hosts[i]) }
+func (a *Audit) Host(i int) HostRun {
+	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)
+	return a.names.run(&a.hosts[i])
+}
 
 // Hosts yields each host's record in input order. Each is made as it is
 // yielded: a large fleet's records are never all held as HostRuns.
 func (a *Audit) Hosts() iter.Seq[HostRun] {
 	return func(yield func(HostRun) bool) {
+		defer runtime.KeepAlive(a)
 		for i := range a.hosts {
 			if !yield(a.names.run(&a.hosts[i])) {
 				return
@@ -215,7 +234,37 @@ func (a *Audit) Hosts() iter.Seq[HostRun] {
 	}
 }
 
-// host, fleet and tmpl read host i's record.
-func (a *Audit) host(i int32) string    { return a.names.name(a.hosts[i].name) }
+// newAudit makes an Audit with room for hint host records.
+func newAudit(hint int) *Audit {
+	names := &hostNames{}
+	a := &Audit{names: names}
+	var b *offheap.Block
+	b, a.hosts = offheap.Slice[hostRecord](hint)
+	names.blocks = append(names.blocks, b)
+	runtime.AddCleanup(a, (*hostNames).free, names)
+	return a
+}
+
+// free gives back the arena and the records; the Audit is gone.
+func (n *hostNames) free() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, b := range n.blocks {
+		b.Free()
+	}
+	n.blocks, n.chunks = nil, nil
+}
+
+// host is host i's name, copied; sameHost and compareHosts compare names
+// in place.
+func (a *Audit) host(i int32) string { return a.names.name(a.hosts[i].name) }
+func (a *Audit) sameHost(i, j int32) bool {
+	return bytes.Equal(a.names.nameBytes(a.hosts[i].name), a.names.nameBytes(a.hosts[j].name))
+}
+func (a *Audit) compareHosts(i, j int32) int {
+	return bytes.Compare(a.names.nameBytes(a.hosts[i].name), a.names.nameBytes(a.hosts[j].name))
+}
+
+// fleet and tmpl read host i's record.
 func (a *Audit) fleet(i int32) string   { return a.names.fleets[a.hosts[i].fleet] }
 func (a *Audit) tmpl(i int32) *template { return a.names.tmpl(&a.hosts[i]) }

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 	add(HostRun{Host: "d", Fleet: "web", File: "ssh://d:22"}, shared)
 	add(HostRun{Host: "gpu-00001", Fleet: "gpu-training", File: "/other/gpu-00001.json"}, shared)
 
-	a := &Audit{hosts: make([]hostRecord, len(runs)), names: &hostNames{}}
+	a := newAudit(len(runs))
 	var wg sync.WaitGroup
 	for w := range 3 {
 		wg.Go(func() {
@@ -69,7 +70,7 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 	}
 
 	// Appending another run's records keeps them, templates included.
-	b := &Audit{hosts: make([]hostRecord, 2), names: &hostNames{}}
+	b := newAudit(2)
 	other := &template{skipped: []string{"rule-c"}}
 	var c namesCache
 	b.hosts[0] = b.names.record(HostRun{Host: "late-1", Fleet: "web", File: "late-1.json"}, other, &c)
@@ -105,5 +106,32 @@ func TestFileDir(t *testing.T) {
 		if dir != c.dir || ok != c.ok {
 			t.Errorf("fileDir(%q, %q) = %q, %v; want %q, %v", c.file, c.host, dir, ok, c.dir, c.ok)
 		}
+	}
+}
+
+// An Audit's records and names, outside the Go heap, are given back once
+// the Audit is unreachable.
+func TestHostRecordsFreedWithTheAudit(t *testing.T) {
+	a := newAudit(1000)
+	var c namesCache
+	for i := range 1000 {
+		a.hosts[i] = a.names.record(HostRun{Host: fmt.Sprintf("h-%d", i), File: fmt.Sprintf("/s/h-%d.json", i)}, nil, &c)
+	}
+	names := a.names
+	if a.Host(999).Host != "h-999" {
+		t.Fatal("record 999 reads wrong")
+	}
+	a = nil
+	freed := func() bool {
+		names.mu.Lock()
+		defer names.mu.Unlock()
+		return names.blocks == nil
+	}
+	for i := 0; i < 100 && !freed(); i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if !freed() {
+		t.Error("the records were not freed after the Audit became unreachable")
 	}
 }
