@@ -44,7 +44,7 @@ type classChunkState struct {
 const (
 	classChunk  = 1 << 20
 	classRing   = 32 << 20
-	classChunks = 64
+	classChunks = classRing / classChunk // a chunk each: the ring reuses them
 	// classMax is the largest file with a class; a larger one is
 	// evaluated alone.
 	classMax = classRing / 4
