@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/policies"
@@ -56,66 +55,6 @@ func groupByHost(findings []policies.Finding) (hosts []string, by map[string][]p
 		by[f.Host] = append(by[f.Host], f)
 	}
 	return hosts, by
-}
-
-// foldHosts writes host names compactly: names that differ only in a
-// numeric suffix of one width become ranges, gpu-a-[001-012,015]. At most
-// limit pieces are shown, then "and N more".
-func foldHosts(hosts []string, limit int) string {
-	type key struct {
-		prefix string
-		width  int
-	}
-	nums := map[key][]int{}
-	var order []key
-	var plain []string
-	for _, h := range hosts {
-		i := len(h)
-		for i > 0 && h[i-1] >= '0' && h[i-1] <= '9' {
-			i--
-		}
-		n, err := strconv.Atoi(h[i:])
-		if i == len(h) || err != nil || len(h)-i > 9 {
-			plain = append(plain, h)
-			continue
-		}
-		k := key{h[:i], len(h) - i}
-		if _, ok := nums[k]; !ok {
-			order = append(order, k)
-		}
-		nums[k] = append(nums[k], n)
-	}
-	var pieces []string
-	for _, k := range order {
-		ns := nums[k]
-		slices.Sort(ns)
-		ns = slices.Compact(ns)
-		if len(ns) == 1 {
-			pieces = append(pieces, fmt.Sprintf("%s%0*d", k.prefix, k.width, ns[0]))
-			continue
-		}
-		var ranges []string
-		for i := 0; i < len(ns); {
-			j := i
-			for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
-				j++
-			}
-			if j == i {
-				ranges = append(ranges, fmt.Sprintf("%0*d", k.width, ns[i]))
-			} else {
-				ranges = append(ranges, fmt.Sprintf("%0*d-%0*d", k.width, ns[i], k.width, ns[j]))
-			}
-			i = j + 1
-		}
-		pieces = append(pieces, k.prefix+"["+strings.Join(ranges, ",")+"]")
-	}
-	slices.Sort(plain)
-	pieces = append(pieces, plain...)
-	if limit > 0 && len(pieces) > limit {
-		rest := len(pieces) - limit
-		pieces = append(pieces[:limit], fmt.Sprintf("and %d more", rest))
-	}
-	return strings.Join(pieces, ", ")
 }
 
 // valueCount is one distinct evidence value and how many findings hold it.
