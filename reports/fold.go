@@ -143,4 +143,3 @@ func appendPadded(b []byte, n, width int) []byte {
 	}
 	return append(b, d...)
 }
-

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -105,6 +104,9 @@ func evidenceValues(findings []policies.Finding) []factValues {
 }
 
 func foldIndices(fact string) string {
+	if !hasIndex(fact) {
+		return fact // most facts: no copy
+	}
 	parts := strings.Split(fact, ".")
 	for i, p := range parts {
 		if p != "" && strings.Trim(p, "0123456789") == "" {
@@ -114,20 +116,21 @@ func foldIndices(fact string) string {
 	return strings.Join(parts, ".")
 }
 
-// valueText is an evidence value as one line: strings bare, absent as
-// "(absent)", the rest as compact JSON.
-func valueText(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "(absent)"
-	case string:
-		return v
+// hasIndex reports whether a part of a fact path is all digits.
+func hasIndex(fact string) bool {
+	digits, n := true, 0 // whether the part so far is digits, its length
+	for i := 0; i <= len(fact); i++ {
+		if i == len(fact) || fact[i] == '.' {
+			if digits && n > 0 {
+				return true
+			}
+			digits, n = true, 0
+			continue
+		}
+		digits = digits && fact[i] >= '0' && fact[i] <= '9'
+		n++
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return false
 }
 
 // valuesLine writes a group's facts and values as "fact: v ×N, w ×M"

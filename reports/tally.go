@@ -26,12 +26,19 @@ type ruleGroup struct {
 	rank int
 	seen map[string]bool
 
+	// Counters of each fact's distinct values and of each source. A
+	// finding that the stream says is shared (audit.Result.All) cites what
+	// the finding it shares does: its counters are found once and kept.
 	facts   []string
-	values  map[string]map[string]int
-	sources map[string]int
+	values  map[string]map[string]*int
+	sources map[string]*int
+	shared  map[*policies.Finding][]*int
+	enc     valueEncoder
 }
 
-func (g *ruleGroup) add(f *policies.Finding) {
+// add counts one finding; shared is what audit.Result.All yields with it
+// (nil: not shared).
+func (g *ruleGroup) add(f, shared *policies.Finding) {
 	rank := policies.SeverityRank(f.Severity)
 	if g.N == 0 {
 		g.Rule, g.Title, g.Severity, g.rank = f.Rule, f.Title, f.Severity, rank
@@ -60,34 +67,72 @@ func (g *ruleGroup) add(f *policies.Finding) {
 	if f.Waived != nil {
 		g.Waived++
 	}
-	// A fact and value cited twice by one finding count once.
-	var cited map[[2]string]bool
-	if len(f.Evidence) > 1 {
-		cited = map[[2]string]bool{}
-	}
-	for _, e := range f.Evidence {
-		fact, v := foldIndices(e.Fact), valueText(e.Value)
-		if cited != nil {
-			if cited[[2]string{fact, v}] {
-				continue
+	if shared != nil {
+		if cells, ok := g.shared[shared]; ok {
+			for _, c := range cells {
+				*c++
 			}
-			cited[[2]string{fact, v}] = true
+			return
 		}
-		if g.values == nil {
-			g.values = map[string]map[string]int{}
+	}
+	cells := g.count(f)
+	if shared != nil {
+		if g.shared == nil {
+			g.shared = map[*policies.Finding][]*int{}
 		}
-		if g.values[fact] == nil {
-			g.values[fact] = map[string]int{}
+		g.shared[shared] = cells
+	}
+}
+
+// count counts the values f cites and where it was set, and returns the
+// counters it added to.
+func (g *ruleGroup) count(f *policies.Finding) []*int {
+	var cells []*int
+	for _, e := range f.Evidence {
+		fact := foldIndices(e.Fact)
+		byValue := g.values[fact]
+		if byValue == nil {
+			if g.values == nil {
+				g.values = map[string]map[string]*int{}
+			}
+			byValue = map[string]*int{}
+			g.values[fact] = byValue
 			g.facts = append(g.facts, fact)
 		}
-		g.values[fact][v]++
+		var c *int
+		if text, ok := g.enc.text(e.Value); ok {
+			c = byValue[string(text)] // looked up without a copy
+			if c == nil {
+				c = new(int)
+				byValue[string(text)] = c
+			}
+		} else {
+			text := slowValueText(e.Value)
+			if c = byValue[text]; c == nil {
+				c = new(int)
+				byValue[text] = c
+			}
+		}
+		// A fact and value cited twice by one finding count once.
+		if slices.Contains(cells, c) {
+			continue
+		}
+		*c++
+		cells = append(cells, c)
 	}
 	if p := provenance(*f); p != "" {
-		if g.sources == nil {
-			g.sources = map[string]int{}
+		c := g.sources[p]
+		if c == nil {
+			if g.sources == nil {
+				g.sources = map[string]*int{}
+			}
+			c = new(int)
+			g.sources[p] = c
 		}
-		g.sources[p]++
+		*c++
+		cells = append(cells, c)
 	}
+	return cells
 }
 
 // factValues counts the distinct values of each fact the group's findings
@@ -97,7 +142,7 @@ func (g *ruleGroup) factValues() []factValues {
 	for _, fact := range g.facts {
 		fv := factValues{Fact: fact}
 		for _, v := range slices.Sorted(maps.Keys(g.values[fact])) {
-			fv.Values = append(fv.Values, valueCount{v, g.values[fact][v]})
+			fv.Values = append(fv.Values, valueCount{v, *g.values[fact][v]})
 		}
 		slices.SortStableFunc(fv.Values, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
 		out = append(out, fv)
@@ -110,7 +155,7 @@ func (g *ruleGroup) factValues() []factValues {
 func (g *ruleGroup) sourceCounts() []valueCount {
 	var out []valueCount
 	for _, s := range slices.Sorted(maps.Keys(g.sources)) {
-		out = append(out, valueCount{s, g.sources[s]})
+		out = append(out, valueCount{s, *g.sources[s]})
 	}
 	slices.SortStableFunc(out, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
 	return out
@@ -122,7 +167,7 @@ type ruleGroups struct {
 	order []*ruleGroup
 }
 
-func (rg *ruleGroups) add(f *policies.Finding) {
+func (rg *ruleGroups) add(f, shared *policies.Finding) {
 	g := rg.by[f.Rule]
 	if g == nil {
 		if rg.by == nil {
@@ -132,7 +177,7 @@ func (rg *ruleGroups) add(f *policies.Finding) {
 		rg.by[f.Rule] = g
 		rg.order = append(rg.order, g)
 	}
-	g.add(f)
+	g.add(f, shared)
 }
 
 // sorted returns the groups most severe and widest first.
@@ -149,7 +194,7 @@ func (rg *ruleGroups) sorted() []*ruleGroup {
 func groupByRule(findings []policies.Finding) []*ruleGroup {
 	var rg ruleGroups
 	for i := range findings {
-		rg.add(&findings[i])
+		rg.add(&findings[i], nil)
 	}
 	return rg.sorted()
 }
