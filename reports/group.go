@@ -1,9 +1,7 @@
 package reports
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -68,41 +66,6 @@ type factValues struct {
 	Values []valueCount
 }
 
-// evidenceValues counts the distinct values of each fact a group's
-// findings cite, most common first. List indices in fact paths
-// (pods.3.name) are folded to "*" so the same fact on different hosts
-// counts together.
-func evidenceValues(findings []policies.Finding) []factValues {
-	counts := map[string]map[string]int{}
-	var facts []string
-	for _, f := range findings {
-		seen := map[string]bool{}
-		for _, e := range f.Evidence {
-			fact := foldIndices(e.Fact)
-			v := valueText(e.Value)
-			if seen[fact+"\x00"+v] {
-				continue
-			}
-			seen[fact+"\x00"+v] = true
-			if counts[fact] == nil {
-				counts[fact] = map[string]int{}
-				facts = append(facts, fact)
-			}
-			counts[fact][v]++
-		}
-	}
-	out := make([]factValues, 0, len(facts))
-	for _, fact := range facts {
-		fv := factValues{Fact: fact}
-		for _, v := range slices.Sorted(maps.Keys(counts[fact])) {
-			fv.Values = append(fv.Values, valueCount{v, counts[fact][v]})
-		}
-		slices.SortStableFunc(fv.Values, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
-		out = append(out, fv)
-	}
-	return out
-}
-
 func foldIndices(fact string) string {
 	if !hasIndex(fact) {
 		return fact // most facts: no copy
@@ -160,23 +123,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// groupSources counts where a group's values were set: the provenance of
-// each finding, most common first.
-func groupSources(findings []policies.Finding) []valueCount {
-	counts := map[string]int{}
-	for _, f := range findings {
-		if p := provenance(f); p != "" {
-			counts[p]++
-		}
-	}
-	var out []valueCount
-	for _, s := range slices.Sorted(maps.Keys(counts)) {
-		out = append(out, valueCount{s, counts[s]})
-	}
-	slices.SortStableFunc(out, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
-	return out
 }
 
 // sourcesLine names the most common provenance and how many others.

@@ -136,7 +136,8 @@ func (g *ruleGroup) count(f *policies.Finding) []*int {
 }
 
 // factValues counts the distinct values of each fact the group's findings
-// cite, most common first (see evidenceValues).
+// cite, most common first. List indices in fact paths (pods.3.name) are
+// folded to "*" so the same fact on different hosts counts together.
 func (g *ruleGroup) factValues() []factValues {
 	out := make([]factValues, 0, len(g.facts))
 	for _, fact := range g.facts {
@@ -150,8 +151,8 @@ func (g *ruleGroup) factValues() []factValues {
 	return out
 }
 
-// sourceCounts counts where the group's values were set (see
-// groupSources).
+// sourceCounts counts where the group's values were set, the provenance of
+// each finding, most common first.
 func (g *ruleGroup) sourceCounts() []valueCount {
 	var out []valueCount
 	for _, s := range slices.Sorted(maps.Keys(g.sources)) {
