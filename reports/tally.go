@@ -190,12 +190,3 @@ func (rg *ruleGroups) sorted() []*ruleGroup {
 	})
 	return out
 }
-
-// groupByRule groups findings by rule, most severe and widest first.
-func groupByRule(findings []policies.Finding) []*ruleGroup {
-	var rg ruleGroups
-	for i := range findings {
-		rg.add(&findings[i], nil)
-	}
-	return rg.sorted()
-}
