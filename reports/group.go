@@ -108,7 +108,8 @@ func valuesLines(fvs []factValues, maxFacts, maxValues int) []string {
 		var parts []string
 		for j, vc := range fv.Values {
 			if j == maxValues {
-				parts = append(parts, fmt.Sprintf("%d other values", len(fv.Values)-maxValues))
+				rest := len(fv.Values) - maxValues
+				parts = append(parts, fmt.Sprintf("%d other %s", rest, plural(rest, "value", "values")))
 				break
 			}
 			parts = append(parts, fmt.Sprintf("%s ×%d", truncate(vc.Value, 60), vc.Count))
