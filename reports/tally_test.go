@@ -73,3 +73,15 @@ func citesHost(f *policies.Finding) bool {
 	}
 	return false
 }
+
+func TestValuesLinesCountWhatTheyLeaveOut(t *testing.T) {
+	fvs := []factValues{
+		{"a", []valueCount{{"x", 3}, {"y", 2}, {"z", 1}}},
+		{"b", []valueCount{{"x", 3}, {"y", 2}, {"z", 1}, {"w", 1}}},
+		{"c", []valueCount{{"x", 1}}},
+	}
+	want := []string{"a: x ×3, y ×2, 1 other value", "b: x ×3, y ×2, 2 other values", "(1 more facts)"}
+	if diff := cmp.Diff(want, valuesLines(fvs, 2, 2)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
