@@ -12,54 +12,135 @@ import (
 // Groups come in the order their first host does, then names without a
 // numeric suffix, sorted; a name given twice counts once.
 func foldHosts(hosts []string, limit int) string {
-	type group struct {
-		prefix string
-		width  int
-		ns     []int
-	}
-	type key struct {
-		prefix string
-		width  int
-	}
-	var groups []*group
-	var index map[key]*group
-	var last *group
-	var plain []string
+	var s hostSet
 	for _, h := range hosts {
-		prefix, width, n, ok := hostNumber(h)
-		if !ok {
-			plain = append(plain, h)
-			continue
-		}
-		// Hosts come grouped by name; look the group up only when it changes.
-		if last == nil || last.width != width || last.prefix != prefix {
-			k := key{prefix, width}
-			if last = index[k]; last == nil {
-				if index == nil {
-					index = map[key]*group{}
-				}
-				last = &group{prefix: prefix, width: width}
-				index[k] = last
-				groups = append(groups, last)
-			}
-		}
-		last.ns = append(last.ns, n)
+		s.add(h)
 	}
-	total := 0
-	for _, g := range groups {
-		slices.Sort(g.ns)
-		g.ns = slices.Compact(g.ns)
-		total += len(g.ns)
-	}
-	slices.Sort(plain)
-	plain = slices.Compact(plain)
-	total += len(plain)
+	return s.fold(limit)
+}
 
+// hostSet holds host names as foldHosts writes them, a range per run of
+// numbered names, so a rule that fires on 100,000 hosts named in order
+// keeps a few ranges, not 100,000 names.
+type hostSet struct {
+	groups []*hostRange // in the order their first host came
+	index  map[hostKey]*hostRange
+	last   *hostRange
+	plain  map[string]bool // names without a numeric suffix
+}
+
+type hostKey struct {
+	prefix string
+	width  int
+}
+
+// hostRange is the numbers of the names prefix<number of width digits>:
+// ranges sorted, apart and not touching; numbers that came out of order
+// wait in pending until merged.
+type hostRange struct {
+	hostKey
+	ranges  [][2]int
+	pending []int
+}
+
+func (s *hostSet) add(h string) {
+	prefix, width, n, ok := hostNumber(h)
+	if !ok {
+		if s.plain == nil {
+			s.plain = map[string]bool{}
+		}
+		s.plain[h] = true
+		return
+	}
+	// Hosts come grouped by name; look the group up only when it changes.
+	if g := s.last; g == nil || g.width != width || g.prefix != prefix {
+		k := hostKey{prefix, width}
+		if s.last = s.index[k]; s.last == nil {
+			if s.index == nil {
+				s.index = map[hostKey]*hostRange{}
+			}
+			s.last = &hostRange{hostKey: k}
+			s.index[k] = s.last
+			s.groups = append(s.groups, s.last)
+		}
+	}
+	s.last.add(n)
+}
+
+func (g *hostRange) add(n int) {
+	if len(g.pending) == 0 {
+		last := len(g.ranges) - 1
+		switch {
+		case last < 0 || n > g.ranges[last][1]+1:
+			g.ranges = append(g.ranges, [2]int{n, n})
+			return
+		case n == g.ranges[last][1]+1:
+			g.ranges[last][1] = n
+			return
+		case n >= g.ranges[last][0]:
+			return // the host before, again
+		}
+	}
+	g.pending = append(g.pending, n)
+	if len(g.pending) > 64 && len(g.pending) > len(g.ranges) {
+		g.merge()
+	}
+}
+
+// merge folds the pending numbers into the ranges.
+func (g *hostRange) merge() {
+	if len(g.pending) == 0 {
+		return
+	}
+	slices.Sort(g.pending)
+	out := make([][2]int, 0, len(g.ranges)+len(g.pending))
+	put := func(lo, hi int) {
+		if last := len(out) - 1; last >= 0 && lo <= out[last][1]+1 {
+			out[last][1] = max(out[last][1], hi)
+			return
+		}
+		out = append(out, [2]int{lo, hi})
+	}
+	i, j := 0, 0
+	for i < len(g.ranges) || j < len(g.pending) {
+		if j == len(g.pending) || (i < len(g.ranges) && g.ranges[i][0] <= g.pending[j]) {
+			put(g.ranges[i][0], g.ranges[i][1])
+			i++
+		} else {
+			put(g.pending[j], g.pending[j])
+			j++
+		}
+	}
+	g.ranges, g.pending = out, nil
+}
+
+// count is the number of hosts in the range.
+func (g *hostRange) count() int {
+	g.merge()
+	n := 0
+	for _, r := range g.ranges {
+		n += r[1] - r[0] + 1
+	}
+	return n
+}
+
+// Len is the number of distinct hosts.
+func (s *hostSet) Len() int {
+	n := len(s.plain)
+	for _, g := range s.groups {
+		n += g.count()
+	}
+	return n
+}
+
+// fold writes the set as foldHosts does.
+func (s *hostSet) fold(limit int) string {
+	total := s.Len()
 	// Only what is shown is formatted: pieces counts ranges and names.
 	var b []byte
 	shown, pieces := 0, 0
 	full := func() bool { return limit > 0 && pieces >= limit }
-	for _, g := range groups {
+	for _, g := range s.groups {
 		if full() {
 			break
 		}
@@ -67,42 +148,47 @@ func foldHosts(hosts []string, limit int) string {
 			b = append(b, ", "...)
 		}
 		b = append(b, g.prefix...)
-		if len(g.ns) == 1 {
-			b = appendPadded(b, g.ns[0], g.width)
+		if r := g.ranges[0]; len(g.ranges) == 1 && r[0] == r[1] {
+			b = appendPadded(b, r[0], g.width)
 			shown++
 			pieces++
 			continue
 		}
 		b = append(b, '[')
-		for i := 0; i < len(g.ns) && !full(); {
-			j := i
-			for j+1 < len(g.ns) && g.ns[j+1] == g.ns[j]+1 {
-				j++
+		for i, r := range g.ranges {
+			if full() {
+				break
 			}
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendPadded(b, g.ns[i], g.width)
-			if j > i {
+			b = appendPadded(b, r[0], g.width)
+			if r[1] > r[0] {
 				b = append(b, '-')
-				b = appendPadded(b, g.ns[j], g.width)
+				b = appendPadded(b, r[1], g.width)
 			}
-			shown += j - i + 1
+			shown += r[1] - r[0] + 1
 			pieces++
-			i = j + 1
 		}
 		b = append(b, ']')
 	}
-	for _, h := range plain {
-		if full() {
-			break
+	if !full() && len(s.plain) > 0 {
+		plain := make([]string, 0, len(s.plain))
+		for h := range s.plain {
+			plain = append(plain, h)
 		}
-		if len(b) > 0 {
-			b = append(b, ", "...)
+		slices.Sort(plain)
+		for _, h := range plain {
+			if full() {
+				break
+			}
+			if len(b) > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, h...)
+			shown++
+			pieces++
 		}
-		b = append(b, h...)
-		shown++
-		pieces++
 	}
 	if rest := total - shown; rest > 0 {
 		if len(b) > 0 {

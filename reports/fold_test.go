@@ -60,6 +60,9 @@ func TestFoldHosts(t *testing.T) {
 			if got := foldHosts(tt.hosts, tt.limit); got != tt.want {
 				t.Errorf("foldHosts(%q, %d)\n got %q\nwant %q", tt.hosts, tt.limit, got, tt.want)
 			}
+			if got := foldOracle(tt.hosts, tt.limit); got != tt.want {
+				t.Errorf("foldOracle(%q, %d)\n got %q\nwant %q", tt.hosts, tt.limit, got, tt.want)
+			}
 		})
 	}
 }
@@ -167,6 +170,130 @@ func TestFoldHostsCountsWhatItLeavesOut(t *testing.T) {
 		}
 		if limit == 0 && more != 0 {
 			t.Fatalf("case %d: no limit, yet %q leaves hosts out", i, got)
+		}
+	}
+}
+
+// foldOracle is foldHosts written plainly: every host parsed, every group
+// sorted, every range formatted, then cut.
+func foldOracle(hosts []string, limit int) string {
+	type key struct {
+		prefix string
+		width  int
+	}
+	nums := map[key][]int{}
+	var order []key
+	var plain []string
+	for _, h := range hosts {
+		i := len(h)
+		for i > 0 && h[i-1] >= '0' && h[i-1] <= '9' {
+			i--
+		}
+		if i == len(h) || len(h)-i > 9 {
+			plain = append(plain, h)
+			continue
+		}
+		n, _ := strconv.Atoi(h[i:])
+		k := key{h[:i], len(h) - i}
+		if _, ok := nums[k]; !ok {
+			order = append(order, k)
+		}
+		nums[k] = append(nums[k], n)
+	}
+	type piece struct {
+		text  string
+		hosts int
+		group int
+	}
+	var pieces []piece
+	total := 0
+	for gi, k := range order {
+		ns := slices.Compact(slices.Sorted(slices.Values(nums[k])))
+		total += len(ns)
+		for i := 0; i < len(ns); {
+			j := i
+			for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+				j++
+			}
+			text := fmt.Sprintf("%0*d", k.width, ns[i])
+			if j > i {
+				text += fmt.Sprintf("-%0*d", k.width, ns[j])
+			}
+			pieces = append(pieces, piece{text, j - i + 1, gi})
+			i = j + 1
+		}
+	}
+	plain = slices.Compact(slices.Sorted(slices.Values(plain)))
+	total += len(plain)
+	for _, h := range plain {
+		pieces = append(pieces, piece{h, 1, -1})
+	}
+	if limit > 0 && len(pieces) > limit {
+		pieces = pieces[:limit]
+	}
+	var parts []string
+	shown := 0
+	for i := 0; i < len(pieces); {
+		p := pieces[i]
+		shown += p.hosts
+		if p.group < 0 {
+			parts = append(parts, p.text)
+			i++
+			continue
+		}
+		k := order[p.group]
+		if len(slices.Compact(slices.Sorted(slices.Values(nums[k])))) == 1 {
+			parts = append(parts, k.prefix+p.text)
+			i++
+			continue
+		}
+		texts := []string{p.text}
+		for i++; i < len(pieces) && pieces[i].group == p.group; i++ {
+			texts = append(texts, pieces[i].text)
+			shown += pieces[i].hosts
+		}
+		parts = append(parts, k.prefix+"["+strings.Join(texts, ",")+"]")
+	}
+	if rest := total - shown; rest > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more %s", rest, plural(rest, "host", "hosts")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Large fleets in any order, with gaps and repeats, fold as the plain
+// algorithm does: the ranges kept as hosts come (and merged when they come
+// out of order) are the sorted hosts' ranges.
+func TestFoldHostsIsThePlainFold(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 40 {
+		var hosts []string
+		n := 1 + r.IntN(20_000)
+		for h := range n {
+			if r.IntN(5) == 0 {
+				continue // a gap
+			}
+			hosts = append(hosts, fmt.Sprintf("gpu-%05d", h))
+			if r.IntN(10) == 0 {
+				hosts = append(hosts, fmt.Sprintf("gpu-%05d", h)) // a repeat
+			}
+			if r.IntN(50) == 0 {
+				hosts = append(hosts, fmt.Sprintf("web-%d", h), "login")
+			}
+		}
+		switch i % 4 {
+		case 1:
+			slices.Reverse(hosts)
+		case 2:
+			r.Shuffle(len(hosts), func(a, b int) { hosts[a], hosts[b] = hosts[b], hosts[a] })
+		case 3: // in order, then again shuffled (a rule of two severities)
+			more := slices.Clone(hosts)
+			r.Shuffle(len(more), func(a, b int) { more[a], more[b] = more[b], more[a] })
+			hosts = append(hosts, more...)
+		}
+		for _, limit := range []int{0, 1, 6, 8} {
+			if got, want := foldHosts(hosts, limit), foldOracle(hosts, limit); got != want {
+				t.Fatalf("case %d, limit %d: %d hosts\n got %.300s\nwant %.300s", i, limit, len(hosts), got, want)
+			}
 		}
 	}
 }
