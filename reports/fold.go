@@ -26,7 +26,10 @@ type hostSet struct {
 	groups []*hostRange // in the order their first host came
 	index  map[hostKey]*hostRange
 	last   *hostRange
-	plain  map[string]bool // names without a numeric suffix
+	// Names without a numeric suffix; sorted and without repeats up to
+	// plainSorted.
+	plain       []string
+	plainSorted int
 }
 
 type hostKey struct {
@@ -46,10 +49,9 @@ type hostRange struct {
 func (s *hostSet) add(h string) {
 	prefix, width, n, ok := hostNumber(h)
 	if !ok {
-		if s.plain == nil {
-			s.plain = map[string]bool{}
+		if n := len(s.plain); n == 0 || s.plain[n-1] != h {
+			s.plain = append(s.plain, h)
 		}
-		s.plain[h] = true
 		return
 	}
 	// Hosts come grouped by name; look the group up only when it changes.
@@ -124,8 +126,18 @@ func (g *hostRange) count() int {
 	return n
 }
 
+// sortPlain sorts the plain names and drops repeats.
+func (s *hostSet) sortPlain() {
+	if s.plainSorted < len(s.plain) {
+		slices.Sort(s.plain)
+		s.plain = slices.Compact(s.plain)
+		s.plainSorted = len(s.plain)
+	}
+}
+
 // Len is the number of distinct hosts.
 func (s *hostSet) Len() int {
+	s.sortPlain()
 	n := len(s.plain)
 	for _, g := range s.groups {
 		n += g.count()
@@ -172,13 +184,8 @@ func (s *hostSet) fold(limit int) string {
 		}
 		b = append(b, ']')
 	}
-	if !full() && len(s.plain) > 0 {
-		plain := make([]string, 0, len(s.plain))
-		for h := range s.plain {
-			plain = append(plain, h)
-		}
-		slices.Sort(plain)
-		for _, h := range plain {
+	if !full() {
+		for _, h := range s.plain {
 			if full() {
 				break
 			}

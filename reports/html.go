@@ -203,8 +203,8 @@ func topHazards(findings []policies.Finding, n int) []hazardView {
 	var out []hazardView
 	for _, k := range order {
 		g := groups[k]
-		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: len(g.Hosts),
-			HostList: foldHosts(g.Hosts, 8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k]}
+		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: g.Hosts.Len(),
+			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k]}
 		srcs := g.sourceCounts()
 		for i, s := range srcs {
 			if i == 4 {

@@ -190,7 +190,7 @@ func mdRuleGroups(out *bytes.Buffer, groups []*ruleGroup) {
 			where = mdCode(where)
 		}
 		fmt.Fprintf(out, "| %s | %s<br>%s | %d: %s | %s | %s |\n", sev, mdCode(g.Rule), mdCell(g.Title),
-			len(g.Hosts), mdCell(foldHosts(g.Hosts, 6)), strings.Join(vals, "<br>"), where)
+			g.Hosts.Len(), mdCell(g.Hosts.fold(6)), strings.Join(vals, "<br>"), where)
 	}
 }
 

@@ -258,7 +258,7 @@ func renderRuleGroups(out *bytes.Buffer, groups []*ruleGroup, width int, color b
 		if g.Waived > 0 {
 			text += fmt.Sprintf("\n%d of %d waived", g.Waived, g.N)
 		}
-		hosts := fmt.Sprintf("%d: %s", len(g.Hosts), Escape(foldHosts(g.Hosts, 6)))
+		hosts := fmt.Sprintf("%d: %s", g.Hosts.Len(), Escape(g.Hosts.fold(6)))
 		cols.Rows = append(cols.Rows, []string{sev, hosts, text})
 	}
 	var buf bytes.Buffer

@@ -11,20 +11,13 @@ import (
 // ruleGroup is one rule's findings in one fleet, counted as they come: the
 // grouped views need the hosts, the distinct values of the cited facts and
 // where they were set, not the findings, so a rule that fires on 100,000
-// hosts costs a name per host.
+// hosts named in runs costs a few ranges of names.
 type ruleGroup struct {
 	Rule, Title, Severity string
-	// Hosts in the order they first appear.
-	Hosts []string
+	// Hosts are the distinct hosts, kept as ranges of names (hostSet).
+	Hosts hostSet
 	// N counts the findings, Waived the waived ones.
 	N, Waived int
-
-	// Findings in report order list a rule's hosts in ascending order
-	// per severity, so a host repeats only right after itself; seen is
-	// made for input in another order, or a rule of several severities.
-	last string
-	rank int
-	seen map[string]bool
 
 	// Counters of each fact's distinct values and of each source. A
 	// finding that the stream says is shared (audit.Result.All) cites what
@@ -39,30 +32,13 @@ type ruleGroup struct {
 // add counts one finding; shared is what audit.Result.All yields with it
 // (nil: not shared).
 func (g *ruleGroup) add(f, shared *policies.Finding) {
-	rank := policies.SeverityRank(f.Severity)
 	if g.N == 0 {
-		g.Rule, g.Title, g.Severity, g.rank = f.Rule, f.Title, f.Severity, rank
+		g.Rule, g.Title, g.Severity = f.Rule, f.Title, f.Severity
 	}
-	if rank > policies.SeverityRank(g.Severity) {
+	if policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
 		g.Severity = f.Severity
 	}
-	switch {
-	case g.N > 0 && f.Host == g.last && rank == g.rank:
-	case g.seen == nil && (g.N == 0 || (rank == g.rank && f.Host > g.last)):
-		g.Hosts = append(g.Hosts, f.Host)
-	default:
-		if g.seen == nil {
-			g.seen = make(map[string]bool, len(g.Hosts))
-			for _, h := range g.Hosts {
-				g.seen[h] = true
-			}
-		}
-		if !g.seen[f.Host] {
-			g.seen[f.Host] = true
-			g.Hosts = append(g.Hosts, f.Host)
-		}
-	}
-	g.last, g.rank = f.Host, rank
+	g.Hosts.add(f.Host)
 	g.N++
 	if f.Waived != nil {
 		g.Waived++
@@ -75,19 +51,19 @@ func (g *ruleGroup) add(f, shared *policies.Finding) {
 			return
 		}
 	}
-	cells := g.count(f)
+	var buf [16]*int
+	cells := g.count(f, buf[:0])
 	if shared != nil {
 		if g.shared == nil {
 			g.shared = map[*policies.Finding][]*int{}
 		}
-		g.shared[shared] = cells
+		g.shared[shared] = slices.Clone(cells)
 	}
 }
 
-// count counts the values f cites and where it was set, and returns the
-// counters it added to.
-func (g *ruleGroup) count(f *policies.Finding) []*int {
-	var cells []*int
+// count counts the values f cites and where it was set, and appends the
+// counters it added to to cells.
+func (g *ruleGroup) count(f *policies.Finding, cells []*int) []*int {
 	for _, e := range f.Evidence {
 		fact := foldIndices(e.Fact)
 		byValue := g.values[fact]
@@ -184,9 +160,13 @@ func (rg *ruleGroups) add(f, shared *policies.Finding) {
 // sorted returns the groups most severe and widest first.
 func (rg *ruleGroups) sorted() []*ruleGroup {
 	out := slices.Clone(rg.order)
+	hosts := make(map[*ruleGroup]int, len(out))
+	for _, g := range out {
+		hosts[g] = g.Hosts.Len()
+	}
 	slices.SortStableFunc(out, func(a, b *ruleGroup) int {
 		return cmp.Or(-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
-			-cmp.Compare(len(a.Hosts), len(b.Hosts)), cmp.Compare(a.Rule, b.Rule))
+			-cmp.Compare(hosts[a], hosts[b]), cmp.Compare(a.Rule, b.Rule))
 	})
 	return out
 }

@@ -40,7 +40,7 @@ func TestRuleGroupsCountSharedFindingsAsTheirOwn(t *testing.T) {
 	}
 	type view struct {
 		Rule, Severity string
-		Hosts          []string
+		Hosts          string
 		N, Waived      int
 		Values         []factValues
 		Sources        []valueCount
@@ -48,7 +48,7 @@ func TestRuleGroupsCountSharedFindingsAsTheirOwn(t *testing.T) {
 	views := func(rg *ruleGroups) []view {
 		var out []view
 		for _, g := range rg.sorted() {
-			out = append(out, view{g.Rule, g.Severity, g.Hosts, g.N, g.Waived, g.factValues(), g.sourceCounts()})
+			out = append(out, view{g.Rule, g.Severity, g.Hosts.fold(0), g.N, g.Waived, g.factValues(), g.sourceCounts()})
 		}
 		return out
 	}
