@@ -1,12 +1,8 @@
 package reports
 
 import (
-	"cmp"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/policies"
@@ -58,66 +54,6 @@ func groupByHost(findings []policies.Finding) (hosts []string, by map[string][]p
 	return hosts, by
 }
 
-// foldHosts writes host names compactly: names that differ only in a
-// numeric suffix of one width become ranges, gpu-a-[001-012,015]. At most
-// limit pieces are shown, then "and N more".
-func foldHosts(hosts []string, limit int) string {
-	type key struct {
-		prefix string
-		width  int
-	}
-	nums := map[key][]int{}
-	var order []key
-	var plain []string
-	for _, h := range hosts {
-		i := len(h)
-		for i > 0 && h[i-1] >= '0' && h[i-1] <= '9' {
-			i--
-		}
-		n, err := strconv.Atoi(h[i:])
-		if i == len(h) || err != nil || len(h)-i > 9 {
-			plain = append(plain, h)
-			continue
-		}
-		k := key{h[:i], len(h) - i}
-		if _, ok := nums[k]; !ok {
-			order = append(order, k)
-		}
-		nums[k] = append(nums[k], n)
-	}
-	var pieces []string
-	for _, k := range order {
-		ns := nums[k]
-		slices.Sort(ns)
-		ns = slices.Compact(ns)
-		if len(ns) == 1 {
-			pieces = append(pieces, fmt.Sprintf("%s%0*d", k.prefix, k.width, ns[0]))
-			continue
-		}
-		var ranges []string
-		for i := 0; i < len(ns); {
-			j := i
-			for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
-				j++
-			}
-			if j == i {
-				ranges = append(ranges, fmt.Sprintf("%0*d", k.width, ns[i]))
-			} else {
-				ranges = append(ranges, fmt.Sprintf("%0*d-%0*d", k.width, ns[i], k.width, ns[j]))
-			}
-			i = j + 1
-		}
-		pieces = append(pieces, k.prefix+"["+strings.Join(ranges, ",")+"]")
-	}
-	slices.Sort(plain)
-	pieces = append(pieces, plain...)
-	if limit > 0 && len(pieces) > limit {
-		rest := len(pieces) - limit
-		pieces = append(pieces[:limit], fmt.Sprintf("and %d more", rest))
-	}
-	return strings.Join(pieces, ", ")
-}
-
 // valueCount is one distinct evidence value and how many findings hold it.
 type valueCount struct {
 	Value string
@@ -130,42 +66,10 @@ type factValues struct {
 	Values []valueCount
 }
 
-// evidenceValues counts the distinct values of each fact a group's
-// findings cite, most common first. List indices in fact paths
-// (pods.3.name) are folded to "*" so the same fact on different hosts
-// counts together.
-func evidenceValues(findings []policies.Finding) []factValues {
-	counts := map[string]map[string]int{}
-	var facts []string
-	for _, f := range findings {
-		seen := map[string]bool{}
-		for _, e := range f.Evidence {
-			fact := foldIndices(e.Fact)
-			v := valueText(e.Value)
-			if seen[fact+"\x00"+v] {
-				continue
-			}
-			seen[fact+"\x00"+v] = true
-			if counts[fact] == nil {
-				counts[fact] = map[string]int{}
-				facts = append(facts, fact)
-			}
-			counts[fact][v]++
-		}
-	}
-	out := make([]factValues, 0, len(facts))
-	for _, fact := range facts {
-		fv := factValues{Fact: fact}
-		for _, v := range slices.Sorted(maps.Keys(counts[fact])) {
-			fv.Values = append(fv.Values, valueCount{v, counts[fact][v]})
-		}
-		slices.SortStableFunc(fv.Values, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
-		out = append(out, fv)
-	}
-	return out
-}
-
 func foldIndices(fact string) string {
+	if !hasIndex(fact) {
+		return fact // most facts: no copy
+	}
 	parts := strings.Split(fact, ".")
 	for i, p := range parts {
 		if p != "" && strings.Trim(p, "0123456789") == "" {
@@ -175,20 +79,21 @@ func foldIndices(fact string) string {
 	return strings.Join(parts, ".")
 }
 
-// valueText is an evidence value as one line: strings bare, absent as
-// "(absent)", the rest as compact JSON.
-func valueText(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "(absent)"
-	case string:
-		return v
+// hasIndex reports whether a part of a fact path is all digits.
+func hasIndex(fact string) bool {
+	digits, n := true, 0 // whether the part so far is digits, its length
+	for i := 0; i <= len(fact); i++ {
+		if i == len(fact) || fact[i] == '.' {
+			if digits && n > 0 {
+				return true
+			}
+			digits, n = true, 0
+			continue
+		}
+		digits = digits && fact[i] >= '0' && fact[i] <= '9'
+		n++
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return false
 }
 
 // valuesLine writes a group's facts and values as "fact: v ×N, w ×M"
@@ -203,7 +108,8 @@ func valuesLines(fvs []factValues, maxFacts, maxValues int) []string {
 		var parts []string
 		for j, vc := range fv.Values {
 			if j == maxValues {
-				parts = append(parts, fmt.Sprintf("%d other values", len(fv.Values)-maxValues))
+				rest := len(fv.Values) - maxValues
+				parts = append(parts, fmt.Sprintf("%d other %s", rest, plural(rest, "value", "values")))
 				break
 			}
 			parts = append(parts, fmt.Sprintf("%s ×%d", truncate(vc.Value, 60), vc.Count))
@@ -218,23 +124,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// groupSources counts where a group's values were set: the provenance of
-// each finding, most common first.
-func groupSources(findings []policies.Finding) []valueCount {
-	counts := map[string]int{}
-	for _, f := range findings {
-		if p := provenance(f); p != "" {
-			counts[p]++
-		}
-	}
-	var out []valueCount
-	for _, s := range slices.Sorted(maps.Keys(counts)) {
-		out = append(out, valueCount{s, counts[s]})
-	}
-	slices.SortStableFunc(out, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
-	return out
 }
 
 // sourcesLine names the most common provenance and how many others.

@@ -183,21 +183,32 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 // most hosts.
 func topHazards(findings []policies.Finding, n int) []hazardView {
 	type key struct{ fleet, rule string }
-	groups := map[key][]policies.Finding{}
-	for _, f := range findings {
+	groups := map[key]*ruleGroup{}
+	var order []key
+	remediation := map[key]string{}
+	for i := range findings {
+		f := &findings[i]
 		if f.Waived == nil && f.Rule != "collection-error" {
 			k := key{f.Fleet, f.Rule}
-			groups[k] = append(groups[k], f)
+			g := groups[k]
+			if g == nil {
+				g = &ruleGroup{}
+				groups[k] = g
+				order = append(order, k)
+				remediation[k] = f.Remediation
+			}
+			g.add(f, nil)
 		}
 	}
 	var out []hazardView
-	for k, fs := range groups {
-		g := groupByRule(fs)[0]
-		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: len(g.Hosts),
-			HostList: foldHosts(g.Hosts, 8), Values: valuesLines(evidenceValues(fs), 4, 4), Remediation: fs[0].Remediation}
-		for i, s := range groupSources(fs) {
+	for _, k := range order {
+		g := groups[k]
+		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: g.Hosts.Len(),
+			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k]}
+		srcs := g.sourceCounts()
+		for i, s := range srcs {
 			if i == 4 {
-				h.Sources = append(h.Sources, fmt.Sprintf("and %d more", len(groupSources(fs))-4))
+				h.Sources = append(h.Sources, fmt.Sprintf("and %d more", len(srcs)-4))
 				break
 			}
 			h.Sources = append(h.Sources, fmt.Sprintf("%s (%d)", s.Value, s.Count))

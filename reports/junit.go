@@ -89,12 +89,14 @@ func junitCaseOf(fleet, rule, title string, failing []policies.Finding, noted ma
 	if len(failing) > 0 {
 		sev := ""
 		hosts := []string{}
+		seen := map[string]bool{} // a scan of hosts was quadratic in a large fleet
 		var text strings.Builder
 		for _, f := range failing {
 			if policies.SeverityRank(f.Severity) > policies.SeverityRank(sev) {
 				sev = f.Severity
 			}
-			if !slices.Contains(hosts, f.Host) {
+			if !seen[f.Host] {
+				seen[f.Host] = true
 				hosts = append(hosts, f.Host)
 			}
 			junitFindingText(&text, f)

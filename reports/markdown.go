@@ -16,6 +16,8 @@ import (
 // markdownRenderer writes an audit as Markdown (a CI job summary, a
 // ticket): a summary table per fleet, then each fleet's findings, one row
 // per finding, per rule (hosts folded) or per host, as Options.GroupBy says.
+// Findings are read as audit.Result.All yields them; only the host view
+// holds a fleet's findings.
 type markdownRenderer struct{}
 
 func (markdownRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
@@ -35,38 +37,46 @@ func (markdownRenderer) Render(w io.Writer, r *audit.Result, opts Options) error
 	}
 	out.WriteString(".\n\n| Fleet | Hosts | Critical | High | Medium | Low | Info | Waived |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	names := slices.Sorted(maps.Keys(s.Fleets))
-	byFleet := map[string][]policies.Finding{}
-	for _, f := range r.Findings {
-		byFleet[f.Fleet] = append(byFleet[f.Fleet], f)
-	}
-	for _, name := range names {
-		c := unwaivedCounts(byFleet[name])
-		nw := len(byFleet[name])
-		for _, n := range c {
-			nw -= n
-		}
-		fmt.Fprintf(&out, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", mdCell(fleetLabel(name)), s.Fleets[name].Hosts,
-			c[policies.SeverityCritical], c[policies.SeverityHigh], c[policies.SeverityMedium], c[policies.SeverityLow], c[policies.SeverityInfo], nw)
-	}
 	mode := groupMode(opts.GroupBy, s.Hosts)
+	// Findings stream (audit.Result.All): each fleet keeps its counts and
+	// what its section shows, written as they come where the view allows,
+	// so the findings are never all held.
+	sections := map[string]*mdSection{}
+	for f, shared := range r.All() {
+		sec := sections[f.Fleet]
+		if sec == nil {
+			sec = &mdSection{}
+			sections[f.Fleet] = sec
+		}
+		sec.add(f, shared, mode)
+	}
 	for _, name := range names {
-		findings := byFleet[name]
-		if len(findings) == 0 {
+		sec := sections[name]
+		if sec == nil {
+			sec = &mdSection{}
+		}
+		c := sec.unwaived
+		fmt.Fprintf(&out, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", mdCell(fleetLabel(name)), s.Fleets[name].Hosts,
+			c[policies.SeverityCritical], c[policies.SeverityHigh], c[policies.SeverityMedium], c[policies.SeverityLow], c[policies.SeverityInfo], sec.waived)
+	}
+	for _, name := range names {
+		sec := sections[name]
+		if sec == nil || sec.n == 0 {
 			continue
 		}
 		fmt.Fprintf(&out, "\n#### %s\n\n", mdCell(fleetLabel(name)))
 		switch mode {
 		case GroupRule:
-			mdRuleGroups(&out, findings)
+			mdRuleGroups(&out, sec.groups.sorted())
 		case GroupHost:
-			hosts, by := groupByHost(findings)
+			hosts, by := groupByHost(sec.findings)
 			for _, h := range hosts {
 				fmt.Fprintf(&out, "<details><summary>%s: %s</summary>\n\n", mdCell(h), countLine(unwaivedCounts(by[h])))
 				mdAuditFindings(&out, by[h], false)
 				out.WriteString("\n</details>\n\n")
 			}
 		default:
-			mdAuditFindings(&out, findings, true)
+			out.Write(sec.rows.Bytes())
 		}
 	}
 	mdWaivers(&out, r.Waivers)
@@ -94,35 +104,79 @@ func fleetLabel(name string) string {
 	return name
 }
 
+// mdSection is one fleet's findings as its section needs them.
+type mdSection struct {
+	n, waived int
+	unwaived  map[string]int
+	// The view's content: the rows written (GroupNone), the rule groups
+	// (GroupRule) or the findings (GroupHost).
+	rows     bytes.Buffer
+	groups   ruleGroups
+	findings []policies.Finding
+}
+
+// add takes one finding, valid during the call only, and what
+// audit.Result.All yields with it.
+func (s *mdSection) add(f, shared *policies.Finding, mode string) {
+	s.n++
+	if f.Waived != nil {
+		s.waived++
+	} else {
+		if s.unwaived == nil {
+			s.unwaived = map[string]int{}
+		}
+		s.unwaived[f.Severity]++
+	}
+	switch mode {
+	case GroupRule:
+		s.groups.add(f, shared)
+	case GroupHost:
+		s.findings = append(s.findings, *f)
+	default:
+		if s.n == 1 {
+			mdFindingsHeader(&s.rows, true)
+		}
+		mdFindingRow(&s.rows, f, true)
+	}
+}
+
 func mdAuditFindings(out *bytes.Buffer, findings []policies.Finding, withHost bool) {
+	mdFindingsHeader(out, withHost)
+	for i := range findings {
+		mdFindingRow(out, &findings[i], withHost)
+	}
+}
+
+func mdFindingsHeader(out *bytes.Buffer, withHost bool) {
 	if withHost {
 		out.WriteString("| Severity | Host | Rule | Finding | Set at |\n|---|---|---|---|---|\n")
 	} else {
 		out.WriteString("| Severity | Rule | Finding | Set at |\n|---|---|---|---|\n")
 	}
-	for _, f := range findings {
-		where := provenance(f)
-		if where != "" {
-			where = mdCode(where)
-		}
-		sev, msg := mdCell(f.Severity), mdCell(f.Message)
-		if f.Waived != nil {
-			sev += " (waived)"
-			msg += "<br>_" + mdCell(waivedLine(f.Waived)) + "_"
-		}
-		if withHost {
-			fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", sev, mdCell(f.Host), mdCode(f.Rule), msg, where)
-		} else {
-			fmt.Fprintf(out, "| %s | %s | %s | %s |\n", sev, mdCode(f.Rule), msg, where)
-		}
+}
+
+func mdFindingRow(out *bytes.Buffer, f *policies.Finding, withHost bool) {
+	where := provenance(*f)
+	if where != "" {
+		where = mdCode(where)
+	}
+	sev, msg := mdCell(f.Severity), mdCell(f.Message)
+	if f.Waived != nil {
+		sev += " (waived)"
+		msg += "<br>_" + mdCell(waivedLine(f.Waived)) + "_"
+	}
+	if withHost {
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", sev, mdCell(f.Host), mdCode(f.Rule), msg, where)
+	} else {
+		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", sev, mdCode(f.Rule), msg, where)
 	}
 }
 
 // mdRuleGroups is the grouped view: a row per rule with its hosts folded
 // and the distinct values of the facts it cites counted.
-func mdRuleGroups(out *bytes.Buffer, findings []policies.Finding) {
+func mdRuleGroups(out *bytes.Buffer, groups []*ruleGroup) {
 	out.WriteString("| Severity | Rule | Hosts | Values | Set at |\n|---|---|---|---|---|\n")
-	for _, g := range groupByRule(findings) {
+	for _, g := range groups {
 		sev := mdCell(g.Severity)
 		if g.Waived > 0 {
 			sev += fmt.Sprintf(" (%d waived)", g.Waived)
@@ -136,7 +190,7 @@ func mdRuleGroups(out *bytes.Buffer, findings []policies.Finding) {
 			where = mdCode(where)
 		}
 		fmt.Fprintf(out, "| %s | %s<br>%s | %d: %s | %s | %s |\n", sev, mdCode(g.Rule), mdCell(g.Title),
-			len(g.Hosts), mdCell(foldHosts(g.Hosts, 6)), strings.Join(vals, "<br>"), where)
+			g.Hosts.Len(), mdCell(g.Hosts.fold(6)), strings.Join(vals, "<br>"), where)
 	}
 }
 

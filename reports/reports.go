@@ -48,7 +48,9 @@ var renderers = map[string]Renderer{
 
 // Streams reports whether a format reads the findings through
 // audit.Result.All, so the audit need not collect them (audit.Options.Stream).
-func Streams(format string) bool { return format == "json" || format == "table" }
+func Streams(format string) bool {
+	return format == "json" || format == "table" || format == "markdown"
+}
 
 // Formats lists the format names Get accepts.
 func Formats() []string { return names(renderers) }

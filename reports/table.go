@@ -60,14 +60,14 @@ func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 		}
 		return nil
 	}
-	for f := range r.All() {
+	for f, shared := range r.All() {
 		if cur == nil || f.Fleet != cur.fleet {
 			if err := emit(f.Fleet, false); err != nil {
 				return err
 			}
 			cur = &tableSection{fleet: f.Fleet}
 		}
-		cur.add(f, mode)
+		cur.add(f, shared, mode)
 	}
 	if err := emit("", true); err != nil {
 		return err
@@ -108,8 +108,9 @@ type tableSection struct {
 	unwaived map[string]int
 }
 
-// add takes one finding, valid during the call only.
-func (s *tableSection) add(f *policies.Finding, mode string) {
+// add takes one finding, valid during the call only, and what
+// audit.Result.All yields with it.
+func (s *tableSection) add(f, shared *policies.Finding, mode string) {
 	s.n++
 	if f.Waived != nil {
 		s.waived++
@@ -120,7 +121,7 @@ func (s *tableSection) add(f *policies.Finding, mode string) {
 		s.unwaived[f.Severity]++
 	}
 	if mode == GroupRule {
-		s.groups.add(f)
+		s.groups.add(f, shared)
 		return
 	}
 	s.findings = append(s.findings, *f)
@@ -257,7 +258,7 @@ func renderRuleGroups(out *bytes.Buffer, groups []*ruleGroup, width int, color b
 		if g.Waived > 0 {
 			text += fmt.Sprintf("\n%d of %d waived", g.Waived, g.N)
 		}
-		hosts := fmt.Sprintf("%d: %s", len(g.Hosts), Escape(foldHosts(g.Hosts, 6)))
+		hosts := fmt.Sprintf("%d: %s", g.Hosts.Len(), Escape(g.Hosts.fold(6)))
 		cols.Rows = append(cols.Rows, []string{sev, hosts, text})
 	}
 	var buf bytes.Buffer

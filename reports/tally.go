@@ -11,93 +11,115 @@ import (
 // ruleGroup is one rule's findings in one fleet, counted as they come: the
 // grouped views need the hosts, the distinct values of the cited facts and
 // where they were set, not the findings, so a rule that fires on 100,000
-// hosts costs a name per host.
+// hosts named in runs costs a few ranges of names.
 type ruleGroup struct {
 	Rule, Title, Severity string
-	// Hosts in the order they first appear.
-	Hosts []string
+	// Hosts are the distinct hosts, kept as ranges of names (hostSet).
+	Hosts hostSet
 	// N counts the findings, Waived the waived ones.
 	N, Waived int
 
-	// Findings in report order list a rule's hosts in ascending order
-	// per severity, so a host repeats only right after itself; seen is
-	// made for input in another order, or a rule of several severities.
-	last string
-	rank int
-	seen map[string]bool
-
+	// Counters of each fact's distinct values and of each source. A
+	// finding that the stream says is shared (audit.Result.All) cites what
+	// the finding it shares does: its counters are found once and kept.
 	facts   []string
-	values  map[string]map[string]int
-	sources map[string]int
+	values  map[string]map[string]*int
+	sources map[string]*int
+	shared  map[*policies.Finding][]*int
+	enc     valueEncoder
 }
 
-func (g *ruleGroup) add(f *policies.Finding) {
-	rank := policies.SeverityRank(f.Severity)
+// add counts one finding; shared is what audit.Result.All yields with it
+// (nil: not shared).
+func (g *ruleGroup) add(f, shared *policies.Finding) {
 	if g.N == 0 {
-		g.Rule, g.Title, g.Severity, g.rank = f.Rule, f.Title, f.Severity, rank
+		g.Rule, g.Title, g.Severity = f.Rule, f.Title, f.Severity
 	}
-	if rank > policies.SeverityRank(g.Severity) {
+	if policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
 		g.Severity = f.Severity
 	}
-	switch {
-	case g.N > 0 && f.Host == g.last && rank == g.rank:
-	case g.seen == nil && (g.N == 0 || (rank == g.rank && f.Host > g.last)):
-		g.Hosts = append(g.Hosts, f.Host)
-	default:
-		if g.seen == nil {
-			g.seen = make(map[string]bool, len(g.Hosts))
-			for _, h := range g.Hosts {
-				g.seen[h] = true
-			}
-		}
-		if !g.seen[f.Host] {
-			g.seen[f.Host] = true
-			g.Hosts = append(g.Hosts, f.Host)
-		}
-	}
-	g.last, g.rank = f.Host, rank
+	g.Hosts.add(f.Host)
 	g.N++
 	if f.Waived != nil {
 		g.Waived++
 	}
-	// A fact and value cited twice by one finding count once.
-	var cited map[[2]string]bool
-	if len(f.Evidence) > 1 {
-		cited = map[[2]string]bool{}
-	}
-	for _, e := range f.Evidence {
-		fact, v := foldIndices(e.Fact), valueText(e.Value)
-		if cited != nil {
-			if cited[[2]string{fact, v}] {
-				continue
+	if shared != nil {
+		if cells, ok := g.shared[shared]; ok {
+			for _, c := range cells {
+				*c++
 			}
-			cited[[2]string{fact, v}] = true
+			return
 		}
-		if g.values == nil {
-			g.values = map[string]map[string]int{}
-		}
-		if g.values[fact] == nil {
-			g.values[fact] = map[string]int{}
-			g.facts = append(g.facts, fact)
-		}
-		g.values[fact][v]++
 	}
-	if p := provenance(*f); p != "" {
-		if g.sources == nil {
-			g.sources = map[string]int{}
+	var buf [16]*int
+	cells := g.count(f, buf[:0])
+	if shared != nil {
+		if g.shared == nil {
+			g.shared = map[*policies.Finding][]*int{}
 		}
-		g.sources[p]++
+		g.shared[shared] = slices.Clone(cells)
 	}
 }
 
+// count counts the values f cites and where it was set, and appends the
+// counters it added to to cells.
+func (g *ruleGroup) count(f *policies.Finding, cells []*int) []*int {
+	for _, e := range f.Evidence {
+		fact := foldIndices(e.Fact)
+		byValue := g.values[fact]
+		if byValue == nil {
+			if g.values == nil {
+				g.values = map[string]map[string]*int{}
+			}
+			byValue = map[string]*int{}
+			g.values[fact] = byValue
+			g.facts = append(g.facts, fact)
+		}
+		var c *int
+		if text, ok := g.enc.text(e.Value); ok {
+			c = byValue[string(text)] // looked up without a copy
+			if c == nil {
+				c = new(int)
+				byValue[string(text)] = c
+			}
+		} else {
+			text := slowValueText(e.Value)
+			if c = byValue[text]; c == nil {
+				c = new(int)
+				byValue[text] = c
+			}
+		}
+		// A fact and value cited twice by one finding count once.
+		if slices.Contains(cells, c) {
+			continue
+		}
+		*c++
+		cells = append(cells, c)
+	}
+	if p := provenance(*f); p != "" {
+		c := g.sources[p]
+		if c == nil {
+			if g.sources == nil {
+				g.sources = map[string]*int{}
+			}
+			c = new(int)
+			g.sources[p] = c
+		}
+		*c++
+		cells = append(cells, c)
+	}
+	return cells
+}
+
 // factValues counts the distinct values of each fact the group's findings
-// cite, most common first (see evidenceValues).
+// cite, most common first. List indices in fact paths (pods.3.name) are
+// folded to "*" so the same fact on different hosts counts together.
 func (g *ruleGroup) factValues() []factValues {
 	out := make([]factValues, 0, len(g.facts))
 	for _, fact := range g.facts {
 		fv := factValues{Fact: fact}
 		for _, v := range slices.Sorted(maps.Keys(g.values[fact])) {
-			fv.Values = append(fv.Values, valueCount{v, g.values[fact][v]})
+			fv.Values = append(fv.Values, valueCount{v, *g.values[fact][v]})
 		}
 		slices.SortStableFunc(fv.Values, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
 		out = append(out, fv)
@@ -105,12 +127,12 @@ func (g *ruleGroup) factValues() []factValues {
 	return out
 }
 
-// sourceCounts counts where the group's values were set (see
-// groupSources).
+// sourceCounts counts where the group's values were set, the provenance of
+// each finding, most common first.
 func (g *ruleGroup) sourceCounts() []valueCount {
 	var out []valueCount
 	for _, s := range slices.Sorted(maps.Keys(g.sources)) {
-		out = append(out, valueCount{s, g.sources[s]})
+		out = append(out, valueCount{s, *g.sources[s]})
 	}
 	slices.SortStableFunc(out, func(a, b valueCount) int { return -cmp.Compare(a.Count, b.Count) })
 	return out
@@ -122,7 +144,7 @@ type ruleGroups struct {
 	order []*ruleGroup
 }
 
-func (rg *ruleGroups) add(f *policies.Finding) {
+func (rg *ruleGroups) add(f, shared *policies.Finding) {
 	g := rg.by[f.Rule]
 	if g == nil {
 		if rg.by == nil {
@@ -132,24 +154,19 @@ func (rg *ruleGroups) add(f *policies.Finding) {
 		rg.by[f.Rule] = g
 		rg.order = append(rg.order, g)
 	}
-	g.add(f)
+	g.add(f, shared)
 }
 
 // sorted returns the groups most severe and widest first.
 func (rg *ruleGroups) sorted() []*ruleGroup {
 	out := slices.Clone(rg.order)
+	hosts := make(map[*ruleGroup]int, len(out))
+	for _, g := range out {
+		hosts[g] = g.Hosts.Len()
+	}
 	slices.SortStableFunc(out, func(a, b *ruleGroup) int {
 		return cmp.Or(-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),
-			-cmp.Compare(len(a.Hosts), len(b.Hosts)), cmp.Compare(a.Rule, b.Rule))
+			-cmp.Compare(hosts[a], hosts[b]), cmp.Compare(a.Rule, b.Rule))
 	})
 	return out
-}
-
-// groupByRule groups findings by rule, most severe and widest first.
-func groupByRule(findings []policies.Finding) []*ruleGroup {
-	var rg ruleGroups
-	for i := range findings {
-		rg.add(&findings[i])
-	}
-	return rg.sorted()
 }
