@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,16 +72,12 @@ var hashers = sync.Pool{New: func() any { return new(valueHasher) }}
 func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projection {
 	p := &projection{doc: s.e.projectSections(doc, d)}
 	delete(p.doc, "host")
-	h := hashers.Get().(*valueHasher)
-	defer hashers.Put(h)
-	h.buf, h.bad = h.buf[:0], false
-	h.value(p.doc)
-	if h.bad {
+	key, ok := s.e.projectionKey(p.doc, d)
+	if !ok {
 		// A value the hasher cannot read (a typed provenance): compared
 		// with nothing, the host is a group of its own.
 		return p
 	}
-	key := sha256.Sum256(h.buf)
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if q, ok := s.projs[key]; ok {
@@ -95,6 +92,48 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projecti
 	}
 	s.projs[key] = p
 	return p
+}
+
+// projectionKey is a digest of a projection made from a digest of each
+// member's part: a shared section's is computed once, so a host costs a
+// hash per member, not a walk of its whole projection. Equal projections
+// have equal keys however they were made; ok is false when a value cannot
+// be hashed.
+func (e *Engine) projectionKey(proj map[string]any, d *docSections) (digest, bool) {
+	h := hashers.Get().(*valueHasher)
+	defer hashers.Put(h)
+	names := h.keys[:0]
+	for name := range proj {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	h.keys = names // the hasher's own key stack goes on after them
+	var key []byte
+	key = binary.AppendUvarint(key, uint64(len(names)))
+	for _, name := range names {
+		var part digest
+		var ok bool
+		if sec := d.of(name); sec != nil && !d.dotted {
+			part, ok = sec.projectionDigest(e)
+		} else {
+			part, ok = partDigest(h, proj[name])
+		}
+		if !ok {
+			h.keys = names[:0]
+			return digest{}, false
+		}
+		key = binary.AppendUvarint(key, uint64(len(name)))
+		key = append(append(key, name...), part[:]...)
+	}
+	h.keys = names[:0]
+	return sha256.Sum256(key), true
+}
+
+// partDigest is a digest of one member's part of a projection.
+func partDigest(h *valueHasher, v any) (digest, bool) {
+	h.buf, h.bad = h.buf[:0], false
+	h.value(v)
+	return sha256.Sum256(h.buf), !h.bad
 }
 
 // fleetGroup is the hosts of one fleet that share a projection.

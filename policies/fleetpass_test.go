@@ -1,10 +1,13 @@
 package policies
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 const groupsRule = `package fleetaudit.fleet_rules.site
@@ -172,4 +175,55 @@ func BenchmarkFleetPass(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "hosts/s")
+}
+
+// A projection's key is the same whether it was made from a file's shared
+// sections or from the whole document, and differs when a fact fleet
+// rules read differs.
+func TestProjectionKeyAcrossSections(t *testing.T) {
+	e := newEngine(t, Options{Fleets: gpuFleets()})
+	s := &runState{e: e, budget: DefaultHostTimeout, sections: newSectionCache()}
+	raw := func(h host) []byte {
+		b, err := json.Marshal(h.snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	key := func(b []byte, split bool) digest {
+		w := new(worker)
+		var doc map[string]any
+		if split {
+			var err error
+			if doc, err = s.decode(b, w); err != nil {
+				t.Fatal(err)
+			}
+			if !w.sections.split {
+				t.Fatal("the file was not read by its members")
+			}
+		} else if err := snapshot.DecodeJSON(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		p := e.projectSections(doc, &w.sections)
+		delete(p, "host")
+		k, ok := e.projectionKey(p, &w.sections)
+		if !ok {
+			t.Fatal("no key")
+		}
+		return k
+	}
+	a, b := benchHost(1), benchHost(1)
+	b.name = "other-name"
+	c := benchHost(1)
+	c.driver = "535.104.05"
+	ka := key(raw(a), true)
+	if kb := key(raw(b), true); kb != ka {
+		t.Error("two hosts that differ only in name have different keys")
+	}
+	if kw := key(raw(a), false); kw != ka {
+		t.Error("the key from sections differs from the key of the whole document")
+	}
+	if kc := key(raw(c), true); kc == ka {
+		t.Error("hosts with different drivers share a key")
+	}
 }

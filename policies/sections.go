@@ -48,6 +48,10 @@ type section struct {
 	projOnce sync.Once
 	proj     any
 	projOK   bool
+	// projDigest is proj's digest (projectionKey), made once.
+	projDigestOnce sync.Once
+	projDigest     digest
+	projDigestOK   bool
 	// projTerm is proj as Rego, converted once (projectionItems).
 	projTermOnce sync.Once
 	projTerm     *ast.Term
@@ -317,6 +321,17 @@ func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest
 func (sec *section) projection(e *Engine) (any, bool) {
 	sec.projOnce.Do(func() { sec.proj, sec.projOK = e.projectMember(sec.name, sec.Value) })
 	return sec.proj, sec.projOK
+}
+
+// projectionDigest is the digest of the section's projection part.
+func (sec *section) projectionDigest(e *Engine) (digest, bool) {
+	sec.projDigestOnce.Do(func() {
+		p, _ := sec.projection(e)
+		h := hashers.Get().(*valueHasher)
+		defer hashers.Put(h)
+		sec.projDigest, sec.projDigestOK = partDigest(h, p)
+	})
+	return sec.projDigest, sec.projDigestOK
 }
 
 // projectMember is member name's part of Project's result for a document
