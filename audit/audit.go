@@ -68,9 +68,10 @@ type Options struct {
 	Now func() time.Time
 	// Stream leaves Result.Findings nil: the findings are read, in order,
 	// through Result.All, and a large fleet's are never all in memory
-	// (reports that stream: json, table). Waivers then mark them as they
-	// are read (Result.ApplyWaivers); the history store records every
-	// finding, so a caller recording the run must not stream.
+	// (reports that stream: json, table, markdown). Waivers then mark them as they
+	// are read (Result.ApplyWaivers); All may be read more than once (the
+	// history store records them, then a report renders them), each read
+	// marking them alike.
 	Stream bool
 	Log    *slog.Logger
 }

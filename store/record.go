@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"sync"
 
@@ -17,7 +18,9 @@ import (
 // Recorder records one audit run while it runs: Loaded (the audit's
 // Options.Loaded hook) stores each host's snapshot as the engine reads it,
 // so snapshots are never held for the whole fleet, and Finish writes the
-// rest when the audit is done.
+// rest when the audit is done, reading the findings as the audit yields
+// them. What it keeps per host is the least Finish needs: the snapshot's
+// hash and collected_at, and pod names for the hosts that have pods.
 type Recorder struct {
 	s   Store
 	id  RunID
@@ -25,20 +28,30 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	hosts map[hostKey]hostSnap
+	// pods name the pods of the hosts that have any (policies.PodIDs),
+	// for finding keys.
+	pods map[hostKey]map[string]string
 	// added and reused count snapshot blobs written and found already
 	// stored.
 	added, reused int
 	err           error
 }
 
-// hostKey is how a snapshot is found again: its input's origin and host
-// (policies.HostRun.File and Host).
-type hostKey struct{ origin, host string }
+// hostKey is how a snapshot is found again: a digest of its input's
+// origin and host (policies.HostRun.File and Host), a fixed 16 bytes
+// however long the path.
+type hostKey [16]byte
+
+func keyOf(origin, host string) hostKey {
+	// An origin (a path or an address) holds no NUL: the pair is unambiguous.
+	sum := sha256.Sum256([]byte(origin + "\x00" + host))
+	return hostKey(sum[:16])
+}
 
 type hostSnap struct {
-	hash, collectedAt string
-	// pods name the host's pods for finding keys (policies.PodIDs).
-	pods map[string]string
+	// hash is the snapshot blob's address (contentHash), as bytes.
+	hash        [sha256.Size]byte
+	collectedAt string
 }
 
 // Begin records a new run as Incomplete. ctx bounds the snapshot writes
@@ -48,7 +61,7 @@ func Begin(ctx context.Context, s Store, meta RunMeta) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{s: s, id: id, ctx: ctx, hosts: map[hostKey]hostSnap{}}, nil
+	return &Recorder{s: s, id: id, ctx: ctx, hosts: map[hostKey]hostSnap{}, pods: map[hostKey]map[string]string{}}, nil
 }
 
 // ID is the run's id.
@@ -65,6 +78,10 @@ func (r *Recorder) Loaded(in policies.HostInput, doc map[string]any) {
 	if err == nil {
 		hash, added, err = r.s.PutBlob(r.ctx, KindSnapshot, body)
 	}
+	var sum [sha256.Size]byte
+	if err == nil {
+		_, err = hex.Decode(sum[:], []byte(hash))
+	}
 	pods := policies.PodIDs(doc)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,7 +94,13 @@ func (r *Recorder) Loaded(in policies.HostInput, doc map[string]any) {
 	} else {
 		r.reused++
 	}
-	r.hosts[hostKey{in.Origin, host}] = hostSnap{hash: hash, collectedAt: collectedAt, pods: pods}
+	k := keyOf(in.Origin, host)
+	r.hosts[k] = hostSnap{hash: sum, collectedAt: collectedAt}
+	if len(pods) > 0 {
+		r.pods[k] = pods
+	} else {
+		delete(r.pods, k)
+	}
 }
 
 // SnapshotBlob is what a snapshot document is stored as: its JSON with
@@ -104,7 +127,10 @@ func (r *Recorder) Stored() (added, reused int) {
 
 // Finish records the audit's hosts, findings and trend and marks the run
 // Complete. The catalog (the rules and each fleet's) is stored
-// content-addressed from res.Rules and res.FleetRules.
+// content-addressed from res.Rules and res.FleetRules. The findings are
+// read through res.All as the store writes them, one at a time: a
+// streamed result (audit.Options.Stream) is recorded without ever being
+// held whole, and may be read again afterwards (by a report).
 func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []TrendPoint) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -122,22 +148,59 @@ func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []TrendP
 		return err
 	}
 	rec := &Record{Result: res, Catalog: catHash}
-	pods := map[string]map[string]string{}
-	for h := range res.HostRuns() {
-		snap := r.hosts[hostKey{h.File, h.Host}]
-		rec.Hosts = append(rec.Hosts, Host{HostRun: h, Snapshot: snap.hash, CollectedAt: snap.collectedAt})
-		if _, ok := pods[h.Host]; !ok {
-			pods[h.Host] = snap.pods
+	rec.Hosts = func(yield func(*Host) bool) {
+		hosts := res.HostRuns()
+		if hosts == nil {
+			return
+		}
+		for h := range hosts {
+			host := Host{HostRun: h}
+			if snap, ok := r.hosts[keyOf(h.File, h.Host)]; ok {
+				host.Snapshot, host.CollectedAt = hex.EncodeToString(snap.hash[:]), snap.collectedAt
+			}
+			if !yield(&host) {
+				return
+			}
 		}
 	}
-	for _, f := range res.Findings {
-		rec.Findings = append(rec.Findings, Finding{Finding: f, Key: MatchKey(f, pods[f.Host])})
+	pods := r.podsByHost(res.HostRuns())
+	rec.Findings = func(yield func(*Finding) bool) {
+		for f := range res.All() {
+			rf := Finding{Finding: *f, Key: MatchKey(*f, pods[f.Host])}
+			if !yield(&rf) {
+				return
+			}
+		}
 	}
 	for _, p := range trend {
 		p.Run = r.id
 		rec.Trend = append(rec.Trend, p)
 	}
 	return r.s.FinishRun(ctx, r.id, rec)
+}
+
+// podsByHost names the pods that finding keys use, by host name: those
+// of the first of hosts with that name (two inputs may name one host).
+// Only names with pods on some input are kept; a finding of any other
+// host has no pod to name.
+func (r *Recorder) podsByHost(hosts iter.Seq[policies.HostRun]) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	if len(r.pods) == 0 || hosts == nil {
+		return out
+	}
+	withPods := map[string]bool{}
+	for h := range hosts {
+		if _, ok := r.pods[keyOf(h.File, h.Host)]; ok {
+			withPods[h.Host] = true
+		}
+	}
+	for h := range hosts {
+		if _, done := out[h.Host]; !done && withPods[h.Host] {
+			// nil when this first input of the name had no pods.
+			out[h.Host] = r.pods[keyOf(h.File, h.Host)]
+		}
+	}
+	return out
 }
 
 // Fail marks the run Failed: the audit could not be made.

@@ -257,6 +257,13 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 			err = fmt.Errorf("store %s: recording run %d: %w", s.path, id, err)
 		}
 	}()
+	hosts, finds := rec.Hosts, rec.Findings
+	if hosts == nil {
+		hosts = func(func(*Host) bool) {}
+	}
+	if finds == nil {
+		finds = func(func(*Finding) bool) {}
+	}
 	res := rec.Result
 	doc := *res
 	doc.Findings, doc.Hosts, doc.Rules, doc.FleetRules = nil, nil, nil, nil
@@ -294,7 +301,8 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		return err
 	}
 	defer hostStmt.Close()
-	for i, h := range rec.Hosts {
+	i := 0
+	for h := range hosts {
 		detail, err := json.Marshal(h.HostRun)
 		if err != nil {
 			return err
@@ -306,7 +314,8 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		if _, err := hostStmt.ExecContext(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
 			return fmt.Errorf("host %s: %w", h.Host, err)
 		}
-		s.row("run_hosts", i+1)
+		i++
+		s.row("run_hosts", i)
 	}
 	// A finding is a blob too: one still open since the last run, word
 	// for word, costs its run a row, not its evidence again.
@@ -321,7 +330,9 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	}
 	defer findStmt.Close()
 	now := formatTime(timeNow())
-	for i, f := range rec.Findings {
+	// Written as they are yielded: findings counts them for the run.
+	findings := 0
+	for f := range finds {
 		body, err := json.Marshal(f.Finding)
 		if err != nil {
 			return err
@@ -335,10 +346,11 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		if f.Waived != nil {
 			waived = 1
 		}
-		if _, err := findStmt.ExecContext(ctx, int64(id), i, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
+		if _, err := findStmt.ExecContext(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
 			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
 		}
-		s.row("findings", i+1)
+		findings++
+		s.row("findings", findings)
 	}
 	for _, p := range rec.Trend {
 		counts, err := json.Marshal(p.Findings)
@@ -361,7 +373,7 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	sum := res.Summary
 	if _, err := tx.ExecContext(ctx,
 		`UPDATE runs SET state = ?, finished_at = ?, hosts = ?, audited = ?, unread = ?, findings = ?, result = ?, catalog = ? WHERE id = ?`,
-		Complete, formatTime(finished), sum.Hosts, sum.Audited, sum.Unread, len(rec.Findings), string(result), catalog, int64(id)); err != nil {
+		Complete, formatTime(finished), sum.Hosts, sum.Audited, sum.Unread, findings, string(result), catalog, int64(id)); err != nil {
 		return err
 	}
 	return tx.Commit()

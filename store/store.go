@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/audit"
@@ -145,16 +146,22 @@ type RunQuery struct {
 	Limit int
 }
 
-// Record is what FinishRun writes.
+// Record is what FinishRun writes. Hosts and Findings are read once each,
+// in that order, inside FinishRun's transaction and row by row, so a
+// large fleet's findings are never all in memory; what they yield is
+// valid during the call only.
 type Record struct {
 	FinishedAt time.Time
-	// Result is the audit's result; its Findings and Hosts are written
-	// as rows, the rest as the run's result document.
+	// Result is the audit's result; its hosts and findings are written
+	// as rows (from Hosts and Findings), the rest as the run's result
+	// document.
 	Result *audit.Result
-	// Hosts are the run's hosts, with their snapshot blobs.
-	Hosts []Host
-	// Findings are Result.Findings with their match keys.
-	Findings []Finding
+	// Hosts yields the run's hosts in audit order, with their snapshot
+	// blobs.
+	Hosts iter.Seq[*Host]
+	// Findings yields the run's findings in report order
+	// (audit.Result.All), with their match keys.
+	Findings iter.Seq[*Finding]
 	// Catalog is the hash of the run's Catalog blob.
 	Catalog string
 	// Trend are the run's trend points, one per fleet.

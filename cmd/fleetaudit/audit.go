@@ -144,7 +144,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		NoExec:     v.GetBool("no-exec"),
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
-		Stream:     auditStreams(format, ws, v.GetBool("record")),
+		Stream:     auditStreams(format, ws),
 		Log:        a.log,
 	}
 	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {

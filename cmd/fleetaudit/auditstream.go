@@ -6,9 +6,10 @@ import (
 )
 
 // auditStreams reports whether the audit may stream its findings to the report
-// (audit.Options.Stream): only when nothing but the renderer reads them.
-// Waivers mark streamed findings as they are read (Result.ApplyWaivers);
-// --record stores every finding, one per host, so it needs them collected.
-func auditStreams(format string, _ *waivers.Set, record bool) bool {
-	return reports.Streams(format) && !record
+// (audit.Options.Stream): when the renderer reads them in order. Waivers mark
+// streamed findings as they are read (Result.ApplyWaivers), and --record
+// writes them as they are read too (store.Recorder.Finish), before the
+// renderer reads them again.
+func auditStreams(format string, _ *waivers.Set) bool {
+	return reports.Streams(format)
 }

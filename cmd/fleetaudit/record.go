@@ -135,9 +135,10 @@ func (r *recording) finish(ctx context.Context, a *app, res *audit.Result, at ti
 	}
 	defer r.s.Close()
 	id := r.rec.ID()
-	cmp := reports.NewCompliance(res, catalogOf(res), reports.RunInfo{ID: strconv.FormatInt(int64(id), 10), At: at}, nil)
+	// The compliance report's trend points, read from the findings as
+	// they stream (NewCompliance would need them collected).
 	var trend []store.TrendPoint
-	for _, p := range cmp.CurrentTrend() {
+	for _, p := range reports.CurrentTrend(res, catalogOf(res), reports.RunInfo{ID: strconv.FormatInt(int64(id), 10), At: at}) {
 		trend = append(trend, store.TrendPoint{At: p.At, Fleet: p.Fleet, Checks: p.Checks, Failing: p.Failing, Findings: p.Findings})
 	}
 	// A signal stops the audit, not the write that records it: the run is
