@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/fleets"
@@ -68,9 +69,31 @@ func TestSharedEvaluationIsPerHostEvaluation(t *testing.T) {
 					t.Fatalf("finding %d:\n got %s\nwant %s", i, got, exp)
 				}
 			}
-			streamed, err := Run(context.Background(), Options{Fleets: set, Snapshots: []string{dir}, Stream: true})
+			// Loaded (the history store's hook) sees each host's own
+			// document, also where the host shared its evaluation.
+			var mu sync.Mutex
+			seen := map[string]map[string]any{}
+			loaded := func(in policies.HostInput, doc map[string]any) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen[in.Origin] = doc
+			}
+			streamed, err := Run(context.Background(), Options{Fleets: set, Snapshots: []string{dir}, Stream: true, Loaded: loaded})
 			if err != nil {
 				t.Fatal(err)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+			if len(seen) != len(files) {
+				t.Errorf("Loaded saw %d hosts of %d", len(seen), len(files))
+			}
+			for _, f := range files {
+				own, err := policies.SnapshotFile(f).Load(context.Background())
+				if err != nil {
+					continue // an unreadable file's document is made up (unreadDoc)
+				}
+				if !equalJSON(seen[f], own) {
+					t.Fatalf("Loaded saw %s as another document than its own", f)
+				}
 			}
 			i := 0
 			for f := range streamed.All() {

@@ -45,7 +45,10 @@ type class struct {
 	split int
 	key   uint64
 	// match is what FleetOf reads of the document (RunOptions.FleetSections).
-	match   map[string]any
+	match map[string]any
+	// doc is the first file's document, kept for RunOptions.Loaded only:
+	// the other hosts' are it with their own names.
+	doc     map[string]any
 	mu      sync.Mutex
 	byFleet map[string]*template
 }
@@ -269,7 +272,7 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 // already, else by decoding it.
 func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, *template, error) {
 	w.sections.reset()
-	if in.Read == nil || s.loaded != nil {
+	if in.Read == nil {
 		doc, err := in.Load(ctx)
 		run, t, _, err := s.evalDoc(ctx, in, doc, err, w)
 		return run, t, err
@@ -303,6 +306,11 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 		if !c.failed {
 			fleet := s.fleetOf(host, c.match)
 			if t := c.get(fleet); t != nil {
+				if s.loaded != nil {
+					doc := maps.Clone(c.doc)
+					doc["host"] = host
+					s.loaded(in, doc)
+				}
 				return HostRun{File: in.Origin, Host: host, Fleet: fleet, Unread: t.unread, Skipped: t.skipped}, t, nil
 			}
 		}
@@ -319,6 +327,9 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 			c.failed = true
 		default:
 			c.match = s.matchOf(doc)
+			if s.loaded != nil {
+				c.doc = doc
+			}
 		}
 	}
 	run, t, share, err := s.evalDoc(ctx, in, doc, err, w)

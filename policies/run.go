@@ -81,7 +81,10 @@ type RunOptions struct {
 	Progress func(done int)
 	// Loaded, if set, is called from worker goroutines with each host's
 	// document as the rules will see it, before they do (tests compare it
-	// with what was collected). It must not change doc.
+	// with what was collected; the history store keeps it). A host whose
+	// file equals an earlier one's but for its name is not decoded again:
+	// its document is that one's (a shallow copy) with its own name. It
+	// must not change doc.
 	Loaded func(in HostInput, doc map[string]any)
 	// HostTimeout bounds the evaluation of one host's rules, and of one
 	// fleet's fleet-wide rules: a user rule can loop for hours. A rule that
