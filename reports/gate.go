@@ -217,17 +217,8 @@ func (gateMarkdown) RenderGate(w io.Writer, r *configrepo.Result, _ Options) err
 
 func mdFindings(out *bytes.Buffer, findings []policies.Finding) {
 	out.WriteString("| Severity | Rule | Finding | Set at |\n|---|---|---|---|\n")
-	for _, f := range findings {
-		where := provenance(f)
-		if where != "" {
-			where = mdCode(where)
-		}
-		sev, msg := mdCell(f.Severity), mdCell(f.Message)
-		if f.Waived != nil {
-			sev += " (waived)"
-			msg += "<br>_" + mdCell(waivedLine(f.Waived)) + "_"
-		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", sev, mdCode(f.Rule), msg, where)
+	for i := range findings {
+		mdFindingRow(out, &findings[i], false)
 	}
 }
 

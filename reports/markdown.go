@@ -106,8 +106,7 @@ func fleetLabel(name string) string {
 
 // mdSection is one fleet's findings as its section needs them.
 type mdSection struct {
-	n, waived int
-	unwaived  map[string]int
+	findingCounts
 	// The view's content: the rows written (GroupNone), the rule groups
 	// (GroupRule) or the findings (GroupHost).
 	rows     bytes.Buffer
@@ -118,15 +117,7 @@ type mdSection struct {
 // add takes one finding, valid during the call only, and what
 // audit.Result.All yields with it.
 func (s *mdSection) add(f, shared *policies.Finding, mode string) {
-	s.n++
-	if f.Waived != nil {
-		s.waived++
-	} else {
-		if s.unwaived == nil {
-			s.unwaived = map[string]int{}
-		}
-		s.unwaived[f.Severity]++
-	}
+	s.count(f)
 	switch mode {
 	case GroupRule:
 		s.groups.add(f, shared)

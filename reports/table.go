@@ -103,23 +103,13 @@ type tableSection struct {
 	// findings (one row each), or in the grouped view the rule groups.
 	findings []policies.Finding
 	groups   ruleGroups
-	n        int
-	waived   int
-	unwaived map[string]int
+	findingCounts
 }
 
 // add takes one finding, valid during the call only, and what
 // audit.Result.All yields with it.
 func (s *tableSection) add(f, shared *policies.Finding, mode string) {
-	s.n++
-	if f.Waived != nil {
-		s.waived++
-	} else {
-		if s.unwaived == nil {
-			s.unwaived = map[string]int{}
-		}
-		s.unwaived[f.Severity]++
-	}
+	s.count(f)
 	if mode == GroupRule {
 		s.groups.add(f, shared)
 		return

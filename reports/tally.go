@@ -170,3 +170,23 @@ func (rg *ruleGroups) sorted() []*ruleGroup {
 	})
 	return out
 }
+
+// findingCounts counts a section's findings as they stream: all, waived,
+// and the others by severity.
+type findingCounts struct {
+	n        int
+	waived   int
+	unwaived map[string]int
+}
+
+func (c *findingCounts) count(f *policies.Finding) {
+	c.n++
+	if f.Waived != nil {
+		c.waived++
+		return
+	}
+	if c.unwaived == nil {
+		c.unwaived = map[string]int{}
+	}
+	c.unwaived[f.Severity]++
+}
