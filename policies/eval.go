@@ -395,27 +395,7 @@ const maxSourcesBelow = 3
 // conversion of a GPU node's snapshot. Each section is converted straight
 // into the input object, with no copy of the document.
 func (e *Engine) ruleInput(doc map[string]any) (ast.Value, error) {
-	// One allocation for every value term, as InterfaceToValue does; the
-	// section names' terms are made once, in New.
-	values := make([]ast.Term, len(doc))
-	items := make([][2]*ast.Term, 0, len(doc))
-	for k, v := range doc {
-		if k == "sources" {
-			continue
-		}
-		x, err := ast.InterfaceToValue(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
-		}
-		key, ok := e.sectionTerms[k]
-		if !ok {
-			key = ast.InternedTerm(k)
-		}
-		t := &values[len(items)]
-		t.Value = x
-		items = append(items, [2]*ast.Term{key, t})
-	}
-	return ast.NewObject(items...), nil
+	return e.ruleInputSections(doc, nil, nil)
 }
 
 // sectionTermsOf are the terms of a snapshot's top-level member names,

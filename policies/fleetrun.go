@@ -585,15 +585,3 @@ func (ps *preparedScope) bindings(rs rego.ResultSet, vals [][]any) error {
 	}
 	return errors.Join(errs...)
 }
-
-// ruleInputOf is ruleInput with only the given top-level sections: what
-// the rules evaluated on it read.
-func (e *Engine) ruleInputOf(doc map[string]any, sections map[string]bool) (ast.Value, error) {
-	sub := make(map[string]any, len(sections))
-	for k := range sections {
-		if v, ok := doc[k]; ok && k != "sources" {
-			sub[k] = v
-		}
-	}
-	return e.ruleInput(sub)
-}

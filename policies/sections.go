@@ -205,7 +205,7 @@ func (d *docSections) hostAt(start, end int) bool {
 
 // of is the shared section doc[name] is, or nil.
 func (d *docSections) of(name string) *section {
-	if !d.split {
+	if d == nil || !d.split {
 		return nil
 	}
 	return d.by[name]
@@ -399,16 +399,17 @@ func cloneValue(v any) any {
 }
 
 // ruleInputSections is ruleInput of doc (only the members in sections,
-// when not nil) with the shared sections' values converted once.
+// when not nil) with the shared sections' values (d, when split)
+// converted once.
 func (e *Engine) ruleInputSections(doc map[string]any, sections map[string]bool, d *docSections) (ast.Value, error) {
-	if !d.split {
-		if sections == nil {
-			return e.ruleInput(doc)
-		}
-		return e.ruleInputOf(doc, sections)
+	// One allocation for every value term, as InterfaceToValue does; the
+	// section names' terms are made once, in New.
+	n := len(doc)
+	if sections != nil {
+		n = min(n, len(sections))
 	}
-	values := make([]ast.Term, len(doc))
-	items := make([][2]*ast.Term, 0, len(doc))
+	values := make([]ast.Term, n)
+	items := make([][2]*ast.Term, 0, n)
 	for k, v := range doc {
 		if k == "sources" || sections != nil && !sections[k] {
 			continue
