@@ -52,7 +52,7 @@ type Options struct {
 	RuleTimeout time.Duration
 	// Loaded, if set, sees each host's snapshot document as the rules will
 	// (see policies.RunOptions.Loaded).
-	Loaded func(in policies.HostInput, doc map[string]any)
+	Loaded func(in policies.HostInput, doc, like map[string]any)
 	// SSH collects inventory hosts that have an address (see ssh.go); nil
 	// reports them as not collected.
 	SSH *SSHOptions

@@ -73,7 +73,7 @@ func TestSharedEvaluationIsPerHostEvaluation(t *testing.T) {
 			// document, also where the host shared its evaluation.
 			var mu sync.Mutex
 			seen := map[string]map[string]any{}
-			loaded := func(in policies.HostInput, doc map[string]any) {
+			loaded := func(in policies.HostInput, doc, _ map[string]any) {
 				mu.Lock()
 				defer mu.Unlock()
 				seen[in.Origin] = doc

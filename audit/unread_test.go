@@ -133,7 +133,7 @@ func TestCollectedHostsWriteNothing(t *testing.T) {
 		Fleets: loadFleets(t),
 		Roots:  []string{"../testdata/hosts/gpu-node", "../testdata/hosts/web-node"},
 		NoExec: true,
-		Loaded: func(in policies.HostInput, doc map[string]any) {
+		Loaded: func(in policies.HostInput, doc, _ map[string]any) {
 			entries, _ := os.ReadDir(tmp)
 			mu.Lock()
 			defer mu.Unlock()

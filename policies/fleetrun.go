@@ -76,7 +76,7 @@ type runState struct {
 	e       *Engine
 	fleetOf func(string, map[string]any) string
 	budget  time.Duration
-	loaded  func(HostInput, map[string]any)
+	loaded  func(in HostInput, doc, like map[string]any)
 	matchOf func(map[string]any) map[string]any
 
 	classes *classTable
@@ -309,7 +309,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 				if s.loaded != nil {
 					doc := maps.Clone(c.doc)
 					doc["host"] = host
-					s.loaded(in, doc)
+					s.loaded(in, doc, c.doc)
 				}
 				return HostRun{File: in.Origin, Host: host, Fleet: fleet, Unread: t.unread, Skipped: t.skipped}, t, nil
 			}
@@ -371,7 +371,7 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 		run = HostRun{File: in.Origin, Host: host, Fleet: s.fleetOf(host, doc)}
 	}
 	if s.loaded != nil {
-		s.loaded(in, doc)
+		s.loaded(in, doc, nil)
 	}
 	fq, ok := e.fleets[run.Fleet]
 	if !ok {

@@ -83,9 +83,10 @@ type RunOptions struct {
 	// document as the rules will see it, before they do (tests compare it
 	// with what was collected; the history store keeps it). A host whose
 	// file equals an earlier one's but for its name is not decoded again:
-	// its document is that one's (a shallow copy) with its own name. It
-	// must not change doc.
-	Loaded func(in HostInput, doc map[string]any)
+	// doc is then like, that earlier host's document (the same map for
+	// every such host), shallow-copied with the host's own name; like is
+	// nil for a host decoded on its own. It must change neither.
+	Loaded func(in HostInput, doc, like map[string]any)
 	// HostTimeout bounds the evaluation of one host's rules, and of one
 	// fleet's fleet-wide rules: a user rule can loop for hours. A rule that
 	// does not finish within it is a collection-error finding for the host

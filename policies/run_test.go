@@ -182,7 +182,7 @@ func TestRunInputs(t *testing.T) {
 			}
 			return fleetByLabel(host, doc)
 		},
-		Loaded: func(in HostInput, doc map[string]any) {
+		Loaded: func(in HostInput, doc, _ map[string]any) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen[in.Origin] = doc

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +10,9 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
@@ -25,6 +28,11 @@ type Recorder struct {
 	s   Store
 	id  RunID
 	ctx context.Context
+
+	// likes are split blobs of documents other hosts are like, by the
+	// document's address (Loaded's like).
+	likeMu sync.Mutex
+	likes  map[unsafe.Pointer]likeBlob
 
 	mu    sync.Mutex
 	hosts map[hostKey]hostSnap
@@ -61,17 +69,18 @@ func Begin(ctx context.Context, s Store, meta RunMeta) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{s: s, id: id, ctx: ctx, hosts: map[hostKey]hostSnap{}, pods: map[hostKey]map[string]string{}}, nil
+	return &Recorder{s: s, id: id, ctx: ctx, hosts: map[hostKey]hostSnap{}, pods: map[hostKey]map[string]string{},
+		likes: map[unsafe.Pointer]likeBlob{}}, nil
 }
 
 // ID is the run's id.
 func (r *Recorder) ID() RunID { return r.id }
 
 // Loaded stores a host's snapshot document; it has the signature of
-// audit.Options.Loaded and is safe for concurrent use. It does not change
-// doc. A failure is kept for Finish, which then fails the run.
-func (r *Recorder) Loaded(in policies.HostInput, doc map[string]any) {
-	body, collectedAt, err := SnapshotBlob(doc)
+// audit.Options.Loaded and is safe for concurrent use. It changes neither
+// doc nor like. A failure is kept for Finish, which then fails the run.
+func (r *Recorder) Loaded(in policies.HostInput, doc, like map[string]any) {
+	body, collectedAt, err := r.blob(doc, like)
 	host, _ := doc["host"].(string)
 	var hash string
 	var added bool
@@ -115,6 +124,75 @@ func SnapshotBlob(doc map[string]any) (body []byte, collectedAt string, err erro
 	}
 	body, err = json.Marshal(doc)
 	return body, collectedAt, err
+}
+
+// blob is SnapshotBlob(doc). A doc that is like but for its host name
+// (audit.Options.Loaded) is like's blob with the name put in: like is
+// encoded once, not once per host of its configuration.
+func (r *Recorder) blob(doc, like map[string]any) ([]byte, string, error) {
+	host, ok := doc["host"].(string)
+	if like == nil || !ok {
+		return SnapshotBlob(doc)
+	}
+	key := pointerOf(like)
+	r.likeMu.Lock()
+	sp, ok := r.likes[key]
+	r.likeMu.Unlock()
+	if !ok {
+		sp = splitBlob(like)
+		r.likeMu.Lock()
+		if len(r.likes) >= maxLikes {
+			clear(r.likes)
+		}
+		// sp holds like, so its address names no other map while kept.
+		r.likes[key] = sp
+		r.likeMu.Unlock()
+	}
+	if sp.parts[0] == nil {
+		return SnapshotBlob(doc)
+	}
+	name, err := json.Marshal(host)
+	if err != nil {
+		return nil, "", err
+	}
+	body := make([]byte, 0, len(sp.parts[0])+len(name)+len(sp.parts[1]))
+	body = append(append(append(body, sp.parts[0]...), name...), sp.parts[1]...)
+	return body, sp.collectedAt, nil
+}
+
+// pointerOf is a map's address: its identity while it is alive.
+func pointerOf(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+
+// maxLikes bounds the split blobs a recorder keeps: a fleet repeats a few
+// dozen configurations; one of distinct hosts has no like.
+const maxLikes = 256
+
+// likeBlob is SnapshotBlob of a document cut where its host name goes.
+type likeBlob struct {
+	like        map[string]any
+	parts       [2][]byte // nil when the cut is not certain
+	collectedAt string
+}
+
+// hostMark stands for the host name in a split blob.
+const hostMark = "\x00fleetaudit host\x00"
+
+func splitBlob(like map[string]any) likeBlob {
+	sp := likeBlob{like: like}
+	doc := maps.Clone(like)
+	doc["host"] = hostMark
+	body, collectedAt, err := SnapshotBlob(doc)
+	if err != nil {
+		return sp
+	}
+	sp.collectedAt = collectedAt
+	mark, _ := json.Marshal(hostMark)
+	if bytes.Count(body, mark) != 1 {
+		return sp
+	}
+	i := bytes.Index(body, mark)
+	sp.parts = [2][]byte{body[:i:i], body[i+len(mark):]}
+	return sp
 }
 
 // Stored counts the snapshots of the run so far: new blobs written, and

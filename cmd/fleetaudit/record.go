@@ -109,11 +109,11 @@ func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording,
 		return nil, err
 	}
 	prev := opts.Loaded
-	opts.Loaded = func(in policies.HostInput, doc map[string]any) {
+	opts.Loaded = func(in policies.HostInput, doc, like map[string]any) {
 		if prev != nil {
-			prev(in, doc)
+			prev(in, doc, like)
 		}
-		rec.Loaded(in, doc)
+		rec.Loaded(in, doc, like)
 	}
 	return &recording{s: s, rec: rec}, nil
 }

@@ -35,7 +35,7 @@ func TestCollectAndAuditSeeTheSameHost(t *testing.T) {
 	}
 	var docs []map[string]any
 	var mu sync.Mutex
-	loaded := func(_ policies.HostInput, doc map[string]any) {
+	loaded := func(_ policies.HostInput, doc, _ map[string]any) {
 		mu.Lock()
 		defer mu.Unlock()
 		docs = append(docs, doc)
