@@ -95,15 +95,9 @@ func collectFirewalld(c *collection) {
 	c.snap.Firewall.Firewalld = fw
 	fw.Enabled = c.unitEnabled(collector, "firewalld.service", "firewall.firewalld.enabled")
 	c.defaulted("firewall.firewalld.default_zone", "no DefaultZone= in "+firewalldConf+": firewalld's default, public")
-	if data, ok := c.read(collector, firewalldConf); ok {
-		kvs, errs := parseKeyValues(data)
-		for _, err := range errs {
-			c.fail(collector, firewalldConf, err)
-		}
-		if kv, ok := lastValue(kvs, "DefaultZone"); ok && kv.Value != "" {
-			fw.DefaultZone = kv.Value
-			c.from("firewall.firewalld.default_zone", firewalldConf, kv.Line)
-		}
+	if kv, ok := c.keyValue(collector, firewalldConf, "DefaultZone"); ok && kv.Value != "" {
+		fw.DefaultZone = kv.Value
+		c.from("firewall.firewalld.default_zone", firewalldConf, kv.Line)
 	}
 	// /etc replaces /usr/lib zone by zone.
 	files := map[string]string{}
@@ -158,26 +152,14 @@ func collectUFW(c *collection) {
 	c.snap.Firewall.UFW = u
 	u.ServiceEnabled = c.unitEnabled(collector, "ufw.service", "firewall.ufw.service_enabled")
 	c.defaulted("firewall.ufw.enabled", "no ENABLED= in "+ufwConf+": ufw-init does not start")
-	if data, ok := c.read(collector, ufwConf); ok {
-		kvs, errs := parseKeyValues(data)
-		for _, err := range errs {
-			c.fail(collector, ufwConf, err)
-		}
-		if kv, ok := lastValue(kvs, "ENABLED"); ok {
-			// ufw-init: [ "$ENABLED" = "yes" ] || [ "$ENABLED" = "YES" ]
-			u.Enabled = kv.Value == "yes" || kv.Value == "YES"
-			c.from("firewall.ufw.enabled", ufwConf, kv.Line)
-		}
+	if kv, ok := c.keyValue(collector, ufwConf, "ENABLED"); ok {
+		// ufw-init: [ "$ENABLED" = "yes" ] || [ "$ENABLED" = "YES" ]
+		u.Enabled = kv.Value == "yes" || kv.Value == "YES"
+		c.from("firewall.ufw.enabled", ufwConf, kv.Line)
 	}
-	if data, ok := c.read(collector, ufwDefaults); ok {
-		kvs, errs := parseKeyValues(data)
-		for _, err := range errs {
-			c.fail(collector, ufwDefaults, err)
-		}
-		if kv, ok := lastValue(kvs, "DEFAULT_INPUT_POLICY"); ok {
-			u.DefaultInputPolicy = strings.ToLower(kv.Value)
-			c.from("firewall.ufw.default_input_policy", ufwDefaults, kv.Line)
-		}
+	if kv, ok := c.keyValue(collector, ufwDefaults, "DEFAULT_INPUT_POLICY"); ok {
+		u.DefaultInputPolicy = strings.ToLower(kv.Value)
+		c.from("firewall.ufw.default_input_policy", ufwDefaults, kv.Line)
 	}
 	u.BeforeRules = []snapshot.IptablesRule{}
 	for _, b := range []struct{ file, chain string }{{ufwBeforeRules, "ufw-before-input"}, {ufwBeforeRules6, "ufw6-before-input"}} {

@@ -44,6 +44,21 @@ func parseKeyValues(data []byte) ([]keyValue, []error) {
 	return out, errs
 }
 
+// keyValue reads a KEY=value file (parseKeyValues), reports its bad
+// lines, and returns the last assignment of key; false when the file or
+// the key is not there.
+func (c *collection) keyValue(collector, file, key string) (keyValue, bool) {
+	data, ok := c.read(collector, file)
+	if !ok {
+		return keyValue{}, false
+	}
+	kvs, errs := parseKeyValues(data)
+	for _, err := range errs {
+		c.fail(collector, file, err)
+	}
+	return lastValue(kvs, key)
+}
+
 // lastValue is the last assignment of key, as a shell or firewalld sees it.
 func lastValue(kvs []keyValue, key string) (keyValue, bool) {
 	for i := len(kvs) - 1; i >= 0; i-- {
