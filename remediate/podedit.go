@@ -395,13 +395,22 @@ func (e *textEdit) appendItem(seq *yaml.Node, value string) ([]byte, error) {
 	if seq.Style&yaml.FlowStyle != 0 {
 		return e.flowAppend(seq, '[', ']', leaf)
 	}
-	first := seq.Content[0]
-	dash := bytes.LastIndexByte(e.data[e.lineStart(first.Line):e.off(first)], '-')
-	if dash < 0 {
-		return nil, errors.New("a list item fleetaudit cannot find the dash of")
+	dash, end, err := e.itemDash(seq)
+	if err != nil {
+		return nil, err
 	}
-	end := e.blockEnd(seq, dash)
 	return e.insertAfter(end, strings.Repeat(" ", dash)+"- "+leaf+"\n"), nil
+}
+
+// itemDash is the column of the dash of block sequence seq's first item,
+// and the line its block ends on (blockEnd): where a new item goes.
+func (e *textEdit) itemDash(seq *yaml.Node) (dash, end int, err error) {
+	first := seq.Content[0]
+	dash = bytes.LastIndexByte(e.data[e.lineStart(first.Line):e.off(first)], '-')
+	if dash < 0 {
+		return 0, 0, errors.New("a list item fleetaudit cannot find the dash of")
+	}
+	return dash, e.blockEnd(seq, dash), nil
 }
 
 // blockEnd is the last line of block node n that is not blank or a

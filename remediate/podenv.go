@@ -132,11 +132,10 @@ func (e *textEdit) setEnv(ctr, env *yaml.Node, entries []*yaml.Node, op envOp) (
 		return e.flowAppend(env, '[', ']', flowItem)
 	}
 	first := env.Content[0]
-	dash := bytes.LastIndexByte(e.data[e.lineStart(first.Line):e.off(first)], '-')
-	if dash < 0 {
-		return nil, errors.New("an env item fleetaudit cannot find the dash of")
+	dash, end, err := e.itemDash(env)
+	if err != nil {
+		return nil, err
 	}
-	end := e.blockEnd(env, dash)
 	if first.Style&yaml.FlowStyle != 0 {
 		return e.insertAfter(end, strings.Repeat(" ", dash)+"- "+flowItem+"\n"), nil
 	}
