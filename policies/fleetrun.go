@@ -108,7 +108,7 @@ type worker struct {
 }
 
 // Audit is the result of a run, kept compact: one small record per host
-// (read with Hosts, Host and Len), whose findings it shares with every host
+// (read with Hosts and Host), whose findings it shares with every host
 // of the same configuration. Each yields the findings in report order
 // without holding them all.
 type Audit struct {

@@ -212,9 +212,6 @@ func (n *hostNames) tmpl(r *hostRecord) *template {
 	return n.tmpls[r.tmpl-1]
 }
 
-// Len is the number of hosts audited.
-func (a *Audit) Len() int { return len(a.hosts) }
-
 // Host is host i's record, in the order the inputs came.
 func (a *Audit) Host(i int) HostRun {
 	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)

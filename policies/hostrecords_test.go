@@ -50,8 +50,8 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if a.Len() != len(runs) {
-		t.Fatalf("Len %d, want %d", a.Len(), len(runs))
+	if len(a.hosts) != len(runs) {
+		t.Fatalf("%d records, want %d", len(a.hosts), len(runs))
 	}
 	var got []HostRun
 	for h := range a.Hosts() {
