@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 		crashWriter(path)
 		return // not reached: the writer blocks until it is killed
 	}
+	if path := os.Getenv(holdEnv); path != "" {
+		holdingWriter(path)
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -110,15 +111,29 @@ func (d dialect) ddl(stmt string) string {
 // schemaTable records each migration applied, and by which fleetaudit.
 const schemaTable = "fleetaudit_schema"
 
+// errMigrate: a read-only open found a schema older than this fleetaudit's.
+var errMigrate = errors.New("the store's schema needs migrating")
+
 // migrate brings the database to SchemaVersion in one transaction. A
 // database with tables but no schemaTable is not a store; one whose version
-// is newer than this fleetaudit knows is refused, naming who wrote it.
-func migrate(ctx context.Context, db *sql.DB, d dialect, version, where string) error {
+// is newer than this fleetaudit knows is refused, naming who wrote it. The
+// version is read first without the write lock, so that opening a store
+// that is up to date waits for no writer; readOnly returns errMigrate
+// where a migration is due.
+func migrate(ctx context.Context, db *sql.DB, d dialect, version, where string, readOnly bool) error {
+	have, err := schemaVersion(ctx, db, d, version, where)
+	if err != nil || have == len(migrations) {
+		return err
+	}
+	if readOnly {
+		return errMigrate
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	// Again under the write lock: another writer may have migrated since.
 	tables, err := tableNames(ctx, tx, d)
 	if err != nil {
 		return err
@@ -135,18 +150,8 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, version, where string) 
 			return fmt.Errorf("%s: creating the schema table: %w", where, err)
 		}
 	}
-	var have int
-	var by sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT version, fleetaudit FROM `+schemaTable+` ORDER BY version DESC LIMIT 1`).Scan(&have, &by)
-	if err != nil && err != sql.ErrNoRows {
-		return fmt.Errorf("%s: reading the schema version: %w", where, err)
-	}
-	if have > len(migrations) {
-		return fmt.Errorf("%s: %w (schema version %d, by fleetaudit %s); this fleetaudit (%s) knows up to version %d: upgrade fleetaudit to read it",
-			where, ErrNewerSchema, have, by.String, version, len(migrations))
-	}
-	if have == len(migrations) {
-		return nil
+	if have, err = readVersion(ctx, tx, version, where); err != nil || have == len(migrations) {
+		return err
 	}
 	now := formatTime(timeNow())
 	for v := have; v < len(migrations); v++ {
@@ -160,6 +165,45 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, version, where string) 
 		}
 	}
 	return tx.Commit()
+}
+
+// schemaVersion reads the store's schema version in a read transaction
+// (0: an empty database), refusing what is not a store or is newer.
+func schemaVersion(ctx context.Context, db *sql.DB, d dialect, version, where string) (int, error) {
+	// A read-only transaction begins deferred (the DSN's immediate is for
+	// writes): it takes no write lock.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	tables, err := tableNames(ctx, tx, d)
+	if err != nil {
+		return 0, err
+	}
+	if !tables[schemaTable] {
+		if len(tables) > 0 {
+			return 0, fmt.Errorf("%s: %w: it has tables but no %s", where, ErrNotStore, schemaTable)
+		}
+		return 0, nil
+	}
+	return readVersion(ctx, tx, version, where)
+}
+
+// readVersion is the schema table's latest version; newer than this
+// fleetaudit knows is ErrNewerSchema.
+func readVersion(ctx context.Context, tx *sql.Tx, version, where string) (int, error) {
+	var have int
+	var by sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT version, fleetaudit FROM `+schemaTable+` ORDER BY version DESC LIMIT 1`).Scan(&have, &by)
+	if err != nil && err != sql.ErrNoRows {
+		return 0, fmt.Errorf("%s: reading the schema version: %w", where, err)
+	}
+	if have > len(migrations) {
+		return 0, fmt.Errorf("%s: %w (schema version %d, by fleetaudit %s); this fleetaudit (%s) knows up to version %d: upgrade fleetaudit to read it",
+			where, ErrNewerSchema, have, by.String, version, len(migrations))
+	}
+	return have, nil
 }
 
 func tableNames(ctx context.Context, tx *sql.Tx, d dialect) (map[string]bool, error) {

@@ -48,7 +48,7 @@ func (s *SQLite) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 		return res, fmt.Errorf("store %s: pruning: keep %d: want 0 or more", s.path, opts.Keep)
 	}
 	fail := func(what string, err error) (PruneResult, error) {
-		return PruneResult{}, fmt.Errorf("store %s: pruning: %s: %w", s.path, what, err)
+		return PruneResult{}, fmt.Errorf("store %s: pruning: %s: %w", s.path, what, s.lockErr(err))
 	}
 	// Immediate (the DSN's _txlock): a writer that begins a run now waits
 	// for this transaction, so every live writer is visible to it.

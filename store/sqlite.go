@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,9 +31,20 @@ type Options struct {
 	// exist; without it a missing file is ErrNoStore. Readers leave it
 	// false so a typo in --store is an error, not an empty history.
 	Create bool
+	// ReadOnly opens a connection that never writes (SQLite's mode=ro):
+	// in WAL mode it reads the last committed state while a writer holds
+	// its transaction, never waiting for it. A store whose schema is older
+	// is first migrated by a writing connection, once.
+	ReadOnly bool
 	// Version is this fleetaudit's version, recorded with migrations.
 	Version string
+	// Wait is how long a write waits for another process's write lock
+	// before failing with ErrLocked (0: DefaultWait).
+	Wait time.Duration
 }
+
+// DefaultWait is how long a write waits for another writer by default.
+const DefaultWait = time.Minute
 
 // SQLite is the embedded store: one SQLite file (with its -wal and -shm
 // companions while open) in WAL mode. Every transaction is atomic, so a
@@ -45,6 +57,8 @@ type SQLite struct {
 	db   *sql.DB
 	path string
 	d    dialect
+	// wait is the busy timeout, for ErrLocked's message.
+	wait time.Duration
 	// afterRow, in tests, is called inside FinishRun's transaction after
 	// each row it writes: a test's writer process blocks there to be
 	// killed mid-write.
@@ -91,10 +105,48 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		// SQLite would block on a FIFO, or write through a device.
 		return nil, fmt.Errorf("store %s: %w: not a regular file", path, ErrNotStore)
 	}
-	// WAL: readers do not block the writer; NORMAL: see SQLite;
-	// immediate: a writing transaction takes the write lock when it
-	// begins, so two writers queue (busy_timeout) instead of deadlocking.
-	dsn := abs + "?_pragma=busy_timeout(60000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	if opts.Create && opts.ReadOnly {
+		return nil, fmt.Errorf("store %s: a read-only open cannot create the store", path)
+	}
+	wait := opts.Wait
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	if opts.ReadOnly {
+		s, err := open(ctx, abs, path, wait, true, opts.Version)
+		if !errors.Is(err, errMigrate) {
+			return s, err
+		}
+		// An older schema: migrated once by a writer, then read as usual.
+		w, err := open(ctx, abs, path, wait, false, opts.Version)
+		if err != nil {
+			return nil, err
+		}
+		w.Close()
+		return open(ctx, abs, path, wait, true, opts.Version)
+	}
+	return open(ctx, abs, path, wait, false, opts.Version)
+}
+
+// open connects to the store file abs (named path in errors) and checks or
+// migrates its schema; a read-only store whose schema needs migrating
+// returns errMigrate.
+func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bool, version string) (*SQLite, error) {
+	var dsn string
+	if readOnly {
+		// A file: URI, so that SQLite itself sees mode=ro: the connection
+		// takes no write lock, and a missing file is not created. The
+		// store was put in WAL mode when it was created (WAL persists), so
+		// it reads beside a writer.
+		u := url.URL{Scheme: "file", Path: abs, RawQuery: fmt.Sprintf("mode=ro&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", wait.Milliseconds())}
+		dsn = u.String()
+	} else {
+		// WAL: readers do not block the writer, nor the writer them;
+		// NORMAL: see SQLite; immediate: a writing transaction takes the
+		// write lock when it begins, so two writers queue (busy_timeout)
+		// instead of deadlocking.
+		dsn = abs + fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate", wait.Milliseconds())
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -102,13 +154,16 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	// One connection: the workers that store snapshots during a run queue
 	// here rather than contend for SQLite's write lock.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, d: sqliteDialect}
+	s := &SQLite{db: db, path: path, d: sqliteDialect, wait: wait}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, s.openErr(err)
 	}
-	if err := migrate(ctx, db, s.d, opts.Version, "store "+path); err != nil {
+	if err := migrate(ctx, db, s.d, version, "store "+path, readOnly); err != nil {
 		db.Close()
+		if errors.Is(err, errMigrate) {
+			return nil, err
+		}
 		return nil, s.openErr(err)
 	}
 	return s, nil
@@ -120,10 +175,22 @@ func (s *SQLite) openErr(err error) error {
 	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_NOTADB || se.Code()&0xff == sqlite3.SQLITE_CORRUPT) {
 		return fmt.Errorf("store %s: %w: %v", s.path, ErrNotStore, err)
 	}
+	err = s.lockErr(err)
 	if strings.HasPrefix(err.Error(), "store ") {
 		return err
 	}
 	return fmt.Errorf("store %s: %w", s.path, err)
+}
+
+// lockErr is ErrLocked, with how long it waited, when err is SQLite's busy:
+// another process held the write lock past the busy timeout. SQLite's
+// own "database is locked" names neither.
+func (s *SQLite) lockErr(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+		return fmt.Errorf("%w; gave up after waiting %s", ErrLocked, s.wait)
+	}
+	return err
 }
 
 // Path is the store's file as given to Open.
@@ -152,7 +219,7 @@ func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 		`INSERT INTO runs (started_at, state, fleetaudit, writer, command) VALUES (?, ?, ?, ?, ?) RETURNING id`,
 		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command).Scan(&id)
 	if err != nil {
-		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, err)
+		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
 	}
 	return RunID(id), nil
 }
@@ -177,7 +244,7 @@ func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string,
 		`INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`,
 		hash, kind, enc, stored, formatTime(timeNow()))
 	if err != nil {
-		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, err)
+		return "", false, fmt.Errorf("store %s: storing a %s: %w", s.path, kind, s.lockErr(err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
@@ -254,7 +321,7 @@ func decodeBlob(enc string, stored []byte) ([]byte, error) {
 func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("store %s: recording run %d: %w", s.path, id, err)
+			err = fmt.Errorf("store %s: recording run %d: %w", s.path, id, s.lockErr(err))
 		}
 	}()
 	hosts, finds := rec.Hosts, rec.Findings
@@ -390,7 +457,7 @@ func (s *SQLite) FailRun(ctx context.Context, id RunID, reason string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
 		Failed, reason, formatTime(timeNow()), int64(id), Incomplete)
 	if err != nil {
-		return fmt.Errorf("store %s: marking run %d failed: %w", s.path, id, err)
+		return fmt.Errorf("store %s: marking run %d failed: %w", s.path, id, s.lockErr(err))
 	}
 	return nil
 }

@@ -99,6 +99,9 @@ var (
 	ErrNotComplete = errors.New("the run is not complete")
 	// ErrNoBlob: no blob has that hash.
 	ErrNoBlob = errors.New("no such blob")
+	// ErrLocked: another process held the store's write lock for longer
+	// than a write waits.
+	ErrLocked = errors.New("another process is writing to the store and holds its write lock")
 )
 
 // RunMeta is what a run records when it begins.
