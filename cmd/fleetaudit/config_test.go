@@ -57,7 +57,7 @@ func TestConfigFileKeys(t *testing.T) {
 		{"unknown top-level key", "log-level: info\nhostnme: x\n", "",
 			[]string{`CONFIG:2: unknown key "hostnme" in the top level (did you mean "hostname" under collect:?); known: audit, collect, drift, gate, history, log-level, policies, remediate, report`}},
 		{"unknown key in a section", "audit:\n  fail-on: high\n  fail_on: high\n", "",
-			[]string{`CONFIG:3: unknown key "fail_on" in the audit section (did you mean "fail-on"?); known: accept-new-host-keys, connect-timeout, context, fail-on, fleet, fleets, format, group-by, host-timeout, identity, inventory, jump, known-hosts, kube, kube-host-label, kube-node-selector, kubeconfig, manifests, no-exec, output, parallel, policies, record, retries, root, rule-timeout, shard, snapshots, ssh-config, ssh-user, store, waivers`}},
+			[]string{`CONFIG:3: unknown key "fail_on" in the audit section (did you mean "fail-on"?); known: accept-new-host-keys, connect-timeout, context, fail-on, fleet, fleets, format, group-by, host-timeout, identity, inventory, jump, known-hosts, kube, kube-host-label, kube-node-selector, kubeconfig, manifests, no-exec, output, parallel, policies, record, retries, root, rule-timeout, shard, snapshots, ssh-config, ssh-user, store, store-wait, waivers`}},
 		{"a key of another command in a section", "collect:\n  fail-on: high\n", "",
 			[]string{`CONFIG:2: unknown key "fail-on" in the collect section (it belongs under audit: or gate:); known: accept-new-host-keys, connect-timeout, every, host-timeout, hostname, identity, inventory, jump, known-hosts, limits-domain, no-exec, out, output, parallel, pods, retries, root, shard, ssh-config, ssh-user, sysctl`}},
 		{"a global key in a section", "audit:\n  log-level: debug\n", "",

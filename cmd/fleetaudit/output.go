@@ -268,7 +268,9 @@ type input struct {
 
 // checkOutput fails, before anything runs, when -o names one of the
 // command's inputs or something a report cannot be written to (a directory,
-// a socket, a dangling symlink).
+// a socket, a dangling symlink). An input the command creates (the store)
+// may not exist yet: then it is the same file when both names resolve to
+// one path.
 func checkOutput(output string, inputs []input) error {
 	if output == "-" || output == "" {
 		return nil
@@ -277,17 +279,23 @@ func checkOutput(output string, inputs []input) error {
 		return usageError{err}
 	}
 	out, err := os.Stat(output)
-	if err != nil || out.IsDir() {
-		return nil // nothing there yet, or refused by the writer
+	if err == nil && out.IsDir() {
+		return nil // refused by the writer
 	}
-	resolved, err := filepath.EvalSymlinks(output)
+	resolved, err := resolvePath(output)
 	if err != nil {
 		return nil
 	}
 	for _, in := range inputs {
 		info, err := os.Stat(in.path)
 		if err != nil {
+			if r, err := resolvePath(in.path); err == nil && r == resolved {
+				return usageError{fmt.Errorf("-o %s is the %s input %s: refusing to overwrite an input", output, in.flag, in.path)}
+			}
 			continue // the command reports a missing input itself
+		}
+		if out == nil {
+			continue // a new file is no file of an input
 		}
 		if !info.IsDir() {
 			if os.SameFile(info, out) {
@@ -308,6 +316,36 @@ func checkOutput(output string, inputs []input) error {
 		}
 	}
 	return nil
+}
+
+// resolvePath is p absolute, with the symlinks of the part of it that
+// exists resolved: two names of one file that does not exist yet (a
+// relative one, one through a linked directory) resolve alike.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for dir, links := abs, 0; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if dest, err := os.Readlink(dir); err == nil && links < 40 {
+			// A dangling link: a file created through it lands there.
+			if !filepath.IsAbs(dest) {
+				dest = filepath.Join(filepath.Dir(dir), dest)
+			}
+			dir, links = dest, links+1
+			continue
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+		dir = parent
+	}
 }
 
 // inputsOf lists the paths of flags as inputs, read to depth when directories.

@@ -66,14 +66,14 @@ func (a *app) runPrune(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--writer-timeout %s: want 0 or more", live)}
 	}
 	out := a.v.GetString("output")
-	s, err := a.openStoreToRead(cmd.Context(), out)
+	s, err := a.openStore(cmd.Context(), out, store.Options{})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	res, err := s.Prune(cmd.Context(), store.PruneOptions{Before: before, Keep: keep, LiveFor: live, DryRun: a.v.GetBool("dry-run")})
 	if err != nil {
-		return err
+		return storeErr(err)
 	}
 	a.log.Info("pruned", "store", s.Path(), "runs", len(res.Runs), "blobs", res.Blobs, "dry_run", res.DryRun)
 	return writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,10 +25,11 @@ func addRecordFlags(f *pflag.FlagSet) {
 	addStoreFlag(f)
 }
 
-// addStoreFlag adds --store, meaning the same in audit, history, drift and
-// report.
+// addStoreFlag adds --store and --store-wait, meaning the same in audit,
+// history, drift, report and prune.
 func addStoreFlag(f *pflag.FlagSet) {
 	f.String("store", "", "history store file (default $XDG_DATA_HOME/fleetaudit/store.db, else ~/.local/share/fleetaudit/store.db)")
+	f.Duration("store-wait", store.DefaultWait, "how long a write to the store waits while another process writes to it (readers never wait)")
 }
 
 // storePath is --store, else the default under $XDG_DATA_HOME.
@@ -47,27 +49,44 @@ func (a *app) storePath() (string, error) {
 	return filepath.Join(dir, "fleetaudit", "store.db"), nil
 }
 
-// openStoreToRead opens an existing store for a command whose report goes
-// to out, refusing an out that names the store itself.
+// openStoreToRead opens an existing store read-only, for a command whose
+// report goes to out: it reads while another process writes, and never
+// creates a store.
 func (a *app) openStoreToRead(ctx context.Context, out string) (*store.SQLite, error) {
-	path, err := a.storePath()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkOutput(out, []input{{flag: "--store", path: path}}); err != nil {
-		return nil, err
-	}
-	return a.openStore(ctx, false)
+	return a.openStore(ctx, out, store.Options{ReadOnly: true})
 }
 
-// openStore opens the store for a command; readers (create false) never
-// make one.
-func (a *app) openStore(ctx context.Context, create bool) (*store.SQLite, error) {
+// openStore opens the store for a command whose report goes to out,
+// refusing an out that names the store (or its -wal and -shm files), even
+// one that does not exist yet.
+func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*store.SQLite, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(ctx, path, store.Options{Create: create, Version: version})
+	if err := checkOutput(out, storeInputs(path)); err != nil {
+		return nil, err
+	}
+	wait := a.v.GetDuration("store-wait")
+	if wait <= 0 {
+		return nil, usageError{fmt.Errorf("--store-wait %s: want a positive duration", wait)}
+	}
+	opts.Version, opts.Wait = version, wait
+	s, err := store.Open(ctx, path, opts)
+	return s, storeErr(err)
+}
+
+// storeInputs are the store's file and SQLite's files beside it.
+func storeInputs(path string) []input {
+	return inputsOf("--store", []string{path, path + "-wal", path + "-shm", path + "-journal"}, 0)
+}
+
+// storeErr says how to wait longer for a store another process writes to.
+func storeErr(err error) error {
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("%w (--store-wait sets how long to wait)", err)
+	}
+	return err
 }
 
 // recording is audit --record: the run is begun before the audit (so a
@@ -84,14 +103,7 @@ func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording,
 	if !a.v.GetBool("record") {
 		return nil, nil
 	}
-	path, err := a.storePath()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkOutput(a.v.GetString("output"), []input{{flag: "--store", path: path}}); err != nil {
-		return nil, err
-	}
-	s, err := a.openStore(ctx, true)
+	s, err := a.openStore(ctx, a.v.GetString("output"), store.Options{Create: true})
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +118,7 @@ func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording,
 	})
 	if err != nil {
 		s.Close()
-		return nil, err
+		return nil, storeErr(err)
 	}
 	prev := opts.Loaded
 	opts.Loaded = func(in policies.HostInput, doc, like map[string]any) {
@@ -144,7 +156,7 @@ func (r *recording) finish(ctx context.Context, a *app, res *audit.Result, at ti
 	// A signal stops the audit, not the write that records it: the run is
 	// one transaction either way, and an interrupted one stays incomplete.
 	if err := r.rec.Finish(context.WithoutCancel(ctx), res, trend); err != nil {
-		return err
+		return storeErr(err)
 	}
 	added, reused := r.rec.Stored()
 	a.log.Info("recorded", "run", id, "store", r.s.Path(), "snapshots_new", added, "snapshots_unchanged", reused)
