@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // SARIF 2.1.0 (OASIS errata 01). Only the objects fleetaudit fills are
@@ -238,22 +240,37 @@ func (b *sarifBuilder) result(f policies.Finding, repo bool) sarifResult {
 		res.Properties["severity_override"] = f.SeverityOverride
 	}
 	logical := []sarifLogical{{Name: cmp.Or(f.Host, f.Fleet), FullyQualifiedName: f.Fleet + "/" + f.Host, Kind: "resource"}}
-	if loc, ok := sarifFileLocation(provenance(f), f.Host, repo); ok {
-		loc.LogicalLocations = logical
-		res.Locations = []sarifLocation{loc}
-	} else {
-		res.Locations = []sarifLocation{{LogicalLocations: logical}}
-	}
-	seen := map[string]bool{provenance(f): true}
-	for _, e := range f.Evidence {
-		if seen[e.Source] {
-			continue
+	// The provenance's first file is the result's location; every other
+	// file cited (a source may name several) is a related location, once,
+	// naming the facts read from it.
+	key := func(loc sarifLocation) string {
+		a := loc.PhysicalLocation.ArtifactLocation
+		k := a.URIBaseID + " " + a.URI
+		if r := loc.PhysicalLocation.Region; r != nil {
+			k += " " + strconv.Itoa(r.StartLine)
 		}
-		seen[e.Source] = true
-		if loc, ok := sarifFileLocation(e.Source, f.Host, repo); ok {
-			loc.ID = len(res.RelatedLocations) + 1
-			loc.Message = &sarifText{Text: e.Fact}
-			res.RelatedLocations = append(res.RelatedLocations, loc)
+		return k
+	}
+	related := map[string]int{} // key: index in RelatedLocations, -1 the location
+	res.Locations = []sarifLocation{{LogicalLocations: logical}}
+	if locs := sarifFileLocations(provenance(f), f.Host, repo); len(locs) > 0 {
+		related[key(locs[0])] = -1
+		locs[0].LogicalLocations = logical
+		res.Locations = []sarifLocation{locs[0]}
+	}
+	for _, e := range f.Evidence {
+		for _, loc := range sarifFileLocations(e.Source, f.Host, repo) {
+			k := key(loc)
+			i, ok := related[k]
+			switch {
+			case !ok:
+				related[k] = len(res.RelatedLocations)
+				loc.ID = len(res.RelatedLocations) + 1
+				loc.Message = &sarifText{Text: e.Fact}
+				res.RelatedLocations = append(res.RelatedLocations, loc)
+			case i >= 0 && !slices.Contains(strings.Split(res.RelatedLocations[i].Message.Text, ", "), e.Fact):
+				res.RelatedLocations[i].Message.Text += ", " + e.Fact
+			}
 		}
 	}
 	res.PartialFingerprints = map[string]string{"fleetauditFinding/v1": findingFingerprint(f, repo)}
@@ -285,43 +302,76 @@ func sarifMessage(f policies.Finding) string {
 	return msg
 }
 
-// sarifFileLocation turns a provenance "file:line" into a location: a
-// repo-relative path under %SRCROOT% for the gate, file://HOST/PATH for a
-// host's own file. /proc, /sys and defaults have no file to point at.
-func sarifFileLocation(src, host string, repo bool) (sarifLocation, bool) {
-	if src == "" || strings.HasPrefix(src, "default:") {
-		return sarifLocation{}, false
+// sarifFileLocations turns a provenance ("file:line", several joined by
+// ", ") into a location per file: a repo-relative path under %SRCROOT% for
+// the gate, file://HOST/PATH for a host's own file. /proc, /sys, defaults
+// and commands have no file to point at, nor has a host whose name cannot
+// be a URI's host.
+func sarifFileLocations(src, host string, repo bool) []sarifLocation {
+	if src == "" {
+		return nil
 	}
-	if repo {
+	p := snapshot.ParseProvenance(src)
+	places := append([]snapshot.Provenance{p}, p.More...)
+	if repo && p.Baseline != "" {
 		// A fact a config repo cannot hold came from the fleet's baseline
 		// snapshot: "/proc/cmdline (baseline baselines/gpu.json)".
-		if _, rest, ok := strings.Cut(src, " (baseline "); ok && strings.HasSuffix(rest, ")") {
-			src = strings.TrimSuffix(rest, ")")
+		places = []snapshot.Provenance{snapshot.FileAt(p.Baseline, 0)}
+	}
+	var out []sarifLocation
+	for _, pl := range places {
+		if pl.Default != "" || pl.Command != "" || pl.Path() == "" {
+			continue
+		}
+		file := pl.Path()
+		var phys sarifPhysical
+		switch {
+		case repo && !path.IsAbs(file):
+			// String, not EscapedPath: a first segment holding ':' gets
+			// "./", or it would read as a scheme.
+			phys.ArtifactLocation = sarifArtLoc{URI: (&url.URL{Path: path.Clean(file)}).String(), URIBaseID: srcRoot}
+		case !repo && path.IsAbs(file):
+			if strings.HasPrefix(file, "/proc/") || strings.HasPrefix(file, "/sys/") {
+				continue
+			}
+			h, ok := uriHost(host)
+			if !ok {
+				return nil
+			}
+			phys.ArtifactLocation = sarifArtLoc{URI: "file://" + h + (&url.URL{Path: path.Clean(file)}).EscapedPath()}
+		default:
+			continue
+		}
+		if pl.Line > 0 {
+			phys.Region = &sarifRegion{StartLine: pl.Line}
+		}
+		out = append(out, sarifLocation{PhysicalLocation: &phys})
+	}
+	return out
+}
+
+// uriHost is host as a URI's host (RFC 3986): a name of unreserved
+// characters and sub-delimiters, non-ASCII bytes percent-encoded, or an
+// IPv6 address in brackets. Any other ASCII character could only be
+// percent-encoded, which URI readers (Go's net/url among them) refuse in a
+// host: such a name has no file URI.
+func uriHost(host string) (string, bool) {
+	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+		return "[" + strings.ReplaceAll(host, "%", "%25") + "]", true
+	}
+	var b strings.Builder
+	for i := range len(host) {
+		c := host[i]
+		switch {
+		case c >= 0x80:
+			fmt.Fprintf(&b, "%%%02X", c)
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~!$&'()*+,;=", c) >= 0:
+			b.WriteByte(c)
+		default:
+			return "", false
 		}
 	}
-	file, line := src, 0
-	if i := strings.LastIndexByte(src, ':'); i > 0 {
-		if n, err := strconv.Atoi(src[i+1:]); err == nil && n > 0 {
-			file, line = src[:i], n
-		}
-	}
-	var phys sarifPhysical
-	switch {
-	case repo && !path.IsAbs(file):
-		phys.ArtifactLocation = sarifArtLoc{URI: (&url.URL{Path: path.Clean(file)}).EscapedPath(), URIBaseID: srcRoot}
-	case !repo && path.IsAbs(file):
-		if strings.HasPrefix(file, "/proc/") || strings.HasPrefix(file, "/sys/") {
-			return sarifLocation{}, false
-		}
-		u := url.URL{Scheme: "file", Host: host, Path: path.Clean(file)}
-		phys.ArtifactLocation = sarifArtLoc{URI: u.String()}
-	default:
-		return sarifLocation{}, false
-	}
-	if line > 0 {
-		phys.Region = &sarifRegion{StartLine: line}
-	}
-	return sarifLocation{PhysicalLocation: &phys}, true
+	return b.String(), true
 }
 
 // findingFingerprint identifies a finding across runs as the gate matches

@@ -3,11 +3,17 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // sarifSchema compiles the OASIS SARIF 2.1.0 schema (errata 01, vendored
@@ -128,6 +134,149 @@ func TestSARIFLocationsComeFromProvenance(t *testing.T) {
 	for sev, want := range map[string]string{"critical": "error", "high": "error", "medium": "warning", "low": "note"} {
 		if levels[sev] != want {
 			t.Errorf("severity %s maps to level %q, want %q", sev, levels[sev], want)
+		}
+	}
+}
+
+// sarifURIs collects every artifactLocation.uri of a SARIF log, with the
+// result it belongs to.
+func sarifURIs(t *testing.T, data []byte) map[string][]string {
+	t.Helper()
+	var log sarifLog
+	if err := json.Unmarshal(data, &log); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, r := range log.Runs[0].Results {
+		host, _ := r.Properties["host"].(string)
+		for _, l := range append(slices.Clone(r.Locations), r.RelatedLocations...) {
+			if l.PhysicalLocation != nil {
+				out[host] = append(out[host], l.PhysicalLocation.ArtifactLocation.URI)
+			}
+		}
+	}
+	return out
+}
+
+// checkURI fails a uri that is no valid URI reference (RFC 3986): one Go's
+// net/url cannot read, or holding what must be escaped, or two files
+// joined into one.
+func checkURI(t *testing.T, uri string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(uri)
+	if err != nil {
+		t.Errorf("uri %q: %v", uri, err)
+		return nil
+	}
+	if i := strings.IndexAny(uri, "<>\" \\^`{|}\x00\n"); i >= 0 {
+		t.Errorf("uri %q holds %q unescaped", uri, uri[i])
+	}
+	if strings.Contains(uri, ", ") || strings.Contains(uri, ",%20") {
+		t.Errorf("uri %q joins two files", uri)
+	}
+	return u
+}
+
+// Every file a finding cites is a location of its own, its URI encoded as
+// RFC 3986 asks, whatever the host's name and the file's path hold; a host
+// name no URI host can carry gets no file location (its logical location
+// names it), and the log validates against the schema.
+func TestSARIFURIsAreValidOnePerFile(t *testing.T) {
+	nccl := "/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3"
+	wheel := "/opt/venv/lib/nvidia nccl/METADATA"
+	odd := "/etc/odd <dir>/\"x\"#1?%41.conf"
+	finding := func(host string) policies.Finding {
+		return policies.Finding{Rule: "nccl-version-skew", Severity: "high", Host: host, Fleet: "gpu-training", Message: "two NCCLs",
+			Evidence: []policies.Evidence{
+				{Fact: "libraries.nccl", Value: "2.18.3", Source: nccl + ", " + wheel + ":3"},
+				{Fact: "sysctl.x", Value: "1", Source: odd + ":4"},
+				{Fact: "boot.cmdline", Value: "ro", Source: "/proc/cmdline"},
+				{Fact: "memory.y", Value: "1", Source: "default: not set, so 0"},
+				{Fact: "nvidia.z", Value: "1", Source: "command: nvidia-smi --query-gpu=a,b"},
+			}}
+	}
+	hosts := map[string]string{ // name: the URI host it gets ("": none)
+		"gpu-a-001":       "gpu-a-001",
+		"gpu-ü":           "gpu-%C3%BC",
+		"fe80::1":         "[fe80::1]",
+		`gpu<"evil"> 1`:   "",
+		"gpu/../../x":     "",
+		"gpu@other:22":    "",
+		"gpu-a-001,other": "gpu-a-001,other",
+	}
+	res := &audit.Result{Schema: audit.Schema, Summary: audit.Summary{Hosts: len(hosts), Audited: len(hosts)}}
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		res.Findings = append(res.Findings, finding(h))
+	}
+	var buf bytes.Buffer
+	if err := (sarifRenderer{}).Render(&buf, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateSARIF(t, compileSARIFSchema(t), buf.Bytes()); err != nil {
+		t.Errorf("SARIF with hostile names does not validate:\n%v", err)
+	}
+	got := sarifURIs(t, buf.Bytes())
+	for name, uriHost := range hosts {
+		uris := got[name]
+		if uriHost == "" {
+			if len(uris) > 0 {
+				t.Errorf("host %q: locations %q, want none", name, uris)
+			}
+			continue
+		}
+		var paths []string
+		for _, uri := range uris {
+			u := checkURI(t, uri)
+			if u == nil {
+				continue
+			}
+			if u.Scheme != "file" || !strings.HasPrefix(uri, "file://"+uriHost+"/") {
+				t.Errorf("host %q: uri %q, want file://%s/...", name, uri, uriHost)
+			}
+			paths = append(paths, u.Path)
+		}
+		if want := []string{nccl, wheel, odd}; !slices.Equal(paths, want) {
+			t.Errorf("host %q: files %q, want %q, one location each", name, paths, want)
+		}
+	}
+
+	// The gate's repo paths, the same way.
+	for src, want := range map[string][]string{
+		"layers/base/etc/a b.cfg:2, layers/gpu/etc/c<d>.cfg":  {"layers/base/etc/a%20b.cfg", "layers/gpu/etc/c%3Cd%3E.cfg"},
+		"k8s:x/job.yaml:1":                                    {"./k8s:x/job.yaml"},
+		"/proc/cmdline:1 (baseline baselines/gpu, 1.json)":    {"baselines/gpu,%201.json"},
+		"default: not set in layers/base/etc/x.cfg, nor here": nil,
+	} {
+		var uris []string
+		for _, loc := range sarifFileLocations(src, "", true) {
+			uri := loc.PhysicalLocation.ArtifactLocation.URI
+			uris = append(uris, uri)
+			if u, err := url.Parse(uri); err != nil || u.IsAbs() {
+				t.Errorf("repo uri %q: %v (absolute %v)", uri, err, err == nil && u.IsAbs())
+			}
+		}
+		if !slices.Equal(uris, want) {
+			t.Errorf("repo source %q: uris %q, want %q", src, uris, want)
+		}
+	}
+}
+
+// The golden logs' URIs pass the same checks.
+func TestSARIFGoldenURIs(t *testing.T) {
+	for _, file := range []string{"testdata/audit.sarif", "testdata/gate.sarif"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, uris := range sarifURIs(t, data) {
+			for _, uri := range uris {
+				checkURI(t, uri)
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no uri checked", file)
 		}
 	}
 }
