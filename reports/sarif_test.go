@@ -242,8 +242,8 @@ func TestSARIFURIsAreValidOnePerFile(t *testing.T) {
 
 	// The gate's repo paths, the same way.
 	for src, want := range map[string][]string{
-		"layers/base/etc/a b.cfg:2, layers/gpu/etc/c<d>.cfg":  {"layers/base/etc/a%20b.cfg", "layers/gpu/etc/c%3Cd%3E.cfg"},
-		"k8s:x/job.yaml:1":                                    {"./k8s:x/job.yaml"},
+		"layers/base/etc/a b.cfg:2, layers/gpu/etc/c<d>.cfg": {"layers/base/etc/a%20b.cfg", "layers/gpu/etc/c%3Cd%3E.cfg"},
+		"k8s:x/job.yaml:1": {"./k8s:x/job.yaml"},
 		"/proc/cmdline:1 (baseline baselines/gpu, 1.json)":    {"baselines/gpu,%201.json"},
 		"default: not set in layers/base/etc/x.cfg, nor here": nil,
 	} {
