@@ -107,6 +107,17 @@ func TestKilledWriter(t *testing.T) {
 		t.Fatalf("writer ended with %v, want killed by SIGKILL", err)
 	}
 
+	// A reader first: the dead writer's WAL and shared memory are left
+	// as they were, and a read-only open recovers from them.
+	r, err := Open(ctx, path, Options{ReadOnly: true, Version: "test"})
+	if err != nil {
+		t.Fatalf("reading the store after a killed writer: %v", err)
+	}
+	if runs, err := r.Runs(ctx, RunQuery{}); err != nil || len(runs) != 2 || runs[0].State != Incomplete {
+		t.Errorf("runs read after a killed writer = %+v, %v", runs, err)
+	}
+	r.Close()
+
 	s2, err := Open(ctx, path, Options{Version: "test"})
 	if err != nil {
 		t.Fatalf("the store after a killed writer: %v", err)

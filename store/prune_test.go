@@ -184,6 +184,15 @@ func TestMigrationFromVersion1(t *testing.T) {
 		}
 	}
 	s.Close()
+	// A reader migrates an older store once (a writing open), then reads.
+	r, err := Open(ctx, path, Options{ReadOnly: true, Version: "test"})
+	if err != nil {
+		t.Fatalf("reading a version-1 store: %v", err)
+	}
+	if _, _, err := LoadResult(ctx, r, id); err != nil {
+		t.Errorf("the version-1 run read: %v", err)
+	}
+	r.Close()
 	s2 := openTest(t, path)
 	var n int
 	if err := s2.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('run_hosts_snapshot', 'findings_blob', 'runs_catalog')`).Scan(&n); err != nil || n != 3 {
