@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/viper"
+
 	"github.com/fleetaudit/fleetaudit/store"
 )
 
@@ -142,5 +144,22 @@ func TestOutputNamingTheStoreIsRefused(t *testing.T) {
 	}
 	if r := runCLI(t, nil, "history", "--store", "x.db"); r.code != exitOK || !strings.Contains(r.stdout, "complete") {
 		t.Errorf("the store beside the report: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The store history, drift and report open (openStoreToRead) takes no
+// write: a run cannot be begun on it.
+func TestReadersOpenTheStoreReadOnly(t *testing.T) {
+	_, path := recordedStore(t)
+	a := &app{getenv: func(string) string { return "" }, v: viper.New()}
+	a.v.Set("store", path)
+	a.v.Set("store-wait", store.DefaultWait)
+	s, err := a.openStoreToRead(context.Background(), "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.BeginRun(context.Background(), store.RunMeta{Version: "test"}); err == nil || !strings.Contains(err.Error(), "readonly") {
+		t.Errorf("beginning a run on the readers' store: %v, want a read-only refusal", err)
 	}
 }
