@@ -201,8 +201,11 @@ func TestStoreIsWALAndReadersReadOnly(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(missing)); err == nil {
 		t.Error("a reader created the store's directory")
 	}
-	if _, err := Open(ctx, path, Options{ReadOnly: true, Create: true}); err == nil {
+	if _, err := Open(ctx, missing, Options{ReadOnly: true, Create: true}); err == nil {
 		t.Error("a read-only open that may create")
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); err == nil {
+		t.Error("a read-only open that may create made the store's directory")
 	}
 }
 

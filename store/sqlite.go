@@ -74,6 +74,9 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if path == "" {
 		return nil, errors.New("no store path given")
 	}
+	if opts.Create && opts.ReadOnly {
+		return nil, fmt.Errorf("store %s: a read-only open cannot create the store", path)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -104,9 +107,6 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	case !info.Mode().IsRegular():
 		// SQLite would block on a FIFO, or write through a device.
 		return nil, fmt.Errorf("store %s: %w: not a regular file", path, ErrNotStore)
-	}
-	if opts.Create && opts.ReadOnly {
-		return nil, fmt.Errorf("store %s: a read-only open cannot create the store", path)
 	}
 	wait := opts.Wait
 	if wait <= 0 {
