@@ -82,10 +82,10 @@ spec:
 
 func TestRedactText(t *testing.T) {
 	for in, want := range map[string]string{
-		"python train.py --epochs 3":              "python train.py --epochs 3",
-		"python train.py --token=abc --lr 0.1":    "python train.py --token=(redacted) --lr 0.1",
-		"export HF_TOKEN='a b'; run":              "export HF_TOKEN=(redacted); run",
-		"aws AKIAABCDEFGHIJKLMNOP":                "aws (redacted)",
+		"python train.py --epochs 3":               "python train.py --epochs 3",
+		"python train.py --token=abc --lr 0.1":     "python train.py --token=(redacted) --lr 0.1",
+		"export HF_TOKEN='a b'; run":               "export HF_TOKEN=(redacted); run",
+		"aws AKIAABCDEFGHIJKLMNOP":                 "aws (redacted)",
 		"git clone https://x:y@github.com/a/b.git": "git clone https://x:(redacted)@github.com/a/b.git",
 		"NCCL_DEBUG=INFO torchrun":                 "NCCL_DEBUG=INFO torchrun",
 	} {

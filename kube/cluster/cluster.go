@@ -289,4 +289,3 @@ func PodSource(namespace, name string) string { return "kube:pod/" + namespace +
 
 // NodeSource is the provenance text of a node read from the API.
 func NodeSource(name string) string { return "kube:node/" + name }
-
