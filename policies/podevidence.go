@@ -3,6 +3,8 @@ package policies
 import (
 	"strconv"
 	"strings"
+
+	"github.com/fleetaudit/fleetaudit/kube"
 )
 
 // A finding that cites a whole pod ("pods.<i>") or every pod ("pods")
@@ -62,16 +64,28 @@ func citedValue(fact string, v any) any {
 		}
 		out := make([]any, len(pods))
 		for i, p := range pods {
-			out[i] = narrow(p, citedPod)
+			out[i] = cited(p)
 		}
 		return out
 	}
 	if i, ok := strings.CutPrefix(fact, "pods."); ok {
 		if _, err := strconv.Atoi(i); err == nil {
-			return narrow(v, citedPod)
+			return cited(v)
 		}
 	}
 	return v
+}
+
+// cited is pod narrowed, and redacted as a pod source redacts it: a
+// snapshot written by an earlier fleetaudit, or by hand, may hold env
+// values. The snapshot's own pod is not changed (narrow copies what
+// RedactPod may change).
+func cited(pod any) any {
+	p := narrow(pod, citedPod)
+	if m, ok := p.(map[string]any); ok {
+		kube.RedactPod(m)
+	}
+	return p
 }
 
 // narrow copies of v the fields keep names.

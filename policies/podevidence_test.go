@@ -2,12 +2,14 @@ package policies
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // A cited pod, or the pods of a job, shows what the pod rules read and
-// nothing else; a narrower path is shown as cited.
+// nothing else, redacted also when the snapshot was not (one written by an
+// earlier fleetaudit); a narrower path is shown as cited.
 func TestCitedPodKeepsWhatRulesRead(t *testing.T) {
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(`{"pods": [{"apiVersion": "v1", "kind": "Pod",
@@ -15,7 +17,7 @@ func TestCitedPodKeepsWhatRulesRead(t *testing.T) {
 		"spec": {"hostIPC": false, "nodeName": "NODENAME",
 			"volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}, "secret": {"secretName": "SECRETVOLUME"}}],
 			"containers": [{"name": "c", "image": "img", "command": ["COMMANDLINE"], "args": ["ARGS"],
-				"env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
+				"env": [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "HF_TOKEN", "value": "OLDSNAPSHOTTOKEN"}],
 				"resources": {"limits": {"nvidia.com/gpu": 8}},
 				"volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
 				"securityContext": {"privileged": false, "runAsUser": 1234567, "capabilities": {"add": ["IPC_LOCK"]}}}]}}]}`), &doc); err != nil {
@@ -24,7 +26,7 @@ func TestCitedPodKeepsWhatRulesRead(t *testing.T) {
 	for _, fact := range []string{"pods", "pods.0"} {
 		b, _ := json.Marshal(evidence(doc, fact).Value)
 		got := string(b)
-		for _, gone := range []string{"ANNOTATION", "NODENAME", "SECRETVOLUME", "COMMANDLINE", "ARGS", "1234567"} {
+		for _, gone := range []string{"OLDSNAPSHOTTOKEN", "ANNOTATION", "NODENAME", "SECRETVOLUME", "COMMANDLINE", "ARGS", "1234567"} {
 			if strings.Contains(got, gone) {
 				t.Errorf("%s: evidence holds %s, which no pod rule reads: %s", fact, gone, got)
 			}
@@ -39,7 +41,7 @@ func TestCitedPodKeepsWhatRulesRead(t *testing.T) {
 		t.Errorf("a narrower path: %s, want it as cited", b)
 	}
 	// The snapshot itself is not changed.
-	if c := doc["pods"].([]any)[0].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any); c["command"] == nil {
+	if c := doc["pods"].([]any)[0].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any); c["command"] == nil || !strings.Contains(fmt.Sprint(c["env"]), "OLDSNAPSHOTTOKEN") {
 		t.Error("narrowing changed the snapshot")
 	}
 }
