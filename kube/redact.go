@@ -30,6 +30,10 @@ var (
 	secretAssign    = regexp.MustCompile(`(?i)\b([a-z0-9_]*` + secretWord + `[a-z0-9_]*)=("[^"]*"|'[^']*'|\S+)`)
 	// A flag that takes the next argument as a secret: --hf-token VALUE.
 	secretFlag = regexp.MustCompile(`(?i)^-{1,2}[a-z0-9_.-]*` + secretWord + `[a-z0-9_.-]*$`)
+	// Words that hold a secret word and name no secret: --max-tokens 2048,
+	// --author NAME.
+	notSecret = regexp.MustCompile(`(?i)TOKENS|AUTHOR`)
+	isSecret  = regexp.MustCompile(`(?i)` + secretWord)
 	// Credentials of a known shape, and a password in a URL.
 	knownToken  = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b`)
 	bearer      = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}`)
@@ -128,6 +132,12 @@ func redactHandler(h any) {
 	}
 }
 
+// secretName reports whether a flag or variable name says its value is a
+// secret.
+func secretName(name string) bool {
+	return isSecret.MatchString(notSecret.ReplaceAllString(name, ""))
+}
+
 // redactArgs redacts the secrets of a command line, in place.
 func redactArgs(v any) {
 	args, ok := v.([]any)
@@ -140,7 +150,7 @@ func redactArgs(v any) {
 			continue
 		}
 		if i > 0 {
-			if prev, ok := args[i-1].(string); ok && secretFlag.MatchString(prev) {
+			if prev, ok := args[i-1].(string); ok && secretFlag.MatchString(prev) && secretName(prev) {
 				args[i] = Redacted
 				continue
 			}
@@ -156,9 +166,18 @@ func RedactText(s string) string {
 	if s == "" {
 		return s
 	}
-	s = secretFlagValue.ReplaceAllString(s, "${1}${2}"+Redacted)
+	s = secretFlagValue.ReplaceAllStringFunc(s, func(m string) string {
+		sub := secretFlagValue.FindStringSubmatch(m)
+		if !secretName(sub[1]) {
+			return m
+		}
+		return sub[1] + sub[2] + Redacted
+	})
 	s = secretAssign.ReplaceAllStringFunc(s, func(m string) string {
 		name, _, _ := strings.Cut(m, "=")
+		if !secretName(name) {
+			return m
+		}
 		return name + "=" + Redacted
 	})
 	s = knownToken.ReplaceAllString(s, Redacted)

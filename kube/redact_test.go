@@ -29,7 +29,7 @@ spec:
       containers:
       - name: trainer
         image: pytorch
-        args: ["--hf-token", "hfSECRETflagvalue", "--api-key=apiSECRETkey", "--epochs", "3", "ghp_SECRETSECRETSECRETSECRET0123"]
+        args: ["--hf-token", "hfSECRETflagvalue", "--api-key=apiSECRETkey", "--epochs", "3", "ghp_SECRETSECRETSECRETSECRET0123", "--max-tokens", "4096"]
         env:
         - {name: HF_TOKEN, value: hfSECRETtoken}
         - {name: WANDB_API_KEY, value: wandbSECRETkey}
@@ -67,7 +67,7 @@ spec:
 		`{"name":"NCCL_DEBUG","value":"INFO"}`, `{"name":"FI_PROVIDER","value":"efa"}`,
 		`{"name":"HF_TOKEN","value":"(redacted)"}`, `{"name":"RUN_NAME","value":"(redacted)"}`,
 		`{"name":"EMPTY","value":""}`, `"secretKeyRef":{"key":"token","name":"hf"}`,
-		`"--hf-token","(redacted)","--api-key=(redacted)","--epochs","3","(redacted)"`,
+		`"--hf-token","(redacted)","--api-key=(redacted)","--epochs","3","(redacted)","--max-tokens","4096"`,
 		`Authorization: Bearer (redacted)`, `https://user:(redacted)@example.com/x`, `DB_PASSWORD=(redacted) ./run`,
 		`"path":"/healthz"`, `"--password=(redacted)"`,
 	} {
@@ -88,6 +88,8 @@ func TestRedactText(t *testing.T) {
 		"aws AKIAABCDEFGHIJKLMNOP":                 "aws (redacted)",
 		"git clone https://x:y@github.com/a/b.git": "git clone https://x:(redacted)@github.com/a/b.git",
 		"NCCL_DEBUG=INFO torchrun":                 "NCCL_DEBUG=INFO torchrun",
+		"vllm --max-num-tokens 2048 --author=ada":  "vllm --max-num-tokens 2048 --author=ada",
+		"run --auth-token abc MAX_TOKENS=8":        "run --auth-token (redacted) MAX_TOKENS=8",
 	} {
 		if got := RedactText(in); got != want {
 			t.Errorf("RedactText(%q) = %q, want %q", in, got, want)
