@@ -98,6 +98,10 @@ type Result struct {
 	// the JSON.
 	Rules      []policies.Rule     `json:"-"`
 	FleetRules map[string][]string `json:"-"`
+	// ManifestErrors are the files of Options.Manifests that could not be
+	// read or parsed (also in Errors): what was read is audited, but the
+	// audit of a manifest is incomplete, which the command fails on.
+	ManifestErrors []HostError `json:"-"`
 
 	// audit yields the findings when they were not collected; mark, when
 	// set, marks each as it is yielded (ApplyWaivers).
@@ -238,6 +242,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		// SSH connections may be in flight.
 		runOpts.Workers = opts.SSH.Parallel
 	}
+	var unreadable manifestErrors
 	// Snapshot files, then the hosts collected during the run: each is read
 	// or collected inside the engine's workers and goes straight in.
 	inputs := func(yield func(policies.HostInput) bool) {
@@ -256,7 +261,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 				return
 			}
 		}
-		for in := range manifestInputs(opts, now) {
+		for in := range manifestInputs(opts, now, &unreadable) {
 			if !yield(in) {
 				return
 			}
@@ -322,6 +327,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
 		}
 	}
+	res.ManifestErrors = unreadable.sorted()
+	res.Errors = append(res.Errors, res.ManifestErrors...)
 	if res.Errors == nil {
 		res.Errors = []HostError{}
 	}

@@ -1,10 +1,14 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
@@ -21,14 +25,19 @@ import (
 
 // manifestInputs are the inputs of opts.Manifests, one per path, named by
 // the path.
-func manifestInputs(opts Options, now func() time.Time) iter.Seq[policies.HostInput] {
+// Each file that cannot be read or parsed is added to unreadable.
+func manifestInputs(opts Options, now func() time.Time, unreadable *manifestErrors) iter.Seq[policies.HostInput] {
 	return func(yield func(policies.HostInput) bool) {
 		for _, path := range opts.Manifests {
 			in := policies.HostInput{
 				Origin: path,
 				Name:   path,
 				Load: func(ctx context.Context) (map[string]any, error) {
-					return manifestDocument(ctx, path, now(), opts.Version)
+					doc, errs, err := manifestDocument(ctx, path, now(), opts.Version)
+					for _, e := range errs {
+						unreadable.add(HostError{Host: path, Fleet: opts.ManifestFleet, Source: e.Path, Error: e.Reason})
+					}
+					return doc, err
 				},
 			}
 			if !yield(in) {
@@ -49,14 +58,14 @@ func manifestHosts(opts Options) []inventory.Host {
 
 // manifestDocument reads the pods of path (a file or directory) into a
 // host-less snapshot document; files that cannot be read or parsed are its
-// collection errors, as collect --pods records them.
-func manifestDocument(ctx context.Context, path string, now time.Time, version string) (map[string]any, error) {
+// collection errors, as collect --pods records them, and are returned.
+func manifestDocument(ctx context.Context, path string, now time.Time, version string) (map[string]any, []snapshot.CollectionError, error) {
 	s := snapshot.New(path)
 	s.CollectedAt = now.UTC()
 	s.Source = snapshot.Origin{Kind: "manifests", Root: path, Collector: version}
 	objs, errs := collectors.ManifestFiles(path).ReadPods(ctx)
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, o := range objs {
 		s.Sources[fmt.Sprintf("pods.%d", len(s.Pods))] = snapshot.FileAt(o.File, o.Line)
@@ -73,11 +82,36 @@ func manifestDocument(ctx context.Context, path string, now time.Time, version s
 		}
 		s.Errors = append(s.Errors, e)
 	}
+	unread := slices.Clone(s.Errors)
 	s.Normalize()
 	doc, err := snapshot.Document(s)
 	if err != nil {
-		return nil, err
+		return nil, unread, err
 	}
 	snapshot.WithoutHostFacts(doc)
-	return doc, nil
+	return doc, unread, nil
+}
+
+// manifestErrors collects the manifest files a run could not read, from
+// the engine's workers.
+type manifestErrors struct {
+	mu   sync.Mutex
+	errs []HostError
+}
+
+func (m *manifestErrors) add(e HostError) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.errs = append(m.errs, e)
+}
+
+// sorted are the errors by manifest path and file, nil for none.
+func (m *manifestErrors) sorted() []HostError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.errs)
+	slices.SortStableFunc(out, func(a, b HostError) int {
+		return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Source, b.Source))
+	})
+	return slices.Compact(out)
 }

@@ -110,6 +110,10 @@ func TestManifestsDuplicateKeyNamesItsLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The file is also an error of the run, for the command to fail on.
+	if e := res.ManifestErrors; len(e) != 1 || e[0].Source != "../testdata/manifests/invalid/duplicate-keys.yaml" || !contains(e[0].Error, `mapping key "resources" already defined at line 12`) {
+		t.Errorf("manifest errors %+v: want the duplicate key of duplicate-keys.yaml", e)
+	}
 	for _, f := range res.Findings {
 		if f.Rule == "collection-error" {
 			if want := `mapping key "resources" already defined at line 12`; !contains(f.Message, want) {

@@ -126,6 +126,7 @@ func (p *parser) add(o Object) bool {
 		p.errs = append(p.errs, &ManifestError{File: p.file, Line: o.Line, Err: fmt.Errorf("more than %d pods and pod templates", maxObjects)})
 		return false
 	}
+	RedactPod(o.Pod)
 	p.objs = append(p.objs, o)
 	return true
 }

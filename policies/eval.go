@@ -305,7 +305,7 @@ func evidence(doc map[string]any, fact string) Evidence {
 	// of the same names and values) alive until the report is written.
 	v, _ := snapshot.Lookup(doc, fact)
 	sources, _ := doc["sources"].(map[string]any)
-	return Evidence{Fact: fact, Value: internValue(v), Source: evidenceSource(sources, fact)}
+	return Evidence{Fact: fact, Value: internValue(citedValue(fact, v)), Source: evidenceSource(sources, fact)}
 }
 
 // evidenceFunc resolves a cited fact path in a document.

@@ -449,7 +449,7 @@ func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
 		// No member name holds a dot: the fact is in this member or
 		// nowhere, as Lookup finds it in the document.
 		v, _ := snapshot.Lookup(doc, fact)
-		ev.Value = internValue(v)
+		ev.Value = internValue(citedValue(fact, v))
 	}
 	if src := d.of("sources"); src != nil {
 		ev.Source = src.evidenceSource(fact)
@@ -470,7 +470,7 @@ func (sec *section) evidenceValue(fact, rest string) any {
 		return v
 	}
 	v, _ = snapshot.Lookup(sec.Value, rest)
-	v = internValue(v)
+	v = internValue(citedValue(fact, v))
 	sec.mu.Lock()
 	if sec.values == nil {
 		sec.values = map[string]any{}

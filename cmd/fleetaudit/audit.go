@@ -200,6 +200,9 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	a.log.Info("audited", "hosts", res.Summary.Audited, "unread", res.Summary.Unread, "findings", res.Summary.Findings, "errors", len(res.Errors))
+	if err := manifestsUnread(res.ManifestErrors); err != nil {
+		return err
+	}
 	if res.Summary.Audited == 0 {
 		// The report is written: it says why each host could not be read.
 		return fmt.Errorf("no host could be audited: %d of %d could not be read (see the report's errors)", res.Summary.Unread, res.Summary.Hosts)
@@ -208,4 +211,18 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return exitCodeError{exitFindings}
 	}
 	return nil
+}
+
+// manifestsUnread fails a run for the --manifests files it could not read
+// or parse, whatever --fail-on says: the report is written with what was
+// read, but a job spec that was not judged must not pass a CI check.
+func manifestsUnread(errs []audit.HostError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = reports.Escape(e.Source + ": " + strings.Join(strings.Fields(e.Error), " "))
+	}
+	return fmt.Errorf("%d %s could not be read, so the audit is incomplete: %s", len(errs), plural(len(errs), "manifest", "manifests"), strings.Join(msgs, "; "))
 }

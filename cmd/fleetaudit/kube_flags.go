@@ -30,7 +30,8 @@ alone knows: the pod and label rules run, host rules are reported skipped. --kub
 
 --manifests audits workload manifests (files or directories of YAML or JSON, kubectl get
 -o json output included) without any host, as pods of the fleet --fleet names: a team's
-job specs checked in CI.`
+job specs checked in CI. A manifest file that cannot be read or parsed fails the run (exit
+status 2, naming the file), after the report of what could be read.`
 
 const kubeExamples = `
 

@@ -81,6 +81,7 @@ not be read, or when a pull request could not be published.`,
 	f.String("github", "", "OWNER/REPO: push a branch and open or update a pull request per proven fix (token from GITHUB_TOKEN)")
 	f.String("github-api", "", "API URL of GitHub Enterprise Server or a GitHub-compatible forge (default: api.github.com)")
 	f.String("push", "auto", "how branches are written: api (GitHub's Git Data API), git (git push over HTTPS with the token; Gitea, Forgejo), auto (git when --github-api ends in /api/v1, else api)")
+	f.Duration("api-timeout", githubpr.DefaultRequestTimeout, "give up on a request to the forge (API call, or git over HTTPS stalled below 1 KiB/s) after this long; failed requests are retried at most twice")
 	f.Int("max-open-prs", 0, "open no new pull request while this many fleetaudit pull requests are open (0: no cap)")
 	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
@@ -122,6 +123,10 @@ func (a *app) runRemediate(cmd *cobra.Command) error {
 	default:
 		return usageError{fmt.Errorf("--push %q: want auto, api or git", push)}
 	}
+	apiTimeout := v.GetDuration("api-timeout")
+	if apiTimeout <= 0 {
+		return usageError{fmt.Errorf("--api-timeout %s: want a positive duration", apiTimeout)}
+	}
 	if n := v.GetInt("max-open-prs"); n < 0 {
 		return usageError{fmt.Errorf("--max-open-prs %d: want 0 (no cap) or more", n)}
 	}
@@ -155,13 +160,13 @@ func (a *app) runRemediate(cmd *cobra.Command) error {
 	var published []githubpr.Result
 	var publishErr error
 	if gh != "" {
-		client, err := githubpr.NewClient(cmd.Context(), a.getenv("GITHUB_TOKEN"), v.GetString("github-api"), nil)
+		client, err := githubpr.NewClient(cmd.Context(), a.getenv("GITHUB_TOKEN"), v.GetString("github-api"), githubpr.NewHTTPClient(githubpr.Timeouts{Request: apiTimeout}))
 		if err != nil {
 			return usageError{fmt.Errorf("--github-api: %w", err)}
 		}
 		popts := githubpr.Options{MaxOpenPRs: v.GetInt("max-open-prs"), Log: a.log}
 		if push == "git" {
-			popts.Git = &githubpr.GitTransport{Token: a.getenv("GITHUB_TOKEN")}
+			popts.Git = &githubpr.GitTransport{Token: a.getenv("GITHUB_TOKEN"), Timeout: apiTimeout}
 		}
 		published, publishErr = githubpr.New(client, owner, repoName, popts).Publish(cmd.Context(), plan.Proposals())
 	}

@@ -265,26 +265,13 @@ func quantities(l corev1.ResourceList) map[string]string {
 	return out
 }
 
-// lastApplied holds a copy of the whole object kubectl apply sent: the pod
-// again, env values included.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
 // podObject is a pod as the pod rules read it: Kubernetes JSON as kubectl
-// get -o json prints it (kind and apiVersion set), without managed fields
-// and the last-applied copy, and with secret-looking env values redacted.
+// get -o json prints it (kind and apiVersion set), redacted as every pod
+// source's pods are (kube.RedactPod).
 func podObject(p *corev1.Pod) (kube.Object, error) {
 	p = p.DeepCopy()
 	p.Kind, p.APIVersion = "Pod", "v1"
 	p.ManagedFields = nil
-	delete(p.Annotations, lastApplied)
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range cs {
-			redactEnv(cs[i].Env)
-		}
-	}
-	for i := range p.Spec.EphemeralContainers {
-		redactEnv(p.Spec.EphemeralContainers[i].Env)
-	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return kube.Object{}, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -293,6 +280,7 @@ func podObject(p *corev1.Pod) (kube.Object, error) {
 	if err := snapshot.DecodeJSON(data, &pod); err != nil {
 		return kube.Object{}, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	kube.RedactPod(pod)
 	return kube.Object{Pod: pod, File: PodSource(p.Namespace, p.Name), Kind: "Pod", Name: p.Name}, nil
 }
 
@@ -301,19 +289,3 @@ func PodSource(namespace, name string) string { return "kube:pod/" + namespace +
 
 // NodeSource is the provenance text of a node read from the API.
 func NodeSource(name string) string { return "kube:node/" + name }
-
-// secretWords in an env variable's name mark a value that must not reach a
-// snapshot; the pod rules read NCCL_* and FI_* settings, never these.
-var secretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY"}
-
-// Redacted replaces a secret-looking env value.
-const Redacted = "(redacted)"
-
-func redactEnv(env []corev1.EnvVar) {
-	for i, e := range env {
-		name := strings.ToUpper(e.Name)
-		if e.Value != "" && slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(name, w) }) {
-			env[i].Value = Redacted
-		}
-	}
-}

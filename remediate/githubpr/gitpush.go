@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,11 @@ type GitTransport struct {
 	Token string
 	// Git is the git binary ("" = git from PATH).
 	Git string
+	// Timeout bounds each git command that talks to the forge: one that
+	// moves less than 1 KiB/s for Timeout (a server that accepts and never
+	// answers) fails, and so does one still running after 10×Timeout
+	// (0 = DefaultRequestTimeout).
+	Timeout time.Duration
 }
 
 // gitBranches keeps a scratch bare repository for one Publish run: refs
@@ -120,7 +126,8 @@ func (g *gitBranches) env(remote bool, extra []string) []string {
 	cfg := [][2]string{{"credential.helper", ""}, {"http.followRedirects", "false"}, {"protocol.version", "2"}}
 	if remote {
 		u, _ := url.Parse(g.url)
-		cfg = append(cfg, [2]string{"http." + u.Scheme + "://" + u.Host + "/.extraHeader", g.header})
+		cfg = append(cfg, [2]string{"http." + u.Scheme + "://" + u.Host + "/.extraHeader", g.header},
+			[2]string{"http.lowSpeedLimit", "1024"}, [2]string{"http.lowSpeedTime", strconv.Itoa(max(1, int(g.timeout().Seconds())))})
 	}
 	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(cfg)))
 	for i, kv := range cfg {
@@ -131,6 +138,12 @@ func (g *gitBranches) env(remote bool, extra []string) []string {
 
 // run runs git once; stdin nil is empty input, so git never waits on it.
 func (g *gitBranches) run(ctx context.Context, remote bool, stdin []byte, extraEnv []string, args ...string) (string, error) {
+	parent := ctx
+	if remote {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*g.timeout())
+		defer cancel()
+	}
 	cmd := exec.CommandContext(ctx, g.git, args...)
 	cmd.Env = g.env(remote, extraEnv)
 	cmd.Dir = g.tmp
@@ -139,8 +152,11 @@ func (g *gitBranches) run(ctx context.Context, remote bool, stdin []byte, extraE
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
+		if cerr := parent.Err(); cerr != nil {
 			return "", fmt.Errorf("git %s: %w", args[0], cerr)
+		}
+		if ctx.Err() != nil {
+			return out.String(), &gitError{args: args[0], msg: fmt.Sprintf("%s timed out: still running after %s", g.url, 10*g.timeout()), err: ctx.Err()}
 		}
 		msg := g.redact(strings.TrimSpace(errb.String()))
 		if msg == "" {
@@ -149,6 +165,13 @@ func (g *gitBranches) run(ctx context.Context, remote bool, stdin []byte, extraE
 		return out.String(), &gitError{args: args[0], msg: msg, err: err}
 	}
 	return out.String(), nil
+}
+
+func (g *gitBranches) timeout() time.Duration {
+	if t := g.p.opts.Git.Timeout; t > 0 {
+		return t
+	}
+	return DefaultRequestTimeout
 }
 
 func (g *gitBranches) redact(s string) string {
@@ -192,9 +215,13 @@ func (g *gitBranches) remote(ctx context.Context, name string, args ...string) (
 			ae.Status, ae.Fatal = http.StatusNotFound, true
 			ae.Msg = fmt.Sprintf("git: %s: repository %s not found at %s, or the token has no access to it", name, repo, g.url)
 		case strings.Contains(m, "error: 5"), strings.Contains(m, "Failed to connect"), strings.Contains(m, "Connection reset"),
-			strings.Contains(m, "early EOF"), strings.Contains(m, "the remote end hung up"), strings.Contains(m, "timed out"):
+			strings.Contains(m, "early EOF"), strings.Contains(m, "the remote end hung up"), strings.Contains(m, "timed out"),
+			strings.Contains(m, "Operation too slow"):
 			retry = true
 			ae.Msg = fmt.Sprintf("git: %s: %s", name, m)
+			if !strings.Contains(m, g.url) {
+				ae.Msg = fmt.Sprintf("git: %s: %s: %s", name, g.url, m)
+			}
 		default:
 			ae.Msg = fmt.Sprintf("git: %s: %s", name, m)
 		}

@@ -2,6 +2,7 @@ package githubpr
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,6 +101,9 @@ type Publisher struct {
 	opts        Options
 	log         *slog.Logger
 	br          branches // set by Publish for its run
+	// secrets are what no error or log line may hold: the token, and its
+	// encodings git sends.
+	secrets []string
 }
 
 // New returns a Publisher for owner/repo through client (see NewClient).
@@ -123,7 +127,13 @@ func New(client *github.Client, owner, repo string, opts Options) *Publisher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Publisher{gh: client, owner: owner, repo: repo, opts: opts, log: log}
+	p := &Publisher{gh: client, owner: owner, repo: repo, opts: opts, log: log}
+	for _, tok := range []string{tokenOf(client), gitToken(opts.Git)} {
+		if tok != "" {
+			p.secrets = append(p.secrets, tok, base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok)))
+		}
+	}
+	return p
 }
 
 // Publish pushes each proposal to its branch and opens or updates its pull
@@ -132,7 +142,18 @@ func New(client *github.Client, owner, repo string, opts Options) *Publisher {
 // so far and an error, only when no further call can succeed: ctx is done,
 // the token is refused (401) or lacks permission (403), the repository is
 // not there, or a rate limit lasts longer than Retry.MaxWait.
+//
+// No error, Result or log line holds the token, even where the API's answer
+// echoes it.
 func (p *Publisher) Publish(ctx context.Context, proposals []remediate.Proposal) ([]Result, error) {
+	results, err := p.publish(ctx, proposals)
+	for i := range results {
+		results[i].Reason = redact(results[i].Reason, p.secrets)
+	}
+	return results, redactErr(err, p.secrets)
+}
+
+func (p *Publisher) publish(ctx context.Context, proposals []remediate.Proposal) ([]Result, error) {
 	results := make([]Result, 0, len(proposals))
 	if len(proposals) == 0 {
 		return results, nil
@@ -173,7 +194,7 @@ func (p *Publisher) Publish(ctx context.Context, proposals []remediate.Proposal)
 		}
 		err := p.publishOne(ctx, prop, &r, &open)
 		if err != nil {
-			r.Action, r.Reason = ActionFailed, err.Error()
+			r.Action, r.Reason = ActionFailed, redact(err.Error(), p.secrets)
 		}
 		p.log.Info("github pull request", "rule", r.Rule, "fleet", r.Fleet, "branch", r.Branch, "action", r.Action, "pr", r.PR, "reason", r.Reason)
 		results = append(results, r)
@@ -515,4 +536,11 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+func gitToken(t *GitTransport) string {
+	if t == nil {
+		return ""
+	}
+	return t.Token
 }

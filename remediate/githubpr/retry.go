@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,8 @@ func call[T any](ctx context.Context, p *Publisher, name string, fn func() (T, *
 			return zero, fmt.Errorf("github: %s: %w", name, cerr)
 		}
 		wait, retry, ae := p.classify(name, resp, err, attempt)
+		// The API's message may echo the request's Authorization header.
+		ae.Msg = redact(ae.Msg, p.secrets)
 		if !retry || attempt >= p.opts.Retry.Attempts {
 			if retry {
 				ae.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
@@ -137,6 +140,10 @@ func (p *Publisher) classify(name string, resp *github.Response, err error, atte
 	// No answer (a dropped connection, a bad body): go-github's message
 	// names the method and URL, never the Authorization header.
 	ae.Msg = fmt.Sprintf("github: %s: %v", name, err)
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() {
+		ae.Msg = fmt.Sprintf("github: %s: %s %s: no answer in time (%v)", name, ue.Op, ue.URL, ue.Err)
+	}
 	return backoff, true, ae
 }
 
