@@ -41,6 +41,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // Host is one host to audit.
@@ -227,7 +228,8 @@ func checkHostName(name string) error {
 	if strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("host name %q contains a space or control character", name)
 	}
-	return nil
+	// A host's name names its snapshot file (collect --out).
+	return snapshot.CheckHostName(name)
 }
 
 func checkGroupName(name string) error {
