@@ -22,7 +22,7 @@ import (
 
 func addCollectInventoryFlags(f *pflag.FlagSet) {
 	f.String("inventory", "", "collect every host of this inventory: one with an address over SSH, one with a root from that local tree (with --out)")
-	f.String("out", "", "directory for one HOST.json per inventory host, made if missing (with --inventory); a host not read gets one saying why")
+	f.String("out", "", "directory to write HOST.json into, made if missing, instead of -o: one per inventory host with --inventory (a host not read gets one saying why)")
 	addSSHFlags(f)
 }
 
@@ -35,8 +35,8 @@ func addCollectInventoryFlags(f *pflag.FlagSet) {
 func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	v := a.v
 	file, out := v.GetString("inventory"), v.GetString("out")
-	if file == "" || out == "" {
-		return usageError{errors.New("--inventory and --out go together")}
+	if out == "" {
+		return usageError{errors.New("--inventory needs --out, the directory for one HOST.json per host")}
 	}
 	inv, err := inventory.Load(file)
 	if err != nil {

@@ -251,3 +251,40 @@ func TestUsageHintOnlyForUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// collect --out DIR writes this host as DIR/HOST.json, the DaemonSet's
+// NODE.json, through the same file name rule as inventory hosts: a
+// --hostname or a tree's /etc/hostname that is not one file name is
+// refused, and nothing is written outside DIR.
+func TestCollectOutNamesTheFileByHost(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a", "snapshots")
+	r := runBounded(t, nil, time.Minute, "collect", "--root", gpuRoot, "--hostname", "node-1", "--out", out)
+	if r.code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "node-1.json")); err != nil {
+		t.Error(err)
+	} else if snap, err := snapshot.DecodeBytes(data); err != nil || snap.Host != "node-1" {
+		t.Errorf("node-1.json: %v, %+v", err, snap)
+	}
+
+	r = runBounded(t, nil, time.Minute, "collect", "--root", gpuRoot, "--hostname", "../escaped", "--out", out)
+	if r.code != exitError || !strings.Contains(r.stderr, `--hostname: host name "../escaped": not a safe file name`) {
+		t.Errorf("--hostname ../escaped: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	hostile := t.TempDir()
+	os.MkdirAll(filepath.Join(hostile, "etc"), 0o755)
+	os.WriteFile(filepath.Join(hostile, "etc", "hostname"), []byte("../escaped\n"), 0o644)
+	r = runBounded(t, nil, time.Minute, "collect", "--root", hostile, "--out", out)
+	if r.code != exitError || !strings.Contains(r.stderr, `host name "../escaped": not a safe file name`) {
+		t.Errorf("/etc/hostname ../escaped: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a", "escaped.json")); err == nil {
+		t.Errorf("a snapshot was written outside --out")
+	}
+	r = runBounded(t, nil, time.Minute, "collect", "--root", gpuRoot, "--out", out, "-o", filepath.Join(dir, "x.json"))
+	if r.code != exitError || !strings.Contains(r.stderr, "choose one") {
+		t.Errorf("-o with --out: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+}
