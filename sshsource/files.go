@@ -10,7 +10,10 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 
 	sshconfig "github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
@@ -126,16 +129,19 @@ func fileErr(what, file string, err error) error {
 
 // knownHosts is the checking of the known_hosts files: each read through
 // safeio, a missing one skipped as ssh skips it; nil when none exists.
-// knownhosts parses only files it opens itself, so it is given private
-// copies of what was read, and its messages are given the real names back.
+// knownhosts parses only files it opens itself, so it is handed what was
+// read through pipes it opens by their /proc/self/fd (/dev/fd) names,
+// nothing written to disk, and its messages get the real names back.
 func knownHosts(files []string) (ssh.HostKeyCallback, error) {
-	dir := ""
 	names := map[string]string{}
 	var copies []string
+	var readers []*os.File
+	var wg sync.WaitGroup
 	defer func() {
-		if dir != "" {
-			os.RemoveAll(dir)
+		for _, r := range readers {
+			r.Close() // a writer knownhosts did not drain gets EPIPE
 		}
+		wg.Wait()
 	}()
 	for _, f := range files {
 		data, err := safeio.ReadFile(f, maxKnownHostsFile)
@@ -145,15 +151,18 @@ func knownHosts(files []string) (ssh.HostKeyCallback, error) {
 		if err != nil {
 			return nil, &HostError{Class: ClassLocalFile, Err: fileErr("known_hosts", f, err)}
 		}
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "fleetaudit-known_hosts-"); err != nil {
-				return nil, &HostError{Class: ClassLocalFile, Err: fmt.Errorf("known_hosts %s: %w", f, err)}
-			}
-		}
-		c := filepath.Join(dir, fmt.Sprint(len(copies)))
-		if err := os.WriteFile(c, data, 0o600); err != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
 			return nil, &HostError{Class: ClassLocalFile, Err: fmt.Errorf("known_hosts %s: %w", f, err)}
 		}
+		readers = append(readers, r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Write(data)
+			w.Close()
+		}()
+		c := fdPath(r)
 		names[c] = f
 		copies = append(copies, c)
 	}
@@ -164,7 +173,7 @@ func knownHosts(files []string) (ssh.HostKeyCallback, error) {
 	if err != nil {
 		msg := err.Error()
 		for c, f := range names {
-			msg = strings.ReplaceAll(msg, c, f)
+			msg = strings.ReplaceAll(msg, c+":", f+":")
 		}
 		return nil, &HostError{Class: ClassLocalFile, Err: fmt.Errorf("known_hosts: %s", msg)}
 	}
@@ -182,4 +191,13 @@ func knownHosts(files []string) (ssh.HostKeyCallback, error) {
 		}
 		return err
 	}, nil
+}
+
+// fdPath names an open file by its descriptor, for a library that opens
+// files by name.
+func fdPath(f *os.File) string {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	}
+	return "/dev/fd/" + strconv.Itoa(int(f.Fd()))
 }

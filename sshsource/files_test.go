@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 func mkfifo(t *testing.T, path string) string {
@@ -155,5 +158,37 @@ func TestSSHKeyProblemsArePerHost(t *testing.T) {
 	}
 	if rb.Err == nil || rb.Err.Class != ClassAuth || !strings.Contains(rb.Err.Error(), missing+": no such file") || strings.Contains(rb.Err.Error(), encrypted) {
 		t.Errorf("b: %v\nwant auth failed naming the missing %s only", rb.Err, missing)
+	}
+}
+
+// known_hosts reaches knownhosts through pipes, never a copy on disk; what
+// it reports still names the files and lines the user has.
+func TestKnownHostsNamesTheRealFiles(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, filepath.Join(dir, "key"))
+	other := writeKey(t, filepath.Join(dir, "other"))
+	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
+	// Larger than a pipe's buffer, so both writers wait on the reader.
+	pad := strings.Repeat("# comment\n", 50000)
+	os.WriteFile(first, []byte(pad+knownhosts.Line([]string{"a.example"}, key)+"\n"), 0o600)
+	os.WriteFile(second, []byte(pad+"\n\n"+knownhosts.Line([]string{"b.example"}, key)+"\n"), 0o600)
+	check, err := knownHosts([]string{filepath.Join(dir, "missing"), first, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 22}
+	if err := check("a.example:22", addr, key); err != nil {
+		t.Errorf("known key: %v", err)
+	}
+	var ke *knownhosts.KeyError
+	if err := check("b.example:22", addr, other); !errors.As(err, &ke) || len(ke.Want) != 1 || ke.Want[0].Filename != second || ke.Want[0].Line != 50003 {
+		t.Errorf("changed key: %v, want the line of %s:50003", err, second)
+	}
+	os.WriteFile(second, []byte("b.example ssh-ed25519 not-base64\n"), 0o600)
+	if _, err := knownHosts([]string{first, second}); err == nil || !strings.Contains(err.Error(), second+":1:") {
+		t.Errorf("bad line: %v, want it to name %s:1", err, second)
+	}
+	if check, err := knownHosts([]string{filepath.Join(dir, "missing")}); check != nil || err != nil {
+		t.Errorf("no file: %v, %v; want neither a check nor an error", check != nil, err)
 	}
 }
