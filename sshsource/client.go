@@ -22,6 +22,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // Host is one host to collect over SSH.
@@ -550,9 +552,18 @@ func (d *Dialer) recordKey(hostname string, key ssh.PublicKey) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return fmt.Errorf("recording the host key of %s: %w", hostname, err)
 	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Non-blocking: a FIFO put there fails at once (ENXIO) rather than
+	// waiting for a reader; only a regular file is appended to.
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0o600)
 	if err != nil {
-		return fmt.Errorf("recording the host key of %s: %w", hostname, err)
+		return fmt.Errorf("recording the host key of %s in %s: %w", hostname, file, err)
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w (%s)", safeio.ErrNotRegular, safeio.Kind(info.Mode()))
+		}
+		return fmt.Errorf("recording the host key of %s in %s: %w", hostname, file, err)
 	}
 	_, werr := fmt.Fprintln(f, line)
 	if err := errors.Join(werr, f.Close()); err != nil {

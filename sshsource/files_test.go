@@ -192,3 +192,26 @@ func TestKnownHostsNamesTheRealFiles(t *testing.T) {
 		t.Errorf("no file: %v, %v; want neither a check nor an error", check != nil, err)
 	}
 }
+
+// accept-new appends only to a regular file: a FIFO or a device put in
+// known_hosts' place fails the host at once instead of waiting for a reader.
+func TestRecordKeyOnlyToARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, filepath.Join(dir, "key"))
+	for _, tc := range []struct{ file, want string }{
+		{mkfifo(t, filepath.Join(dir, "fifo")), "no such device or address"},
+		{"/dev/null", "not a regular file (character device)"},
+	} {
+		d := NewDialer(Options{KnownHosts: []string{tc.file}, AcceptNew: true, Home: dir})
+		done := make(chan error, 1)
+		go func() { done <- d.recordKey("h.example:22", key) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("recordKey into %s = %v, want an error naming it and %q", tc.file, err, tc.want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("recordKey into %s still waiting after 30s", tc.file)
+		}
+	}
+}
