@@ -79,12 +79,12 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
 
 func (a *app) runCollect(cmd *cobra.Command) error {
 	v := a.v
-	if v.GetString("inventory") != "" {
-		return a.runCollectInventory(cmd)
-	}
 	out := v.GetString("out")
 	if out != "" && cmd.Flags().Changed("output") {
 		return usageError{errors.New("-o and --out: choose one (-o names the file, --out the directory for HOST.json)")}
+	}
+	if v.GetString("inventory") != "" {
+		return a.runCollectInventory(cmd)
 	}
 	if h := v.GetString("hostname"); h != "" {
 		if err := snapshot.CheckHostName(h); err != nil {

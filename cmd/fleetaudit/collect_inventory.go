@@ -62,6 +62,14 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	if parallel < 1 {
 		return usageError{fmt.Errorf("--parallel %d: want at least 1", parallel)}
 	}
+	var d *sshsource.Dialer
+	if len(hosts) > 0 {
+		// Its files (known_hosts, keys) are checked before anything runs.
+		if d, err = a.sshDialer(v.GetBool("no-exec")); err != nil {
+			return err
+		}
+		defer d.Close()
+	}
 	if err := outDir(out); err != nil {
 		return err
 	}
@@ -103,12 +111,7 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	}
 	total := len(hosts) + len(local)
 	var progress *sshProgress
-	if len(hosts) > 0 && writeErr == nil {
-		d, err := a.sshDialer(v.GetBool("no-exec"))
-		if err != nil {
-			return err
-		}
-		defer d.Close()
+	if d != nil && writeErr == nil {
 		progress = a.newSSHProgress(len(hosts))
 		seen := 0
 		d.CollectAll(ctx, hosts, parallel, v.GetDuration("host-timeout"), func(r sshsource.Result, p sshsource.Progress) {
