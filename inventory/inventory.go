@@ -24,6 +24,11 @@
 // Values are taken literally: Jinja templates are not rendered, and the
 // group_vars and host_vars directories beside an inventory are not read.
 //
+// A host's name names its snapshot file (NAME.json), so it must be one safe
+// file name (snapshot.CheckHostName): "..", a "/" or a control character is
+// an error naming the line. A native host may not have both root (a tree on
+// this machine) and address; the directory on the host is remote_root.
+//
 // In every format a relative root resolves against the inventory file's
 // folder. A root that does not exist is not an error here: the audit reports
 // it for that host.
