@@ -38,6 +38,12 @@ func SSHHost(h inventory.Host) sshsource.Host {
 	return sh
 }
 
+// CollectRoot collects an inventory host whose files are the local tree
+// root, as audit does: a root that cannot be read gives a snapshot saying why.
+func CollectRoot(ctx context.Context, host, root string, noExec bool, version string) *snapshot.Snapshot {
+	return collectOne(ctx, target{host: host, root: root, noExec: noExec}, version)
+}
+
 func (o *SSHOptions) collect(ctx context.Context, h inventory.Host) *snapshot.Snapshot {
 	r := o.Dialer.CollectTimeout(ctx, SSHHost(h), o.Timeout)
 	o.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 func FuzzAnsibleINI(f *testing.F) {
@@ -72,7 +74,7 @@ func checkInvariants(t *testing.T, path string, src []byte) {
 	}
 	seen := map[string]bool{}
 	for _, h := range inv.Hosts {
-		if h.Name == "" || strings.ContainsAny(h.Name, " \t\n") || seen[h.Name] {
+		if h.Name == "" || strings.ContainsAny(h.Name, " \t\n") || snapshot.CheckHostName(h.Name) != nil || seen[h.Name] {
 			t.Fatalf("bad or duplicate host name %q", h.Name)
 		}
 		seen[h.Name] = true

@@ -24,6 +24,11 @@
 // Values are taken literally: Jinja templates are not rendered, and the
 // group_vars and host_vars directories beside an inventory are not read.
 //
+// A host's name names its snapshot file (NAME.json), so it must be one safe
+// file name (snapshot.CheckHostName): "..", a "/" or a control character is
+// an error naming the line. A native host may not have both root (a tree on
+// this machine) and address; the directory on the host is remote_root.
+//
 // In every format a relative root resolves against the inventory file's
 // folder. A root that does not exist is not an error here: the audit reports
 // it for that host.
@@ -41,6 +46,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/internal/strictyaml"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // Host is one host to audit.
@@ -227,7 +233,8 @@ func checkHostName(name string) error {
 	if strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("host name %q contains a space or control character", name)
 	}
-	return nil
+	// A host's name names its snapshot file (collect --out).
+	return snapshot.CheckHostName(name)
 }
 
 func checkGroupName(name string) error {

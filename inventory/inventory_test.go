@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 func testdata(t *testing.T, name string) string {
@@ -425,7 +427,25 @@ func TestNative(t *testing.T) {
 		{name: "bad port", src: "hosts:\n  a: {port: 70000}\n", err: "host a: port 70000 is not from 1 to 65535"},
 		{name: "wrong type", src: "hosts:\n  a: {port: ssh}\n", err: "host a: yaml: unmarshal errors"},
 		{name: "space in host name", src: "hosts:\n  'a b':\n", err: `line 2: host name "a b" contains a space`},
+		{name: "host name escaping its directory", src: "hosts:\n  ../../../../etc/cron.d/x: {address: 10.0.0.1}\n",
+			err: `line 2: host name "../../../../etc/cron.d/x": not a safe file name: it contains a path separator`},
+		{name: "host name dot dot", src: "hosts:\n  '..': {address: 10.0.0.1}\n", err: `host name "..": not a safe file name`},
+		{name: "root and address", src: "hosts:\n  a: {root: /srv/a, address: 10.0.0.1}\n",
+			err: "line 2: host a has both root: (a tree on this machine, read instead of the host) and address: (the host over SSH); for the directory on the host to read as its /, use remote_root: /srv/a"},
 	})
+}
+
+func TestAnsibleHostNamesAreFileNames(t *testing.T) {
+	for _, src := range []string{
+		"[g]\n../../../../etc/cron.d/x ansible_host=10.0.0.1\n",
+		"all:\n  hosts:\n    ../../x: {ansible_host: 10.0.0.1}\n",
+		"[g]\n.. ansible_host=10.0.0.1\n",
+	} {
+		_, err := Parse("/inv/hosts", []byte(src))
+		if !errors.Is(err, snapshot.ErrBadHostName) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Parse(%q) = %v, want ErrBadHostName", src, err)
+		}
+	}
 }
 
 func TestFleetConflictIsTyped(t *testing.T) {

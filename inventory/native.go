@@ -62,6 +62,11 @@ func parseNative(top *yaml.Node) (*Inventory, error) {
 		if nh.Port < 0 || nh.Port > 65535 {
 			errs = append(errs, fmt.Errorf("line %d: host %s: port %d is not from 1 to 65535", val.Line, key.Value, nh.Port))
 		}
+		if nh.Root != "" && nh.Address != "" {
+			// root is a tree on this machine, so the address would never be
+			// used: the directory on the host is remote_root.
+			errs = append(errs, fmt.Errorf("line %d: host %s has both root: (a tree on this machine, read instead of the host) and address: (the host over SSH); for the directory on the host to read as its /, use remote_root: %s", val.Line, key.Value, nh.Root))
+		}
 		index[key.Value] = len(inv.Hosts)
 		inv.Hosts = append(inv.Hosts, Host{
 			Name:       key.Value,

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +22,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/fleetaudit/fleetaudit/internal/safeio"
 )
 
 // Host is one host to collect over SSH.
@@ -86,6 +88,10 @@ type Dialer struct {
 	agent   agent.ExtendedAgent
 	agentC  net.Conn
 	khMu    sync.Mutex
+	// khCheck checks known_hosts as read (nil: none exists); reread
+	// after accept-new appends to it.
+	khCheck  ssh.HostKeyCallback
+	khLoaded bool
 	// localUser is the user for hosts nothing names one for.
 	localUser string
 	recorded  map[string]bool // known_hosts lines accept-new wrote
@@ -109,22 +115,53 @@ func NewDialer(opts Options) *Dialer {
 	return d
 }
 
-// keyProblems says which key files could not be used, for an
+// keyProblems says which of a hop's key files could not be used, for its
 // authentication failure's message: the file and why, never its contents.
-func (d *Dialer) keyProblems() string {
+// A default identity (~/.ssh/id_*) that does not exist is no problem, as
+// for ssh; a file named in the inventory, ssh_config or --identity is.
+func (d *Dialer) keyProblems(hop endpoint) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
-	for file, err := range d.keyErrs {
+	seen := map[string]bool{}
+	for _, file := range hop.identites {
+		err := d.keyErrs[file]
+		if err == nil || seen[file] || hop.defaultIDs && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		seen[file] = true
 		var missing *ssh.PassphraseMissingError
 		if errors.As(err, &missing) {
 			out = append(out, file+": encrypted, and no passphrase could be asked (add it to ssh-agent)")
 			continue
 		}
-		out = append(out, file+": "+err.Error())
+		out = append(out, err.Error())
 	}
-	slices.Sort(out)
 	return strings.Join(out, "; ")
+}
+
+// CheckFiles reads the files every host uses (known_hosts, the identity
+// files of Options) before any host is dialed, so that one that cannot be
+// used fails the run once, naming it, instead of every host.
+func (d *Dialer) CheckFiles() error {
+	if _, err := d.knownHostsCheck(); err != nil {
+		var he *HostError
+		if errors.As(err, &he) {
+			return he.Err
+		}
+		return err
+	}
+	for _, f := range d.opts.IdentityFiles {
+		d.signersOf(f)
+		d.mu.Lock()
+		err := d.keyErrs[f]
+		d.mu.Unlock()
+		var missing *ssh.PassphraseMissingError
+		if err != nil && !errors.As(err, &missing) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the agent connection.
@@ -144,6 +181,8 @@ type endpoint struct {
 	port      int
 	user      string
 	identites []string
+	// defaultIDs: identites are ssh's default files, none being named.
+	defaultIDs bool
 }
 
 func (e endpoint) addr() string { return net.JoinHostPort(e.host, strconv.Itoa(e.port)) }
@@ -191,6 +230,7 @@ func (d *Dialer) resolve(alias, user string, port int, ids []string) endpoint {
 	}
 	e.identites = append(e.identites, d.opts.IdentityFiles...)
 	if len(e.identites) == 0 {
+		e.defaultIDs = true
 		for _, f := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
 			e.identites = append(e.identites, filepath.Join(d.opts.Home, ".ssh", f))
 		}
@@ -238,6 +278,9 @@ const (
 	ClassPartial      = "partial"
 	ClassBecome       = "become failed"
 	ClassRemoteFailed = "failed"
+	// ClassLocalFile: a file of this machine the connection needs
+	// (known_hosts) cannot be used; the host was not contacted.
+	ClassLocalFile = "local file"
 )
 
 // HostError says why a host was not (fully) read; Class is one of the
@@ -324,6 +367,11 @@ func (d *Dialer) dialHops(ctx context.Context, hops []endpoint) (*ssh.Client, []
 		if err != nil {
 			conn.Close()
 			closeAll()
+			if classify(err).Class == ClassAuth {
+				if p := d.keyProblems(hop); p != "" {
+					err = fmt.Errorf("%w (keys not used: %s)", err, p)
+				}
+			}
 			return nil, nil, fmt.Errorf("%s: %w", hop.addr(), err)
 		}
 		via = append(via, client)
@@ -394,9 +442,10 @@ func (d *Dialer) agentClient() agent.ExtendedAgent {
 	return d.agent
 }
 
-// signersOf loads a key file once per run. A missing file is skipped, as
-// OpenSSH skips its default identities; the error of a bad one is kept
-// for the host's message, never its contents.
+// signersOf loads a key file once per run, through safeio (a FIFO or a
+// device is refused, not read). The error of a file that cannot be used,
+// missing included, is kept for the message of a host that offered it
+// (keyProblems), never its contents.
 func (d *Dialer) signersOf(file string) []ssh.Signer {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -404,7 +453,7 @@ func (d *Dialer) signersOf(file string) []ssh.Signer {
 		return s
 	}
 	var out []ssh.Signer
-	data, err := os.ReadFile(file)
+	data, err := readKey(file)
 	if err == nil {
 		var s ssh.Signer
 		s, err = ssh.ParsePrivateKey(data)
@@ -418,9 +467,12 @@ func (d *Dialer) signersOf(file string) []ssh.Signer {
 		}
 		if err == nil {
 			out = append(out, s)
+		} else {
+			err = fmt.Errorf("identity file %s: %w", file, err)
 		}
+		clear(data)
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil {
 		d.keyErrs[file] = err
 	}
 	d.signers[file] = out
@@ -431,21 +483,9 @@ func (d *Dialer) signersOf(file string) []ssh.Signer {
 // known it offers only the algorithms known_hosts has, as OpenSSH does,
 // so a host known by its ed25519 key is not failed for showing RSA.
 func (d *Dialer) hostKeyCallback(hop endpoint) (ssh.HostKeyCallback, []string, error) {
-	var files []string
-	for _, f := range d.opts.KnownHosts {
-		if _, err := os.Stat(f); err == nil {
-			files = append(files, f)
-		}
-	}
-	var check ssh.HostKeyCallback
-	if len(files) > 0 {
-		var err error
-		d.khMu.Lock()
-		check, err = knownhosts.New(files...)
-		d.khMu.Unlock()
-		if err != nil {
-			return nil, nil, fmt.Errorf("known_hosts: %w", err)
-		}
+	check, err := d.knownHostsCheck()
+	if err != nil {
+		return nil, nil, err
 	}
 	var algos []string
 	if check != nil {
@@ -484,6 +524,21 @@ func (d *Dialer) hostKeyCallback(hop endpoint) (ssh.HostKeyCallback, []string, e
 	return cb, algos, nil
 }
 
+// knownHostsCheck reads the known_hosts files once, and again after
+// accept-new has appended to them.
+func (d *Dialer) knownHostsCheck() (ssh.HostKeyCallback, error) {
+	d.khMu.Lock()
+	defer d.khMu.Unlock()
+	if !d.khLoaded {
+		check, err := knownHosts(d.opts.KnownHosts)
+		if err != nil {
+			return nil, err
+		}
+		d.khCheck, d.khLoaded = check, true
+	}
+	return d.khCheck, nil
+}
+
 // recordKey appends a new host key to the first known_hosts file.
 func (d *Dialer) recordKey(hostname string, key ssh.PublicKey) error {
 	d.khMu.Lock()
@@ -497,15 +552,25 @@ func (d *Dialer) recordKey(hostname string, key ssh.PublicKey) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return fmt.Errorf("recording the host key of %s: %w", hostname, err)
 	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Non-blocking: a FIFO put there fails at once (ENXIO) rather than
+	// waiting for a reader; only a regular file is appended to.
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0o600)
 	if err != nil {
-		return fmt.Errorf("recording the host key of %s: %w", hostname, err)
+		return fmt.Errorf("recording the host key of %s in %s: %w", hostname, file, err)
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w (%s)", safeio.ErrNotRegular, safeio.Kind(info.Mode()))
+		}
+		return fmt.Errorf("recording the host key of %s in %s: %w", hostname, file, err)
 	}
 	_, werr := fmt.Fprintln(f, line)
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("recording the host key of %s in %s: %w", hostname, file, err)
 	}
 	d.recorded[line] = true
+	d.khLoaded = false
 	return nil
 }
 

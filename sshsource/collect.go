@@ -49,13 +49,7 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	}
 	client, via, err := d.dial(ctx, h)
 	if err != nil {
-		he := classify(err)
-		if he.Class == ClassAuth {
-			if p := d.keyProblems(); p != "" {
-				he = &HostError{Class: ClassAuth, Err: fmt.Errorf("%w (keys not used: %s)", he.Err, p)}
-			}
-		}
-		return fail(he)
+		return fail(classify(err))
 	}
 	defer func() {
 		client.Close()

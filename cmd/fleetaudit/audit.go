@@ -91,11 +91,11 @@ func (a *app) reportInputs() (failOn string, set *fleets.Set, inv *inventory.Inv
 		return "", nil, nil, usageError{fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(failOnLevels, ", "))}
 	}
 	if set, err = fleets.Load(true, v.GetStringSlice("fleets")...); err != nil {
-		return "", nil, nil, usageError{err}
+		return "", nil, nil, inputError{err}
 	}
 	if file := v.GetString("inventory"); file != "" {
 		if inv, err = inventory.Load(file); err != nil {
-			return "", nil, nil, usageError{err}
+			return "", nil, nil, inputError{err}
 		}
 	}
 	return failOn, set, inv, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +54,9 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
   # With the pod templates of a directory of job manifests
   fleetaudit collect --pods k8s/training/
 
+  # This host into a directory of snapshots, as HOSTNAME.json
+  fleetaudit collect --out /var/lib/fleetaudit/snapshots
+
   # Every inventory host with an address, over SSH, one snapshot each
   fleetaudit collect --inventory hosts.ini --out snapshots/ --parallel 50`,
 		Args: cobra.NoArgs,
@@ -75,8 +79,17 @@ LeaderWorkerSet, ...) becomes the pod its controller would create.`,
 
 func (a *app) runCollect(cmd *cobra.Command) error {
 	v := a.v
-	if v.GetString("inventory") != "" || v.GetString("out") != "" {
+	out := v.GetString("out")
+	if out != "" && cmd.Flags().Changed("output") {
+		return usageError{errors.New("-o and --out: choose one (-o names the file, --out the directory for HOST.json)")}
+	}
+	if v.GetString("inventory") != "" {
 		return a.runCollectInventory(cmd)
+	}
+	if h := v.GetString("hostname"); h != "" {
+		if err := snapshot.CheckHostName(h); err != nil {
+			return usageError{fmt.Errorf("--hostname: %w", err)}
+		}
 	}
 	root := v.GetString("root")
 	info, err := os.Stat(root)
@@ -114,11 +127,23 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	if snap.Host == "" {
 		return usageError{errors.New("no host name under --root (no /proc/sys/kernel/hostname or /etc/hostname): pass --hostname")}
 	}
+	output := v.GetString("output")
+	if out != "" {
+		// The host's name becomes the file's: only ever one name in out.
+		name, err := snapshot.FileName(snap.Host)
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", out, err)
+		}
+		if err := outDir(out); err != nil {
+			return err
+		}
+		output = filepath.Join(out, name)
+	}
 	var buf bytes.Buffer
 	if err := snapshot.Encode(&buf, snap); err != nil {
 		return fmt.Errorf("encoding snapshot of %s: %w", snap.Host, err)
 	}
-	if err := writeOutput(cmd.Context(), a, v.GetString("output"), buf.Bytes()); err != nil {
+	if err := writeOutput(cmd.Context(), a, output, buf.Bytes()); err != nil {
 		return err
 	}
 	for _, e := range snap.Errors {

@@ -12,14 +12,14 @@ import (
 const minEvery = time.Minute
 
 // addCollectEvery gives collect --every: collect again at an interval until
-// stopped, replacing -o each time. It is how the DaemonSet in deploy/ keeps
+// stopped, replacing -o (or --out's HOST.json) each time. It is how the DaemonSet in deploy/ keeps
 // each node's snapshot fresh for the auditing CronJob.
 func addCollectEvery(a *app, cmd *cobra.Command) {
-	cmd.Flags().Duration("every", 0, "collect again every DURATION until stopped (SIGTERM), replacing -o each time, as a DaemonSet runs it (0: once)")
+	cmd.Flags().Duration("every", 0, "collect again every DURATION until stopped (SIGTERM), replacing -o (or --out's HOST.json) each time, as a DaemonSet runs it (0: once)")
 	cmd.Example += `
 
   # In a DaemonSet: the node's / mounted at /host, a fresh snapshot every hour
-  fleetaudit collect --root /host --hostname "$NODE_NAME" -o "/snapshots/$NODE_NAME.json" --every 1h`
+  fleetaudit collect --root /host --hostname "$NODE_NAME" --out /snapshots --every 1h`
 	once := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		every := a.v.GetDuration("every")

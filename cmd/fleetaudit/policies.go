@@ -70,14 +70,14 @@ one fails, 2 when the policies do not load or compile.`,
 func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error) {
 	set, err := fleets.Load(true, a.v.GetStringSlice("fleets")...)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, inputError{err}
 	}
 	engine, err := policies.New(cmd.Context(), policies.Options{PolicyDirs: a.v.GetStringSlice("policies")})
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, inputError{err}
 	}
 	if err := set.Check(fleets.KnownOf(engine)); err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, inputError{err}
 	}
 	return engine.Rules(), set, nil
 }

@@ -47,6 +47,13 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// inputError marks a file a flag names that cannot be used (unreadable,
+// invalid): exit 2, without the usage hint, since the flags were right.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
 func run(ctx context.Context, args []string, s streams, getenv func(string) string) int {
 	a := &app{streams: s, getenv: getenv, v: viper.New()}
 	root := newRootCmd(a)
@@ -181,7 +188,7 @@ func (a *app) loadConfig(cmd *cobra.Command, explicit string) (unread [][2]strin
 	}
 	values, err := readConfig(file, layout, section)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, inputError{err}
 	}
 	return unread, v.MergeConfigMap(values)
 }

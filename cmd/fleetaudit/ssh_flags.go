@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	sshconfig "github.com/kevinburke/ssh_config"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -79,14 +78,9 @@ func (a *app) sshDialer(noExec bool) (*sshsource.Dialer, error) {
 		}
 	}
 	if cfgFile != "none" {
-		f, err := os.Open(cfgFile)
+		cfg, err := sshsource.ReadConfig(cfgFile)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--ssh-config: %w", err)}
-		}
-		cfg, err := sshconfig.Decode(f)
-		f.Close()
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--ssh-config %s: %w", cfgFile, err)}
+			return nil, inputError{fmt.Errorf("--ssh-config: %w", err)}
 		}
 		opts.Config = cfg
 	}
@@ -99,7 +93,12 @@ func (a *app) sshDialer(noExec bool) (*sshsource.Dialer, error) {
 			return term.ReadPassword(fd)
 		}
 	}
-	return sshsource.NewDialer(opts), nil
+	d := sshsource.NewDialer(opts)
+	if err := d.CheckFiles(); err != nil {
+		d.Close()
+		return nil, inputError{err}
+	}
+	return d, nil
 }
 
 // sshProgress shows done / failed / rate / ETA on a terminal (nothing

@@ -46,7 +46,7 @@ func (a *app) auditWaivers() (*waivers.Set, error) {
 	}
 	set, err := waivers.Load(name)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, inputError{err}
 	}
 	if err := checkOutput(a.v.GetString("output"), inputsOf("--waivers", []string{name}, 0)); err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func (a *app) gateWaivers(base *configrepo.Checkout) (set *waivers.Set, warning 
 	if name := a.v.GetString("waivers"); name != "" {
 		set, err := waivers.Load(name)
 		if err != nil {
-			return nil, "", usageError{err}
+			return nil, "", inputError{err}
 		}
 		return set, "", checkOutput(a.v.GetString("output"), inputsOf("--waivers", []string{name}, 0))
 	}

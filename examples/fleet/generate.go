@@ -78,7 +78,11 @@ func collect(root, host string, at time.Time) *snapshot.Snapshot {
 }
 
 func write(dir string, s *snapshot.Snapshot) {
-	f, err := os.Create(filepath.Join(dir, s.Host+".json"))
+	name, err := snapshot.FileName(s.Host)
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -102,7 +102,11 @@ func Generate(opts Options) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(out, host+".json"), data, 0o644); err != nil {
+		name, err := snapshot.FileName(host)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
 			return err
 		}
 	}
