@@ -41,6 +41,9 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 		origin.Address = net.JoinHostPort(addr, strconv.Itoa(h.Port))
 	}
 	fail := func(he *HostError) Result {
+		if ctx.Err() != nil {
+			he = ended(ctx)
+		}
 		s := snapshot.New(h.Name)
 		s.Source = origin
 		s.Errors = append(s.Errors, snapshot.CollectionError{Collector: snapshot.CollectorSource, Path: origin.Address, Reason: he.Error()})
@@ -57,26 +60,31 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 		}
 		return fail(he)
 	}
+	// Whatever the host does, its time (or the run) ending ends it.
+	stopClose := context.AfterFunc(ctx, func() { client.Close() })
 	defer func() {
+		stopClose()
 		client.Close()
 		for i := len(via) - 1; i >= 0; i-- {
 			via[i].Close()
 		}
 	}()
-	sess := &session{client: client, become: h.Become}
+	sess := &session{client: client, become: h.Become, lim: d.lim}
 	capBytes := int64(collectors.DefaultMaxFileSize + 1)
-	out, stderr, err := sess.run(ctx, wrap(snapshotScript(root, capBytes), h.Become), maxStream)
-	var exit *remoteExit
-	if err != nil && !errors.As(err, &exit) {
+	t := newTree(ctx, sess, root, capBytes)
+	if d.lim != (limits{}) {
+		t.lim = d.lim
+	}
+	stderr, exit, err := sess.load(ctx, wrap(snapshotScript(root, capBytes), h.Become), t)
+	if err != nil && !errors.Is(err, errStream) {
 		return fail(classify(err))
 	}
-	t := newTree(ctx, sess, root, capBytes)
-	if lerr := t.load(out); lerr != nil {
+	if err != nil {
 		// No stream: the command itself failed (sudo, no such root, no
 		// GNU find).
 		msg := firstLine(stderr)
 		if msg == "" {
-			msg = lerr.Error()
+			msg = err.Error()
 		}
 		class := ClassRemoteFailed
 		switch {
@@ -101,4 +109,14 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 		res.Err = &HostError{Class: ClassPartial, Err: fmt.Errorf("%d reads failed after the stream (the connection dropped?); see the snapshot's errors", n)}
 	}
 	return res
+}
+
+// ended says why a host's context ended: its timeout, or the run's
+// interrupt (with the signal, where one was the cause).
+func ended(ctx context.Context) *HostError {
+	cause := context.Cause(ctx)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &HostError{Class: ClassTimeout, Err: cause}
+	}
+	return &HostError{Class: ClassInterrupted, Err: fmt.Errorf("interrupted: %w", cause)}
 }

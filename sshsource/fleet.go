@@ -52,7 +52,7 @@ func (d *Dialer) CollectAll(ctx context.Context, hosts []Host, parallel int, tim
 func (d *Dialer) CollectTimeout(ctx context.Context, h Host, timeout time.Duration) Result {
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w (the host timeout, %s)", context.DeadlineExceeded, timeout))
 		defer cancel()
 	}
 	return d.Collect(ctx, h)

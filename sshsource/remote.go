@@ -182,14 +182,32 @@ func shellQuote(s string) string {
 }
 
 // wrap makes script the remote command: run by /bin/sh with only
-// remoteEnv, through sudo -n when become (never a password prompt).
+// remoteEnv, through sudo -n when become (never a password prompt), under
+// guard.
 func wrap(script string, become bool) string {
 	cmd := "exec "
 	if become {
 		cmd += "sudo -n -- "
 	}
-	return cmd + "env -i " + remoteEnv + " /bin/sh -c " + shellQuote(script)
+	return cmd + "env -i " + remoteEnv + ` FLEETAUDIT_SSH="$SSH_CONNECTION" /bin/sh -c ` + shellQuote(guard) + " sh " + shellQuote(script)
 }
+
+// guard runs the script ($1) while its standard input is open: the client
+// holds it open while it wants the command, so a host timeout, a cap, an
+// interrupt or a lost connection (sshd then closes the command's pipes,
+// and passes it no signal) ends the script and all it started. Under sshd
+// the process group is the command's own (sshd made it), so all of it is
+// killed; elsewhere (a test's local sh) only the script.
+const guard = `exec 3<&0
+/bin/sh -c "$1" </dev/null 3<&- &
+p=$!
+{ while read -r _; do :; done; [ -n "$FLEETAUDIT_SSH" ] && kill -KILL 0; kill -KILL $p; } <&3 >/dev/null 2>&1 &
+w=$!
+exec 3<&-
+wait $p
+s=$?
+kill $w 2>/dev/null
+exit $s`
 
 // entry is one record of find's listing.
 type entry struct {
