@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -61,21 +62,31 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	defer d.Close()
 	progress := a.newSSHProgress(len(hosts))
 	var writeErrs []error
+	written := 0
 	d.CollectAll(cmd.Context(), hosts, parallel, v.GetDuration("host-timeout"), func(r sshsource.Result, p sshsource.Progress) {
 		progress.done(r, p)
+		if r.Err != nil && r.Err.Class == sshsource.ClassInterrupted {
+			return // not read: an earlier snapshot of it stays
+		}
 		var buf bytes.Buffer
 		if err := snapshot.Encode(&buf, r.Snapshot); err != nil {
 			writeErrs = append(writeErrs, fmt.Errorf("encoding %s: %w", r.Host.Name, err))
 			return
 		}
 		name := filepath.Join(out, r.Host.Name+".json")
-		if err := writeOutput(cmd.Context(), a, name, buf.Bytes()); err != nil {
+		// A host read in full is written even as the run is interrupted.
+		if err := writeOutput(context.WithoutCancel(cmd.Context()), a, name, buf.Bytes()); err != nil {
 			writeErrs = append(writeErrs, err)
+			return
 		}
+		written++
 	})
 	progress.account(a.err)
 	if err := errors.Join(writeErrs...); err != nil {
 		return err
+	}
+	if cmd.Context().Err() != nil {
+		return fmt.Errorf("%d of %d hosts were written to %s; the other %d were stopped or not started, and their earlier snapshots (if any) were left as they were", written, len(hosts), out, len(hosts)-written)
 	}
 	if n := len(progress.failures); n > 0 {
 		return fmt.Errorf("%d of %d hosts were not read in full (listed above; their snapshots say why)", n, len(hosts))
