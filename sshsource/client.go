@@ -609,7 +609,7 @@ func (s *session) start(ctx context.Context, cmd string) (*command, error) {
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	stderr := &limitedBuffer{max: lim.stderr, keep: 64 << 10, over: func() {
-		cancel(fmt.Errorf("%w: the host sent more than %s on standard error", errLimit, size(lim.stderr)))
+		cancel(overLimit("the host sent more than %s on standard error", size(lim.stderr)))
 	}}
 	sess.Stderr = stderr
 	if err := sess.Start(cmd); err != nil {
@@ -675,7 +675,7 @@ func (s *session) run(ctx context.Context, cmd string, limit int64) ([]byte, []b
 		return nil, nil, err
 	}
 	if int64(len(out)) > limit {
-		return nil, nil, fmt.Errorf("%w: the host sent more than %s on standard output", errLimit, size(limit))
+		return nil, nil, overLimit("the host sent more than %s on standard output", size(limit))
 	}
 	err = c.wait()
 	var exit *remoteExit
@@ -737,7 +737,7 @@ func (s *streamReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	s.n += int64(n)
 	if s.n > s.limit {
-		return 0, fmt.Errorf("%w: the host sent more than %s for one file", errLimit, size(s.limit))
+		return 0, overLimit("the host sent more than %s for one file", size(s.limit))
 	}
 	if errors.Is(err, io.EOF) {
 		if werr := s.c.wait(); werr != nil {

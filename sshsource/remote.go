@@ -224,7 +224,16 @@ var errStream = errors.New("malformed stream from the host")
 
 // errLimit marks a host that sent more than a limit allows: a broken or
 // hostile host, failed whole, never read in part.
-var errLimit = errors.New("over a limit")
+var errLimit = &limitError{"over a limit"}
+
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string        { return e.msg }
+func (e *limitError) Is(target error) bool { return target == errLimit }
+
+func overLimit(format string, args ...any) error {
+	return &limitError{fmt.Sprintf(format, args...)}
+}
 
 // limits bound what one host may send; past one, the host fails and its
 // command is ended.
@@ -296,7 +305,7 @@ func (s *scanner) fill() bool {
 	case s.ctx.Err() != nil:
 		s.err = context.Cause(s.ctx)
 	case s.read > s.lim.stream:
-		s.err = fmt.Errorf("%w: the host sent more than %s on standard output", errLimit, size(s.lim.stream))
+		s.err = overLimit("the host sent more than %s on standard output", size(s.lim.stream))
 	case err != nil:
 		s.err = err
 		return n > 0
@@ -325,7 +334,7 @@ func (s *scanner) skipStart() error {
 			s.advance(n)
 		}
 		if s.consumed > s.lim.preamble {
-			return fmt.Errorf("%w: the host printed more than %s before the stream started", errLimit, size(s.lim.preamble))
+			return overLimit("the host printed more than %s before the stream started", size(s.lim.preamble))
 		}
 		if !s.fill() {
 			return s.ended("no start marker (did the command run?)")
@@ -345,7 +354,7 @@ func (s *scanner) next(delim byte, what string) ([]byte, error) {
 		}
 		scanned = s.end - s.start
 		if scanned > s.lim.record {
-			return nil, fmt.Errorf("%w: %s has a record longer than %s", errLimit, what, size(int64(s.lim.record)))
+			return nil, overLimit("%s has a record longer than %s", what, size(int64(s.lim.record)))
 		}
 		if !s.fill() {
 			return nil, s.ended(what + " ends early")
@@ -381,7 +390,7 @@ func (s *scanner) listing(add func(entry)) error {
 			return nil
 		}
 		if n >= s.lim.entries {
-			return fmt.Errorf("%w: the listing has more than %d entries", errLimit, s.lim.entries)
+			return overLimit("the listing has more than %d entries", s.lim.entries)
 		}
 		e, err := parseRecord(rec)
 		if err != nil {
@@ -520,7 +529,7 @@ func (s *scanner) contents(expect func(name string) bool, multiline map[string]b
 		}
 		if !dropped {
 			if int64(len(data)+n) > fileCap+1 {
-				return fmt.Errorf("%w: %s is longer than the %s a file may have", errLimit, cur, size(fileCap))
+				return overLimit("%s: more than the %s the stream carries of a file", cur, size(fileCap))
 			}
 			data = append(data, avail[:n]...)
 		}

@@ -72,8 +72,9 @@ func WriteKey(t TB, file string) ssh.PublicKey {
 	return sp
 }
 
-// Start runs sshd until t's cleanup.
-func Start(t TB) *Server {
+// Start runs sshd until t's cleanup; extra are further sshd_config lines
+// (ForceCommand, for a host that plays an attack).
+func Start(t TB, extra ...string) *Server {
 	t.Helper()
 	bin := Path(t)
 	u, err := user.Current()
@@ -105,6 +106,9 @@ func Start(t TB) *Server {
 		// A fleet's worth of connections at once, as many hosts would take.
 		"MaxStartups 1000", "MaxSessions 100", "LogLevel ERROR",
 	}, "\n") + "\n"
+	for _, line := range extra {
+		cfg += line + "\n"
+	}
 	cfgFile := filepath.Join(dir, "sshd_config")
 	// OpenSSH 9.8+ penalises a source address after failed logins; every
 	// test host is 127.0.0.1. Older sshd refuses the keyword.
