@@ -18,41 +18,12 @@ import (
 	"github.com/fleetaudit/fleetaudit/internal/sshdtest"
 )
 
-// hostileScript is the ForceCommand of a hostile sshd: a host whose root
-// names an attack plays it; any other runs the command it was sent.
-const hostileScript = `#!/bin/sh
-start=fleetaudit-stream-start
-header() { printf '%s\0- f 0644 9 ./etc/os-release\0\0fleetaudit-meta-end\0==> ./etc/os-release <==\n' $start; }
-case $SSH_ORIGINAL_COMMAND in
-*/attack-flood-file*) header; exec cat /dev/zero;;
-*/attack-nuls*) exec cat /dev/zero;;
-*/attack-stderr*) printf '%s\0' $start; exec cat /dev/zero >&2;;
-*/attack-listing*) printf '%s\0' $start
-  seq -f '- f 0644 1 ./f%.0f' 1 3000000 | sed 's/$/\n/' | tr '\n' '\0'
-  printf 'fleetaudit-meta-end\0==> fleetaudit-contents-end <==\n';;
-*/attack-many-files*) printf '%s\0' $start
-  for i in $(seq 100); do printf -- '- f 0644 1048576 ./etc/profile.d/f%d\0\0' $i; done
-  printf 'fleetaudit-meta-end\0'
-  for i in $(seq 100); do printf '==> ./etc/profile.d/f%d <==\n' $i; head -c 1048576 /dev/zero; echo; done
-  printf '==> fleetaudit-contents-end <==\n';;
-*/attack-headers*) header; yes '==> ' | head -n 200000;;
-*/attack-hang*) exec sleep 3600;;
-*/attack-close*) printf '%s\0- f 0644 9 ./et' $start;;
-*/attack-linger*) exec /bin/sh -c "$(printf '%s' "$SSH_ORIGINAL_COMMAND" | sed 's/cd -- /sleep 3600.25; cd -- /')";;
-*) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND";;
-esac
-`
-
 // lingerMark is in the command line of the process the linger attack
 // leaves running.
-const lingerMark = "3600.25"
+const lingerMark = sshdtest.LingerMark
 
 func startHostileSSHD(t *testing.T) *testSSHD {
-	script := filepath.Join(t.TempDir(), "hostile.sh")
-	if err := os.WriteFile(script, []byte(hostileScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return &testSSHD{Server: sshdtest.Start(t, "ForceCommand "+script), timeout: sshdtest.Timeout(t)}
+	return &testSSHD{Server: sshdtest.StartHostile(t), timeout: sshdtest.Timeout(t)}
 }
 
 // hostileCase is one attack and what its host must get.

@@ -164,7 +164,7 @@ func (p *sshProgress) account(w io.Writer) {
 		}
 	}
 	if interrupted > 0 {
-		fmt.Fprintf(w, "  %d hosts were stopped or not started: the run was interrupted\n", interrupted)
+		fmt.Fprintf(w, "  interrupted: %d hosts stopped or not started\n", interrupted)
 	}
 }
 

@@ -167,3 +167,42 @@ func Timeout(t any) time.Duration {
 	}
 	return generous
 }
+
+// HostileScript is the ForceCommand of StartHostile: a host whose root is
+// /attack-NAME plays that attack; any other runs the command it was sent.
+const HostileScript = `#!/bin/sh
+start=fleetaudit-stream-start
+header() { printf '%s\0- f 0644 9 ./etc/os-release\0\0fleetaudit-meta-end\0==> ./etc/os-release <==\n' $start; }
+case $SSH_ORIGINAL_COMMAND in
+*/attack-flood-file*) header; exec cat /dev/zero;;
+*/attack-nuls*) exec cat /dev/zero;;
+*/attack-stderr*) printf '%s\0' $start; exec cat /dev/zero >&2;;
+*/attack-listing*) printf '%s\0' $start
+  seq -f '- f 0644 1 ./f%.0f' 1 3000000 | sed 's/$/\n/' | tr '\n' '\0'
+  printf 'fleetaudit-meta-end\0==> fleetaudit-contents-end <==\n';;
+*/attack-many-files*) printf '%s\0' $start
+  for i in $(seq 100); do printf -- '- f 0644 1048576 ./etc/profile.d/f%d\0\0' $i; done
+  printf 'fleetaudit-meta-end\0'
+  for i in $(seq 100); do printf '==> ./etc/profile.d/f%d <==\n' $i; head -c 1048576 /dev/zero; echo; done
+  printf '==> fleetaudit-contents-end <==\n';;
+*/attack-headers*) header; yes '==> ' | head -n 200000;;
+*/attack-hang*) exec sleep 3600;;
+*/attack-close*) printf '%s\0- f 0644 9 ./et' $start;;
+*/attack-linger*) exec /bin/sh -c "$(printf '%s' "$SSH_ORIGINAL_COMMAND" | sed 's/cd -- /sleep 3600.25; cd -- /')";;
+*) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND";;
+esac
+`
+
+// LingerMark is in the command line of what the linger attack leaves
+// running (a sleep before the real script).
+const LingerMark = "3600.25"
+
+// StartHostile runs an sshd whose every command goes through HostileScript.
+func StartHostile(t TB) *Server {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "hostile.sh")
+	if err := os.WriteFile(script, []byte(HostileScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Start(t, "ForceCommand "+script)
+}
