@@ -39,7 +39,7 @@ var hostileCases = []hostileCase{
 	{"stderr", ClassLimit, "more than 1 MiB on standard error"},
 	{"listing", ClassLimit, "more than 250000 entries"},
 	{"many-files", ClassLimit, "more than 64 MiB on standard output"},
-	{"headers", ClassRemoteFailed, "end early"},
+	{"headers", ClassRemoteFailed, "the contents of ./etc/profile.d/h20 end early"},
 	{"hang", ClassTimeout, "host timeout"},
 	{"close", ClassRemoteFailed, "ends early"},
 	{"linger", ClassTimeout, "host timeout"},

@@ -185,7 +185,10 @@ case $SSH_ORIGINAL_COMMAND in
   printf 'fleetaudit-meta-end\0'
   for i in $(seq 100); do printf '==> ./etc/profile.d/f%d <==\n' $i; head -c 1048576 /dev/zero; echo; done
   printf '==> fleetaudit-contents-end <==\n';;
-*/attack-headers*) header; yes '==> ' | head -n 200000;;
+*/attack-headers*) printf '%s\0' $start
+  for i in $(seq 20); do printf -- '- f 0644 1 ./etc/profile.d/h%d\0\0' $i; done
+  printf 'fleetaudit-meta-end\0'
+  for i in $(seq 20); do printf '==> ./etc/profile.d/h%d <==\n' $i; yes '==> ' | head -n 200000; done;;
 */attack-hang*) exec sleep 3600;;
 */attack-close*) printf '%s\0- f 0644 9 ./et' $start;;
 */attack-linger*) exec /bin/sh -c "$(printf '%s' "$SSH_ORIGINAL_COMMAND" | sed 's/cd -- /sleep 3600.25; cd -- /')";;
