@@ -238,3 +238,36 @@ func TestHostileMeasure(t *testing.T) {
 		killLingering(t)
 	}
 }
+
+// TestKilledClientEndsRemote: a client killed while its host's script runs
+// (no close, no signal: the connection is just gone) leaves nothing
+// running on the host.
+func TestKilledClientEndsRemote(t *testing.T) {
+	s := startHostileSSHD(t)
+	t.Cleanup(func() { killLingering(t) })
+	run := hostileRun{Port: s.Port, User: s.User, Key: s.ClientKey, KnownHosts: s.KnownHosts, Home: s.Dir,
+		Hosts: []Host{s.host("linger", "/attack-linger")}, Timeouts: []time.Duration{time.Hour}}
+	raw, _ := json.Marshal(run)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostileChild$")
+	cmd.Env = append(os.Environ(), hostileChildEnv+"="+string(raw))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	for deadline := time.Now().Add(s.timeout); len(lingering()) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the host's script never started")
+		}
+	}
+	cmd.Process.Kill()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		left := lingering()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remote processes outlived the client: %v", left)
+		}
+	}
+}
