@@ -89,7 +89,6 @@ type Dialer struct {
 	// localUser is the user for hosts nothing names one for.
 	localUser string
 	recorded  map[string]bool // known_hosts lines accept-new wrote
-	lim       limits          // tests: smaller limits; zero for the defaults
 }
 
 // NewDialer prepares a Dialer; Close releases the agent connection.
@@ -559,7 +558,6 @@ func classify(err error) *HostError {
 type session struct {
 	client *ssh.Client
 	become bool
-	lim    limits
 }
 
 func (s *session) output(ctx context.Context, script string) ([]byte, error) {
@@ -587,10 +585,7 @@ type command struct {
 }
 
 func (s *session) start(ctx context.Context, cmd string) (*command, error) {
-	lim := s.lim
-	if lim == (limits{}) {
-		lim = defaultLimits
-	}
+	lim := defaultLimits
 	sess, err := s.client.NewSession()
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	}
 	fail := func(he *HostError) Result {
 		if ctx.Err() != nil {
-			he = ended(ctx)
+			he = stopped(ctx)
 		}
 		s := snapshot.New(h.Name)
 		s.Source = origin
@@ -69,12 +69,9 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 			via[i].Close()
 		}
 	}()
-	sess := &session{client: client, become: h.Become, lim: d.lim}
+	sess := &session{client: client, become: h.Become}
 	capBytes := int64(collectors.DefaultMaxFileSize + 1)
 	t := newTree(ctx, sess, root, capBytes)
-	if d.lim != (limits{}) {
-		t.lim = d.lim
-	}
 	stderr, exit, err := sess.load(ctx, wrap(snapshotScript(root, capBytes), h.Become), t)
 	if err != nil && !errors.Is(err, errStream) {
 		return fail(classify(err))
@@ -111,9 +108,9 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	return res
 }
 
-// ended says why a host's context ended: its timeout, or the run's
+// stopped says why a host's context ended: its timeout, or the run's
 // interrupt (with the signal, where one was the cause).
-func ended(ctx context.Context) *HostError {
+func stopped(ctx context.Context) *HostError {
 	cause := context.Cause(ctx)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &HostError{Class: ClassTimeout, Err: cause}
