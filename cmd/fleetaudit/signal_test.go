@@ -93,3 +93,49 @@ func TestSIGTERMEndsSSHRun(t *testing.T) {
 		t.Errorf("the interrupted host got a snapshot")
 	}
 }
+
+// TestSIGTERMEndsSSHAudit: audit over SSH with a host that hangs, SIGTERM
+// while it is in flight: the run ends at once, saying no report was
+// written, and none is.
+func TestSIGTERMEndsSSHAudit(t *testing.T) {
+	s := sshdtest.StartHostile(t)
+	root, _ := filepath.Abs(gpuRoot)
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "inventory.yaml")
+	host := func(name, root string) string {
+		return fmt.Sprintf("  %s: {fleet: gpu-training, address: 127.0.0.1, port: %d, user: %s, identity: %s, remote_root: %s}\n", name, s.Port, s.User, s.ClientKey, root)
+	}
+	os.WriteFile(inv, []byte("hosts:\n"+host("good", root)+host("hang", "/attack-hang")), 0o600)
+	report := filepath.Join(dir, "report.json")
+	args, _ := json.Marshal([]string{"audit", "--inventory", inv, "--known-hosts", s.KnownHosts, "--ssh-config", "none", "--host-timeout", "10m", "--format", "json", "-o", report})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalChild$")
+	cmd.Env = append(os.Environ(), signalArgs+"="+string(args), "HOME="+s.Dir)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// The hanging host never ends: any moment after the start is in flight.
+	time.Sleep(1500 * time.Millisecond)
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running 10s after SIGTERM:\n%s", stderr.String())
+	}
+	t.Logf("ended %s after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	if code := cmd.ProcessState.ExitCode(); code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	if want := "interrupted (terminated signal received): the audit stopped before its report: no report was written"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if _, err := os.Stat(report); err == nil {
+		t.Error("a report was written")
+	}
+}
