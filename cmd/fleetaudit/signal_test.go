@@ -80,7 +80,7 @@ func TestSIGTERMEndsSSHRun(t *testing.T) {
 		<-done
 		t.Fatalf("still running 10s after SIGTERM:\n%s", stderr.String())
 	}
-	t.Logf("ended %s after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	t.Logf("ended %s after SIGTERM; stderr:\n%s", time.Since(sent).Round(time.Millisecond), stderr.String())
 	if code := cmd.ProcessState.ExitCode(); code != exitError {
 		t.Errorf("exit %d, want %d", code, exitError)
 	}
@@ -128,7 +128,7 @@ func TestSIGTERMEndsSSHAudit(t *testing.T) {
 		<-done
 		t.Fatalf("still running 10s after SIGTERM:\n%s", stderr.String())
 	}
-	t.Logf("ended %s after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	t.Logf("ended %s after SIGTERM; stderr:\n%s", time.Since(sent).Round(time.Millisecond), stderr.String())
 	if code := cmd.ProcessState.ExitCode(); code != exitError {
 		t.Errorf("exit %d, want %d", code, exitError)
 	}
