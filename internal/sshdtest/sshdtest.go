@@ -5,6 +5,7 @@
 package sshdtest
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -14,7 +15,9 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -207,5 +210,29 @@ func StartHostile(t TB) *Server {
 	if err := os.WriteFile(script, []byte(HostileScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return Start(t, "ForceCommand "+script)
+	s := Start(t, "ForceCommand "+script)
+	// What an attack leaves running on the "host" (a hang is the
+	// attacker's own process, which no client can end) ends with the test.
+	t.Cleanup(func() { s.killSessions() })
+	return s
+}
+
+// killSessions kills what the server's sessions run: the processes whose
+// SSH_CONNECTION ends at its port.
+func (s *Server) killSessions() {
+	suffix := []byte(" " + strconv.Itoa(s.Port) + "\x00")
+	files, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, f := range files {
+		env, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.SplitAfter(env, []byte{0}) {
+			if bytes.HasPrefix(kv, []byte("SSH_CONNECTION=")) && bytes.HasSuffix(kv, suffix) {
+				if pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/environ")); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
 }
