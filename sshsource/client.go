@@ -580,6 +580,7 @@ type command struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stop   func() bool
+	killed sync.Once
 	lim    limits
 	eof    bool // standard output ended
 }
@@ -621,9 +622,11 @@ func (s *session) start(ctx context.Context, cmd string) (*command, error) {
 // group (sshd passes no signal to a forced command, nor before OpenSSH
 // 7.9), the signal is for an sshd that passes it, and the channel closes.
 func (c *command) kill() {
-	c.stdin.Close()
-	c.sess.Signal(ssh.SIGKILL)
-	c.sess.Close()
+	c.killed.Do(func() {
+		c.stdin.Close()
+		c.sess.Signal(ssh.SIGKILL)
+		c.sess.Close()
+	})
 }
 
 // Read reads standard output; once the context has ended, its cause.
