@@ -202,7 +202,7 @@ func lingering() map[int]string {
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range dirs {
 		data, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(data, []byte(lingerMark)) || bytes.Contains(data, []byte("HOSTILE")) {
+		if err != nil || !bytes.Contains(data, []byte(lingerMark)) {
 			continue
 		}
 		var pid int
