@@ -281,6 +281,10 @@ const (
 	// ClassLocalFile: a file of this machine the connection needs
 	// (known_hosts) cannot be used; the host was not contacted.
 	ClassLocalFile = "local file"
+	// ClassLimit is a host that sent more than a limit allows.
+	ClassLimit = "over limit"
+	// ClassInterrupted is a host whose run was interrupted (a signal).
+	ClassInterrupted = "interrupted"
 )
 
 // HostError says why a host was not (fully) read; Class is one of the
@@ -603,6 +607,8 @@ func classify(err error) *HostError {
 	}
 	var ne net.Error
 	switch {
+	case errors.Is(err, errLimit):
+		return &HostError{Class: ClassLimit, Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return &HostError{Class: ClassTimeout, Err: err}
 	case strings.Contains(fmt.Sprint(err), "unable to authenticate"):
@@ -627,32 +633,138 @@ func (s *session) output(ctx context.Context, script string) ([]byte, error) {
 // maxStream caps one host's stream (a real host's is about 1 MiB).
 const maxStream = 64 << 20
 
-func (s *session) run(ctx context.Context, command string, limit int64) ([]byte, []byte, error) {
+// command is one remote command in flight: its standard output read as it
+// arrives, its standard error kept up to a cap. Its context ending (a host
+// timeout, an interrupt, standard error past its cap) or close ends the
+// remote command's process group (see wrap).
+type command struct {
+	sess   *ssh.Session
+	stdin  io.WriteCloser
+	stdout io.Reader
+	stderr *limitedBuffer
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   func() bool
+	killed sync.Once
+	lim    limits
+	eof    bool // standard output ended
+}
+
+func (s *session) start(ctx context.Context, cmd string) (*command, error) {
+	lim := defaultLimits
 	sess, err := s.client.NewSession()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer sess.Close()
-	var stdout, stderr capped
-	stdout.max, stderr.max = limit, 64<<10
-	sess.Stdout, sess.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	go func() { done <- sess.Run(command) }()
-	select {
-	case <-ctx.Done():
-		sess.Signal(ssh.SIGKILL)
+	// Held open while the command is wanted: its end is the remote
+	// command's (an empty Stdin would send EOF at once).
+	stdin, err := sess.StdinPipe()
+	if err != nil {
 		sess.Close()
-		return nil, nil, ctx.Err()
-	case err = <-done:
+		return nil, err
 	}
-	if stdout.over {
-		return nil, nil, fmt.Errorf("the host sent more than %d bytes", limit)
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	stderr := &limitedBuffer{max: lim.stderr, keep: 64 << 10, over: func() {
+		cancel(overLimit("the host sent more than %s on standard error", size(lim.stderr)))
+	}}
+	sess.Stderr = stderr
+	if err := sess.Start(cmd); err != nil {
+		cancel(nil)
+		sess.Close()
+		return nil, err
+	}
+	c := &command{sess: sess, stdin: stdin, stdout: stdout, stderr: stderr, ctx: cctx, cancel: cancel, lim: lim}
+	c.stop = context.AfterFunc(cctx, c.kill)
+	return c, nil
+}
+
+// kill ends the remote command: EOF on its standard input ends its process
+// group (sshd passes no signal to a forced command, nor before OpenSSH
+// 7.9), the signal is for an sshd that passes it, and the channel closes.
+func (c *command) kill() {
+	c.killed.Do(func() {
+		c.stdin.Close()
+		c.sess.Signal(ssh.SIGKILL)
+		c.sess.Close()
+	})
+}
+
+// Read reads standard output; once the context has ended, its cause.
+func (c *command) Read(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	n, err := c.stdout.Read(p)
+	if err != nil && c.ctx.Err() != nil {
+		return n, context.Cause(c.ctx)
+	}
+	c.eof = c.eof || errors.Is(err, io.EOF)
+	return n, err
+}
+
+// wait returns how the command ended: nil, a remoteExit, or why it was
+// ended.
+func (c *command) wait() error {
+	err := c.sess.Wait()
+	if c.ctx.Err() != nil {
+		return context.Cause(c.ctx)
 	}
 	var exit *ssh.ExitError
 	if errors.As(err, &exit) {
-		return stdout.Bytes(), stderr.Bytes(), &remoteExit{status: exit.ExitStatus(), msg: firstLine(stderr.Bytes())}
+		return &remoteExit{status: exit.ExitStatus(), msg: firstLine(c.stderr.Bytes())}
 	}
-	return stdout.Bytes(), stderr.Bytes(), err
+	return err
+}
+
+func (c *command) close() {
+	c.stop()
+	c.kill()
+	c.cancel(nil)
+}
+
+func (s *session) run(ctx context.Context, cmd string, limit int64) ([]byte, []byte, error) {
+	c, err := s.start(ctx, cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.close()
+	out, err := io.ReadAll(io.LimitReader(c, limit+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(out)) > limit {
+		return nil, nil, overLimit("the host sent more than %s on standard output", size(limit))
+	}
+	err = c.wait()
+	var exit *remoteExit
+	if errors.As(err, &exit) {
+		return out, c.stderr.Bytes(), exit
+	}
+	return out, c.stderr.Bytes(), err
+}
+
+// load streams a snapshot command's output into t as it arrives. A stream
+// that is not whole when the command ended says how it ended (exit: a
+// non-zero status), with its standard error.
+func (s *session) load(ctx context.Context, cmd string, t *tree) (stderr []byte, exit *remoteExit, err error) {
+	c, err := s.start(ctx, cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.close()
+	err = t.loadFrom(c)
+	if err != nil && errors.Is(err, errStream) && c.eof {
+		// The command printed what it could: its exit says why.
+		if werr := c.wait(); werr != nil && !errors.As(werr, &exit) {
+			return c.stderr.Bytes(), nil, werr
+		}
+	}
+	return c.stderr.Bytes(), exit, err
 }
 
 type remoteExit struct {
@@ -668,37 +780,33 @@ func (e *remoteExit) Error() string {
 }
 
 func (s *session) stream(ctx context.Context, script string) (io.ReadCloser, error) {
-	sess, err := s.client.NewSession()
+	c, err := s.start(ctx, wrap(script, s.become))
 	if err != nil {
 		return nil, err
 	}
-	out, err := sess.StdoutPipe()
-	if err != nil {
-		sess.Close()
-		return nil, err
-	}
-	var stderr capped
-	stderr.max = 64 << 10
-	sess.Stderr = &stderr
-	if err := sess.Start(wrap(script, s.become)); err != nil {
-		sess.Close()
-		return nil, err
-	}
-	return &streamReader{r: out, sess: sess, stderr: &stderr}, nil
+	// What a read script sends at most: chatter, the marker, the file.
+	limit := c.lim.preamble + int64(len(startMarker)) + maxLibraryRead
+	return &streamReader{c: c, r: io.LimitReader(c, limit+1), limit: limit}, nil
 }
 
 type streamReader struct {
-	r      io.Reader
-	sess   *ssh.Session
-	stderr *capped
+	c     *command
+	r     io.Reader
+	n     int64
+	limit int64
 }
 
 func (s *streamReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
+	s.n += int64(n)
+	if s.n > s.limit {
+		return 0, overLimit("the host sent more than %s for one file", size(s.limit))
+	}
 	if errors.Is(err, io.EOF) {
-		if werr := s.sess.Wait(); werr != nil {
-			if msg := firstLine(s.stderr.Bytes()); msg != "" {
-				return n, errors.New(msg)
+		if werr := s.c.wait(); werr != nil {
+			var exit *remoteExit
+			if errors.As(werr, &exit) && exit.msg != "" {
+				return n, errors.New(exit.msg)
 			}
 			return n, werr
 		}
@@ -706,7 +814,10 @@ func (s *streamReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (s *streamReader) Close() error { return s.sess.Close() }
+func (s *streamReader) Close() error {
+	s.c.close()
+	return nil
+}
 
 // runner is collectors.Runner over the session: the same command a local
 // collection runs, with the same environment and error wording.
@@ -753,18 +864,32 @@ func firstLine(out []byte) string {
 	return ""
 }
 
-type capped struct {
-	bytes.Buffer
-	max  int64
-	over bool
+// limitedBuffer keeps the first keep bytes written and calls over once
+// more than max have come. It has only Write, so io.Copy cannot bypass it.
+type limitedBuffer struct {
+	mu        sync.Mutex
+	buf       []byte
+	n         int64
+	keep, max int64
+	over      func()
 }
 
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - int64(c.Len())
-	if int64(len(p)) > room {
-		c.over = true
-		p = p[:max(room, 0)]
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.keep - int64(len(b.buf)); room > 0 {
+		b.buf = append(b.buf, p[:min(int64(len(p)), room)]...)
 	}
-	c.Buffer.Write(p)
+	b.n += int64(len(p))
+	if b.n > b.max && b.over != nil {
+		b.over()
+		b.over = nil
+	}
 	return len(p), nil
+}
+
+func (b *limitedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf)
 }

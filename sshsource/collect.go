@@ -41,6 +41,9 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 		origin.Address = net.JoinHostPort(addr, strconv.Itoa(h.Port))
 	}
 	fail := func(he *HostError) Result {
+		if ctx.Err() != nil {
+			he = stopped(ctx)
+		}
 		s := snapshot.New(h.Name)
 		s.Source = origin
 		s.Errors = append(s.Errors, snapshot.CollectionError{Collector: snapshot.CollectorSource, Path: origin.Address, Reason: he.Error()})
@@ -51,7 +54,10 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	if err != nil {
 		return fail(classify(err))
 	}
+	// Whatever the host does, its time (or the run) ending ends it.
+	stopClose := context.AfterFunc(ctx, func() { client.Close() })
 	defer func() {
+		stopClose()
 		client.Close()
 		for i := len(via) - 1; i >= 0; i-- {
 			via[i].Close()
@@ -59,18 +65,17 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	}()
 	sess := &session{client: client, become: h.Become}
 	capBytes := int64(collectors.DefaultMaxFileSize + 1)
-	out, stderr, err := sess.run(ctx, wrap(snapshotScript(root, capBytes), h.Become), maxStream)
-	var exit *remoteExit
-	if err != nil && !errors.As(err, &exit) {
+	t := newTree(ctx, sess, root, capBytes)
+	stderr, exit, err := sess.load(ctx, wrap(snapshotScript(root, capBytes), h.Become), t)
+	if err != nil && !errors.Is(err, errStream) {
 		return fail(classify(err))
 	}
-	t := newTree(ctx, sess, root, capBytes)
-	if lerr := t.load(out); lerr != nil {
+	if err != nil {
 		// No stream: the command itself failed (sudo, no such root, no
 		// GNU find).
 		msg := firstLine(stderr)
 		if msg == "" {
-			msg = lerr.Error()
+			msg = err.Error()
 		}
 		class := ClassRemoteFailed
 		switch {
@@ -95,4 +100,14 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 		res.Err = &HostError{Class: ClassPartial, Err: fmt.Errorf("%d reads failed after the stream (the connection dropped?); see the snapshot's errors", n)}
 	}
 	return res
+}
+
+// stopped says why a host's context ended: its timeout, or the run's
+// interrupt (with the signal, where one was the cause).
+func stopped(ctx context.Context) *HostError {
+	cause := context.Cause(ctx)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &HostError{Class: ClassTimeout, Err: cause}
+	}
+	return &HostError{Class: ClassInterrupted, Err: fmt.Errorf("interrupted: %w", cause)}
 }

@@ -52,7 +52,7 @@ func (d *Dialer) CollectAll(ctx context.Context, hosts []Host, parallel int, tim
 func (d *Dialer) CollectTimeout(ctx context.Context, h Host, timeout time.Duration) Result {
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, hostTimeout(timeout))
 		defer cancel()
 	}
 	return d.Collect(ctx, h)
@@ -80,3 +80,11 @@ func (s Shard) Has(name string) bool {
 	h.Write([]byte(name))
 	return int(h.Sum32()%uint32(s.Count)) == s.Index-1
 }
+
+// hostTimeout is why a host's context ended when its time ran out.
+type hostTimeout time.Duration
+
+func (e hostTimeout) Error() string {
+	return fmt.Sprintf("no answer within the host timeout (%s)", time.Duration(e))
+}
+func (e hostTimeout) Unwrap() error { return context.DeadlineExceeded }

@@ -3,6 +3,7 @@ package sshsource
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
@@ -21,6 +22,16 @@ func FuzzLoadStream(f *testing.F) {
 	}
 	f.Add([]byte(startMarker + "F d 0755 4096 .\x00\x00" + metaEnd + "\x00==> " + contentsEnd + " <==\n"))
 	f.Add([]byte("motd\n" + startMarker + "- f 0644 3 ./a\x00\x00" + metaEnd + "\x00==> ./a <==\nabc\n==> ./a <==\n"))
+	// The attacks of a hostile host, small.
+	header := "==> ./etc/os-release <==\n"
+	f.Add(streamOf([]string{"etc/os-release"}, header+strings.Repeat("\x00", 64<<10)))
+	f.Add(make([]byte, 4<<10))
+	f.Add([]byte(startMarker + strings.Repeat("- f 0644 1 ./f\x00\x00", 2000) + metaEnd + "\x00" + endHeader))
+	f.Add(streamOf([]string{"etc/os-release"}, header+strings.Repeat("\n==> ", 10_000)))
+	f.Add(streamOf([]string{"etc/os-release", "etc/hostname"}, header+strings.Repeat("\n==> ./etc/hostname <==\n", 1000)+endHeader))
+	f.Add([]byte(startMarker + "- f 0644 9 ./et"))
+	f.Add(streamOf([]string{"etc/os-release", "etc/a\nb"}, header+"x\n\n==> ./etc/a\nb <==\ny\n\n"+endHeader))
+	f.Add([]byte(startMarker + strings.Repeat("a", 70<<10)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr := newTree(context.Background(), nil, "/", 1<<20)
 		if err := tr.load(data); err != nil {

@@ -2,8 +2,10 @@ package sshsource
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -119,11 +121,11 @@ const startMarker = streamStart + "\x00"
 
 // afterStart drops what came before the start marker.
 func afterStart(out []byte) ([]byte, error) {
-	i := bytes.Index(out, []byte(startMarker))
-	if i < 0 {
-		return nil, fmt.Errorf("%w: no start marker (did the command run?)", errStream)
+	sc := newScanner(context.Background(), bytes.NewReader(out), defaultLimits)
+	if err := sc.skipStart(); err != nil {
+		return nil, err
 	}
-	return out[i+len(startMarker):], nil
+	return out[sc.consumed:], nil
 }
 
 // metaFormat is find's -printf record after a flag (F: a directory whose
@@ -180,14 +182,32 @@ func shellQuote(s string) string {
 }
 
 // wrap makes script the remote command: run by /bin/sh with only
-// remoteEnv, through sudo -n when become (never a password prompt).
+// remoteEnv, through sudo -n when become (never a password prompt), under
+// guard.
 func wrap(script string, become bool) string {
 	cmd := "exec "
 	if become {
 		cmd += "sudo -n -- "
 	}
-	return cmd + "env -i " + remoteEnv + " /bin/sh -c " + shellQuote(script)
+	return cmd + "env -i " + remoteEnv + ` FLEETAUDIT_SSH="$SSH_CONNECTION" /bin/sh -c ` + shellQuote(guard) + " sh " + shellQuote(script)
 }
+
+// guard runs the script ($1) while its standard input is open: the client
+// holds it open while it wants the command, so a host timeout, a cap, an
+// interrupt or a lost connection (sshd then closes the command's pipes,
+// and passes it no signal) ends the script and all it started. Under sshd
+// the process group is the command's own (sshd made it), so all of it is
+// killed; elsewhere (a test's local sh) only the script.
+const guard = `exec 3<&0
+/bin/sh -c "$1" </dev/null 3<&- &
+p=$!
+{ while read -r _; do :; done; [ -n "$FLEETAUDIT_SSH" ] && kill -KILL 0; kill -KILL $p; } <&3 >/dev/null 2>&1 &
+w=$!
+exec 3<&-
+wait $p
+s=$?
+kill $w 2>/dev/null
+exit $s`
 
 // entry is one record of find's listing.
 type entry struct {
@@ -202,44 +222,220 @@ type entry struct {
 
 var errStream = errors.New("malformed stream from the host")
 
+// errLimit marks a host that sent more than a limit allows: a broken or
+// hostile host, failed whole, never read in part.
+var errLimit = &limitError{"over a limit"}
+
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string        { return e.msg }
+func (e *limitError) Is(target error) bool { return target == errLimit }
+
+func overLimit(format string, args ...any) error {
+	return &limitError{fmt.Sprintf(format, args...)}
+}
+
+// limits bound what one host may send; past one, the host fails and its
+// command is ended.
+type limits struct {
+	stream   int64 // standard output of one command
+	preamble int64 // what comes before the start marker (a login shell's chatter)
+	stderr   int64 // standard error of one command
+	entries  int   // listing records
+	record   int   // one listing record, link target or header line
+}
+
+// maxEntries caps the listing (a GPU host lists about 20,000 names; a
+// listing of 3 million took a gigabyte).
+const maxEntries = 250_000
+
+var defaultLimits = limits{stream: maxStream, preamble: 1 << 20, stderr: 1 << 20, entries: maxEntries, record: 64 << 10}
+
+// size words a limit for messages.
+func size(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// scanner reads a host's stream once, front to back, holding at most a
+// buffer of it: every byte is looked at a bounded number of times whatever
+// the host sends, and the context is checked before every read.
+type scanner struct {
+	ctx        context.Context
+	r          io.Reader
+	lim        limits
+	buf        []byte
+	start, end int   // buf[start:end] is read and not consumed
+	consumed   int64 // bytes consumed
+	read       int64 // bytes read from r
+	err        error // what ended the stream (io.EOF when it ended)
+}
+
+func newScanner(ctx context.Context, r io.Reader, lim limits) *scanner {
+	return &scanner{ctx: ctx, r: r, lim: lim, buf: make([]byte, 2*lim.record+32<<10)}
+}
+
+func (s *scanner) advance(n int) {
+	s.start += n
+	s.consumed += int64(n)
+}
+
+// fill reads more of the stream; false when it has ended, s.err saying how.
+func (s *scanner) fill() bool {
+	if s.err != nil {
+		return false
+	}
+	if s.ctx.Err() != nil {
+		s.err = context.Cause(s.ctx)
+		return false
+	}
+	if s.start == s.end || (s.start > 0 && len(s.buf)-s.end < len(s.buf)/2) {
+		s.end = copy(s.buf, s.buf[s.start:s.end])
+		s.start = 0
+	}
+	n, err := s.r.Read(s.buf[s.end:])
+	s.end += n
+	s.read += int64(n)
+	switch {
+	case s.ctx.Err() != nil:
+		s.err = context.Cause(s.ctx)
+	case s.read > s.lim.stream:
+		s.err = overLimit("the host sent more than %s on standard output", size(s.lim.stream))
+	case err != nil:
+		s.err = err
+		return n > 0
+	}
+	return s.err == nil
+}
+
+// ended is the error of a stream that stopped before what was expected.
+func (s *scanner) ended(what string) error {
+	if s.err == nil || errors.Is(s.err, io.EOF) {
+		return fmt.Errorf("%w: %s", errStream, what)
+	}
+	return s.err
+}
+
+// skipStart consumes the stream up to and including the start marker.
+func (s *scanner) skipStart() error {
+	m := []byte(startMarker)
+	for {
+		if i := bytes.Index(s.buf[s.start:s.end], m); i >= 0 {
+			s.advance(i + len(m))
+			return nil
+		}
+		// Keep only a tail that may begin the marker.
+		if n := s.end - s.start - (len(m) - 1); n > 0 {
+			s.advance(n)
+		}
+		if s.consumed > s.lim.preamble {
+			return overLimit("the host printed more than %s before the stream started", size(s.lim.preamble))
+		}
+		if !s.fill() {
+			return s.ended("no start marker (did the command run?)")
+		}
+	}
+}
+
+// next returns the bytes up to the next delim, consuming both; the slice
+// is valid until the next call.
+func (s *scanner) next(delim byte, what string) ([]byte, error) {
+	scanned := 0
+	for {
+		if i := bytes.IndexByte(s.buf[s.start+scanned:s.end], delim); i >= 0 {
+			rec := s.buf[s.start : s.start+scanned+i]
+			s.advance(scanned + i + 1)
+			return rec, nil
+		}
+		scanned = s.end - s.start
+		if scanned > s.lim.record {
+			return nil, overLimit("%s has a record longer than %s", what, size(int64(s.lim.record)))
+		}
+		if !s.fill() {
+			return nil, s.ended(what + " ends early")
+		}
+	}
+}
+
+// peekLine returns the buffered line at the front, its newline included,
+// reading until it is whole; false when it is longer than a record or the
+// stream ends first. Nothing is consumed.
+func (s *scanner) peekLine() ([]byte, bool) {
+	scanned := 0
+	for {
+		if i := bytes.IndexByte(s.buf[s.start+scanned:s.end], '\n'); i >= 0 {
+			return s.buf[s.start : s.start+scanned+i+1], true
+		}
+		scanned = s.end - s.start
+		if scanned > s.lim.record || !s.fill() {
+			return nil, false
+		}
+	}
+}
+
+// listing reads find's records up to the metaEnd marker, passing each to
+// add.
+func (s *scanner) listing(add func(entry)) error {
+	for n := 0; ; n++ {
+		rec, err := s.next(0, "the listing")
+		if err != nil {
+			return err
+		}
+		if string(rec) == metaEnd {
+			return nil
+		}
+		if n >= s.lim.entries {
+			return overLimit("the listing has more than %d entries", s.lim.entries)
+		}
+		e, err := parseRecord(rec)
+		if err != nil {
+			return err
+		}
+		target, err := s.next(0, "the listing")
+		if err != nil {
+			return err
+		}
+		e.target = string(target)
+		add(e)
+	}
+}
+
+// parseRecord reads one find record: flag, type, mode, size, path.
+func parseRecord(b []byte) (entry, error) {
+	rec := string(b)
+	fields := strings.SplitN(rec, " ", 5)
+	if len(fields) != 5 || len(fields[1]) != 1 {
+		return entry{}, fmt.Errorf("%w: listing record %q", errStream, rec)
+	}
+	mode, err := strconv.ParseUint(fields[2], 8, 32)
+	if err != nil {
+		return entry{}, fmt.Errorf("%w: mode in %q", errStream, rec)
+	}
+	size, err := strconv.ParseInt(fields[3], 10, 64)
+	if err != nil {
+		return entry{}, fmt.Errorf("%w: size in %q", errStream, rec)
+	}
+	name, ok := relName(fields[4])
+	if !ok {
+		return entry{}, fmt.Errorf("%w: path %q", errStream, fields[4])
+	}
+	return entry{full: fields[0] == "F", unreadable: fields[0] == "U", typ: fields[1][0], mode: uint32(mode), size: size, name: name}, nil
+}
+
 // parseMeta reads find records up to the metaEnd marker and returns them
 // with the rest of the stream.
 func parseMeta(data []byte) ([]entry, []byte, error) {
 	var out []entry
-	for {
-		i := bytes.IndexByte(data, 0)
-		if i < 0 {
-			return nil, nil, fmt.Errorf("%w: the listing ends early", errStream)
-		}
-		rec := string(data[:i])
-		data = data[i+1:]
-		if rec == metaEnd {
-			return out, data, nil
-		}
-		j := bytes.IndexByte(data, 0)
-		if j < 0 {
-			return nil, nil, fmt.Errorf("%w: the listing ends early", errStream)
-		}
-		target := string(data[:j])
-		data = data[j+1:]
-		fields := strings.SplitN(rec, " ", 5)
-		if len(fields) != 5 || len(fields[1]) != 1 {
-			return nil, nil, fmt.Errorf("%w: listing record %q", errStream, rec)
-		}
-		mode, err := strconv.ParseUint(fields[2], 8, 32)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: mode in %q", errStream, rec)
-		}
-		size, err := strconv.ParseInt(fields[3], 10, 64)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: size in %q", errStream, rec)
-		}
-		name, ok := relName(fields[4])
-		if !ok {
-			return nil, nil, fmt.Errorf("%w: path %q", errStream, fields[4])
-		}
-		out = append(out, entry{full: fields[0] == "F", unreadable: fields[0] == "U", typ: fields[1][0], mode: uint32(mode), size: size, name: name, target: target})
+	sc := newScanner(context.Background(), bytes.NewReader(data), defaultLimits)
+	if err := sc.listing(func(e entry) { out = append(out, e) }); err != nil {
+		return nil, nil, err
 	}
+	return out, data[sc.consumed:], nil
 }
 
 // relName turns find's "./etc/x" into "etc/x" and "." into ".".
@@ -254,58 +450,89 @@ func relName(p string) (string, bool) {
 	return rest, true
 }
 
-// parseContents splits head's output: each file is "==> name <==\n", its
-// bytes, "\n" (head's separator or the echo after each batch), and the
-// stream ends with the contentsEnd header. A header is recognised only for
-// a name that could still come next, so a file's text that looks like a
-// header for anything else stays text.
-func parseContents(data []byte, expect func(name string) bool) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// contents reads head's output, passing each file to got: a file is
+// "==> name <==\n", its bytes, then "\n" (head's separator or the echo
+// after each batch), and the stream ends with the contentsEnd header. A
+// header is a whole line that starts a line of the stream and names a file
+// that could come (expect), other than the one being read, so a file's text
+// that looks like a header for anything else stays text. Each file is at
+// most fileCap bytes, as head cut it.
+//
+// A name with a newline spans lines: such a file is not taken (its reader
+// fetches it when opened), and a file whose text holds the first line of
+// such a header is dropped too, as where it ends is not known.
+func (s *scanner) contents(expect func(name string) bool, multiline map[string]bool, fileCap int64, got func(name string, data []byte)) error {
 	const open, close = "==> ", " <==\n"
-	header := func(at int) (string, int, bool) {
-		if !bytes.HasPrefix(data[at:], []byte(open)) {
-			return "", 0, false
+	var (
+		cur       string // the file being read; "" before the first header
+		data      []byte // its bytes so far
+		lineStart = true // the next byte starts a line of a file's text
+		dropped   bool   // cur's bytes are not known to be its own
+	)
+	header := func(line []byte) (string, bool) {
+		if len(line) < len(open)+len(close) || !bytes.HasPrefix(line, []byte(open)) || !bytes.HasSuffix(line, []byte(close)) {
+			return "", false
 		}
-		end := bytes.Index(data[at+len(open):], []byte(close))
-		if end < 0 {
-			return "", 0, false
+		name := line[len(open) : len(line)-len(close)]
+		if string(name) == cur {
+			return "", false
 		}
-		name := string(data[at+len(open) : at+len(open)+end])
-		if name != contentsEnd && !expect(name) {
-			return "", 0, false
+		if string(name) == contentsEnd {
+			return contentsEnd, true
 		}
-		return name, at + len(open) + end + len(close), true
+		n := string(name)
+		return n, expect(n)
 	}
-	name, pos, ok := header(0)
-	if !ok {
-		return nil, fmt.Errorf("%w: contents do not start with a header", errStream)
-	}
-	for name != contentsEnd {
-		// The next "\n==> known <==\n" ends this file.
-		next := -1
-		var nextName string
-		var nextPos int
-		for from := pos; ; {
-			i := bytes.Index(data[from:], []byte("\n"+open))
-			if i < 0 {
-				break
+	for {
+		if lineStart && s.end-s.start < len(open) && s.fill() {
+			continue
+		}
+		if lineStart && bytes.HasPrefix(s.buf[s.start:s.end], []byte(open)) {
+			if line, ok := s.peekLine(); ok {
+				if name, ok := header(line); ok {
+					if cur != "" && !dropped {
+						// The newline before a header is head's, not the file's.
+						got(cur, append(make([]byte, 0, len(data)), data[:len(data)-1]...))
+					}
+					if name == contentsEnd {
+						return nil
+					}
+					if _, ok := relName(name); !ok {
+						return fmt.Errorf("%w: path %q", errStream, name)
+					}
+					s.advance(len(line))
+					cur, data, lineStart, dropped = name, data[:0], false, false
+					continue
+				}
+				if multiline[string(line)] {
+					dropped = true
+				}
 			}
-			at := from + i
-			if n, p, ok := header(at + 1); ok && n != name {
-				next, nextName, nextPos = at, n, p
-				break
+		}
+		avail := s.buf[s.start:s.end]
+		if len(avail) == 0 {
+			if !s.fill() {
+				if cur == "" {
+					return s.ended("the contents do not start with a header")
+				}
+				return s.ended("the contents of " + cur + " end early")
 			}
-			from = at + 1
+			continue
 		}
-		if next < 0 {
-			return nil, fmt.Errorf("%w: the contents of %s end early", errStream, name)
+		if cur == "" {
+			return fmt.Errorf("%w: contents do not start with a header", errStream)
 		}
-		rel, ok := relName(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: path %q", errStream, name)
+		n := bytes.IndexByte(avail, '\n') + 1
+		lineStart = n > 0
+		if n == 0 {
+			n = len(avail)
 		}
-		out[rel] = data[pos:next]
-		name, pos = nextName, nextPos
+		if !dropped {
+			if int64(len(data)+n) > fileCap+1 {
+				return overLimit("%s: more than the %s the stream carries of a file", cur, size(fileCap))
+			}
+			data = append(data, avail[:n]...)
+		}
+		s.advance(n)
 	}
-	return out, nil
 }

@@ -33,6 +33,7 @@ type tree struct {
 	fetch fetcher
 	root  string
 	cap   int64 // contents longer than this were cut: read again when opened
+	lim   limits
 
 	mu    sync.Mutex
 	nodes map[string]*node
@@ -56,31 +57,42 @@ type node struct {
 }
 
 func newTree(ctx context.Context, f fetcher, root string, capBytes int64) *tree {
-	return &tree{ctx: ctx, fetch: f, root: root, cap: capBytes, nodes: map[string]*node{}}
+	return &tree{ctx: ctx, fetch: f, root: root, cap: capBytes, lim: defaultLimits, nodes: map[string]*node{}}
 }
 
 // load builds the tree from a snapshot script's output.
-func (t *tree) load(out []byte) error {
-	out, err := afterStart(out)
-	if err != nil {
-		return err
-	}
-	entries, rest, err := parseMeta(out)
-	if err != nil {
+func (t *tree) load(out []byte) error { return t.loadFrom(bytes.NewReader(out)) }
+
+// loadFrom builds the tree from a snapshot script's output as it arrives,
+// in one pass, within t.lim.
+func (t *tree) loadFrom(r io.Reader) error {
+	sc := newScanner(t.ctx, r, t.lim)
+	if err := sc.skipStart(); err != nil {
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range entries {
-		t.add(e)
+	if err := sc.listing(t.add); err != nil {
+		return err
 	}
-	contents, err := parseContents(rest, func(name string) bool {
+	expect := func(name string) bool {
 		rel, ok := relName(name)
 		if !ok {
 			return false
 		}
 		n := t.nodes[rel]
 		return n != nil && n.mode.IsRegular() && n.data == nil
+	}
+	multiline := map[string]bool{}
+	for name, n := range t.nodes {
+		if first, _, ok := strings.Cut(name, "\n"); ok && n.mode.IsRegular() && n.data == nil {
+			multiline["==> ./"+first+"\n"] = true
+		}
+	}
+	contents := map[string][]byte{}
+	err := sc.contents(expect, multiline, t.cap, func(name string, data []byte) {
+		rel, _ := relName(name)
+		contents[rel] = data
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +29,13 @@ func (shFetcher) output(ctx context.Context, script string) ([]byte, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, "sh", "-c", wrap(script, false))
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// As over SSH: standard input open while the command runs (its end
+	// ends the command), in a process group of its own, not under sshd.
+	if _, err := cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SSH_CONNECTION=") })
 	if err := cmd.Run(); err != nil && out.Len() == 0 {
 		return nil, fmt.Errorf("%w: %s", err, errb.String())
 	}

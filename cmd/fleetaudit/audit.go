@@ -174,6 +174,13 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	}
 	if err != nil {
 		rec.fail(cmd.Context(), err)
+		if cmd.Context().Err() != nil {
+			kept := ""
+			if rec != nil {
+				kept = "; the store keeps the run as failed"
+			}
+			return fmt.Errorf("the audit stopped before its report: no report was written%s (%w)", kept, err)
+		}
 		if errors.Is(err, audit.ErrNoInput) || errors.Is(err, audit.ErrNoSnapshots) {
 			return usageError{err}
 		}

@@ -119,6 +119,9 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 		Version:       version,
 	})
 	if err != nil {
+		if cmd.Context().Err() != nil {
+			return fmt.Errorf("the collection stopped before its snapshot: nothing was written (%w)", err)
+		}
 		return err
 	}
 	if e := collectors.Unread(snap); e != nil {

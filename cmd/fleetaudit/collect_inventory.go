@@ -88,7 +88,8 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 		} else {
 			var name string
 			if name, err = snapshot.FileName(host); err == nil {
-				err = writeOutput(ctx, a, filepath.Join(out, name), buf.Bytes())
+				// A host read in full is written even as the run is interrupted.
+				err = writeOutput(context.WithoutCancel(ctx), a, filepath.Join(out, name), buf.Bytes())
 			}
 		}
 		if err != nil {
@@ -120,6 +121,9 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 			}
 			seen++
 			progress.done(r, p)
+			if r.Err != nil && r.Err.Class == sshsource.ClassInterrupted {
+				return // not read: an earlier snapshot of it stays
+			}
 			write(r.Host.Name, r.Snapshot)
 		})
 		if writeErr != nil {
@@ -132,6 +136,9 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	}
 	if writeErr != nil {
 		return fmt.Errorf("%w; stopped with %d of %d hosts written", writeErr, written, total)
+	}
+	if cmd.Context().Err() != nil {
+		return fmt.Errorf("%d of %d hosts were written to %s; the other %d were stopped or not started, and their earlier snapshots (if any) were left as they were", written, total, out, total-written)
 	}
 	n := len(unread)
 	if progress != nil {

@@ -69,6 +69,10 @@ func run(ctx context.Context, args []string, s streams, getenv func(string) stri
 	if errors.As(err, &exit) {
 		return exit.code
 	}
+	if ctx.Err() != nil {
+		// Say what stopped it: the command's error says what was kept.
+		err = fmt.Errorf("interrupted (%w): %w", context.Cause(ctx), err)
+	}
 	// Errors quote file names and host or repo content: escape controls.
 	fmt.Fprintf(s.err, "fleetaudit: %s\n", reports.EscapeText(err.Error()))
 	var usage usageError

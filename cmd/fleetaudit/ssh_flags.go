@@ -145,15 +145,25 @@ func (p *sshProgress) account(w io.Writer) {
 		return
 	}
 	slices.SortFunc(p.failures, func(a, b sshsource.Result) int { return cmp.Compare(a.Host.Name, b.Host.Name) })
-	failed := 0
+	failed, interrupted := 0, 0
 	for _, r := range p.failures {
-		if r.Err.Class != sshsource.ClassPartial {
+		switch r.Err.Class {
+		case sshsource.ClassPartial:
+		case sshsource.ClassInterrupted:
+			interrupted++
+			failed++
+		default:
 			failed++
 		}
 	}
 	fmt.Fprintf(w, "ssh: %d hosts: %d read, %d read in part, %d not read\n", p.total, p.total-len(p.failures), len(p.failures)-failed, failed)
 	for _, r := range p.failures {
-		fmt.Fprintf(w, "  %-24s %-18s %s\n", r.Host.Name, r.Err.Class, r.Err.Err)
+		if r.Err.Class != sshsource.ClassInterrupted {
+			fmt.Fprintf(w, "  %-24s %-18s %s\n", r.Host.Name, r.Err.Class, r.Err.Err)
+		}
+	}
+	if interrupted > 0 {
+		fmt.Fprintf(w, "  interrupted: %d hosts stopped or not started\n", interrupted)
 	}
 }
 

@@ -5,6 +5,7 @@
 package sshdtest
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -14,7 +15,9 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -72,8 +75,9 @@ func WriteKey(t TB, file string) ssh.PublicKey {
 	return sp
 }
 
-// Start runs sshd until t's cleanup.
-func Start(t TB) *Server {
+// Start runs sshd until t's cleanup; extra are further sshd_config lines
+// (ForceCommand, for a host that plays an attack).
+func Start(t TB, extra ...string) *Server {
 	t.Helper()
 	bin := Path(t)
 	u, err := user.Current()
@@ -105,6 +109,9 @@ func Start(t TB) *Server {
 		// A fleet's worth of connections at once, as many hosts would take.
 		"MaxStartups 1000", "MaxSessions 100", "LogLevel ERROR",
 	}, "\n") + "\n"
+	for _, line := range extra {
+		cfg += line + "\n"
+	}
 	cfgFile := filepath.Join(dir, "sshd_config")
 	// OpenSSH 9.8+ penalises a source address after failed logins; every
 	// test host is 127.0.0.1. Older sshd refuses the keyword.
@@ -162,4 +169,70 @@ func Timeout(t any) time.Duration {
 		}
 	}
 	return generous
+}
+
+// HostileScript is the ForceCommand of StartHostile: a host whose root is
+// /attack-NAME plays that attack; any other runs the command it was sent.
+const HostileScript = `#!/bin/sh
+start=fleetaudit-stream-start
+header() { printf '%s\0- f 0644 9 ./etc/os-release\0\0fleetaudit-meta-end\0==> ./etc/os-release <==\n' $start; }
+case $SSH_ORIGINAL_COMMAND in
+*/attack-flood-file*) header; exec cat /dev/zero;;
+*/attack-nuls*) exec cat /dev/zero;;
+*/attack-stderr*) printf '%s\0' $start; exec cat /dev/zero >&2;;
+*/attack-listing*) printf '%s\0' $start
+  seq -f '- f 0644 1 ./f%.0f' 1 3000000 | sed 's/$/\n/' | tr '\n' '\0'
+  printf 'fleetaudit-meta-end\0==> fleetaudit-contents-end <==\n';;
+*/attack-many-files*) printf '%s\0' $start
+  for i in $(seq 100); do printf -- '- f 0644 1048576 ./etc/profile.d/f%d\0\0' $i; done
+  printf 'fleetaudit-meta-end\0'
+  for i in $(seq 100); do printf '==> ./etc/profile.d/f%d <==\n' $i; head -c 1048576 /dev/zero; echo; done
+  printf '==> fleetaudit-contents-end <==\n';;
+*/attack-headers*) printf '%s\0' $start
+  for i in $(seq 20); do printf -- '- f 0644 1 ./etc/profile.d/h%d\0\0' $i; done
+  printf 'fleetaudit-meta-end\0'
+  for i in $(seq 20); do printf '==> ./etc/profile.d/h%d <==\n' $i; yes '==> ' | head -n 200000; done;;
+*/attack-hang*) exec sleep 3600;;
+*/attack-close*) printf '%s\0- f 0644 9 ./et' $start;;
+*/attack-linger*) exec /bin/sh -c "$(printf '%s' "$SSH_ORIGINAL_COMMAND" | sed 's/cd -- /sleep 3600.25; cd -- /')";;
+*) exec /bin/sh -c "$SSH_ORIGINAL_COMMAND";;
+esac
+`
+
+// LingerMark is in the command line of what the linger attack leaves
+// running (a sleep before the real script).
+const LingerMark = "3600.25"
+
+// StartHostile runs an sshd whose every command goes through HostileScript.
+func StartHostile(t TB) *Server {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "hostile.sh")
+	if err := os.WriteFile(script, []byte(HostileScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := Start(t, "ForceCommand "+script)
+	// What an attack leaves running on the "host" (a hang is the
+	// attacker's own process, which no client can end) ends with the test.
+	t.Cleanup(func() { s.killSessions() })
+	return s
+}
+
+// killSessions kills what the server's sessions run: the processes whose
+// SSH_CONNECTION ends at its port.
+func (s *Server) killSessions() {
+	suffix := []byte(" " + strconv.Itoa(s.Port) + "\x00")
+	files, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, f := range files {
+		env, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.SplitAfter(env, []byte{0}) {
+			if bytes.HasPrefix(kv, []byte("SSH_CONNECTION=")) && bytes.HasSuffix(kv, suffix) {
+				if pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/environ")); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sshsource
+
+const raceEnabled = false
