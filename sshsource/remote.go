@@ -20,11 +20,14 @@ import (
 // by collectors.Chroot over the tree the stream builds: the remote host
 // never resolves a link, so a remote root other than "/" cannot be escaped.
 //
-// What the walk covers is a prefetch: a name outside it is fetched when a
-// collector asks for it (see tree.miss), so a collector added later reads
-// the same facts, one round trip slower, and TestFixtureRootsNeedNoMiss
-// says which rule to add (TestStreamCoversBootPaths checks BootPaths
-// without a fixture).
+// The listing is authoritative: a name under a directory it lists whole
+// exists as listed or not at all, and a listed file it was to stream that
+// has no contents went away in between (a process that exited). A name
+// outside it is fetched when a collector asks for it (see tree.spend),
+// within a small per-host budget, so a collector added later reads the same
+// facts, one round trip slower, and TestFixtureRootsNeedNoMiss says which
+// rule to add (TestStreamCoversBootPaths checks BootPaths without a
+// fixture). Processes are listed by the read of their comm, in one pass.
 
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
@@ -68,6 +71,18 @@ var read = []string{
 	`\./(boot|efi|boot/efi)/(loader/(loader\.conf|entries/[^/]+)|grub2?/(grub\.cfg|grubenv)|EFI/[^/]+/grub\.cfg)`,
 	`\./sys/firmware/efi/efivars/Loader[^/]*`,
 	`.*\.dist-info/(METADATA|RECORD)`,
+}
+
+// readRE and procFile say which listed files the stream carries.
+var (
+	readRE   = regexp.MustCompile(`^` + alternation(read) + `$`)
+	procFile = regexp.MustCompile(`^proc/([0-9]+)/(comm|limits)$`)
+)
+
+// streamed says whether the snapshot script sends name's contents when the
+// listing has it as a readable regular file.
+func streamed(name string) bool {
+	return procFile.MatchString(name) || readRE.MatchString("./"+name)
 }
 
 // unitDirs are where systemd looks for units and system.conf (/etc is
@@ -137,19 +152,25 @@ func snapshotScript(root string, capBytes int64) string {
 	return strings.Join([]string{
 		`cd -- ` + shellQuote(root) + ` || exit 3`,
 		`printf '%s\0' ` + streamStart,
-		`find -P . -regextype posix-extended \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
-		`set -- ./proc/[0-9]*/comm; [ -e "$1" ] && find -P "$@" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		// A process is listed by the read of its comm (below), not here:
+		// one that exits between a listing and a read is simply not there.
+		`find -P . -regextype posix-extended \( -regex '\./proc/[0-9]+' -prune \) -o \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
 		// The job services' /proc/<pid> is listed whole (its limits file,
 		// or that there is none); PIDs are digits, so $svc splits safely.
-		`svc=; [ -d ./proc ] && [ ! -L ./proc ] && for d in ./proc/[0-9]*; do`,
+		// A process whose entry or comm is not a plain directory and file
+		// (a link, in a tree that is not a live /proc) is listed here.
+		`svc=; odd=; [ -d ./proc ] && [ ! -L ./proc ] && for d in ./proc/[0-9]*; do`,
 		`  case ${d#./proc/} in *[!0-9]*) continue;; esac`,
+		`  if [ -L "$d" ] || [ ! -d "$d" ]; then odd="$odd $d"; continue; fi`,
+		`  if [ -L "$d/comm" ] || { [ -e "$d/comm" ] && [ ! -f "$d/comm" ]; }; then odd="$odd $d $d/comm"; continue; fi`,
 		`  [ -d "$d" ] && [ ! -L "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -f "$d/comm" ] && [ ! -L "$d/comm" ] && [ -r "$d/comm" ] || continue`,
 		`  c=; read -r c < "$d/comm"; case $c in ` + jobComms + `) svc="$svc $d";; esac`,
 		`done`,
+		`[ -n "$odd" ] && find -P $odd -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`[ -n "$svc" ] && find -P $svc -maxdepth 1 -regextype posix-extended \( -regex '\./proc/[0-9]+' -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`printf '%s\0' ` + metaEnd,
 		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
-		`  for f in ./proc/[0-9]*/comm; do [ -f "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
+		`  [ -d ./proc ] && [ ! -L ./proc ] && for f in ./proc/[0-9]*/comm; do [ ! -L "${f%/comm}" ] && [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
 		`  for d in $svc; do [ -f "$d/limits" ] && [ ! -L "$d/limits" ] && [ -r "$d/limits" ] && printf '%s\0' "$d/limits"; done; } |`,
 		`  xargs -0 -r sh -c 'head -c ` + strconv.FormatInt(capBytes, 10) + ` -v -- "$@"; echo' sh`,
 		`printf '==> %s <==\n' ` + contentsEnd,

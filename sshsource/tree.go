@@ -42,7 +42,16 @@ type tree struct {
 	onMiss func(what string) // tests: which names missed
 	// fetchErrs counts fetches that failed for the transport's sake.
 	fetchErrs atomic.Int64
+	// maxFetches caps misses; refused counts the names not fetched for it.
+	maxFetches int64
+	refused    atomic.Int64
 }
+
+// defaultMaxFetches is how many names one host may fetch after its stream:
+// a few libraries read for their version banner, a directory an
+// ld.so.conf names. Each is an exec through the login shell, a second
+// where that runs conda or pyenv init.
+const defaultMaxFetches = 8
 
 type node struct {
 	mode       fs.FileMode
@@ -56,7 +65,7 @@ type node struct {
 }
 
 func newTree(ctx context.Context, f fetcher, root string, capBytes int64) *tree {
-	return &tree{ctx: ctx, fetch: f, root: root, cap: capBytes, nodes: map[string]*node{}}
+	return &tree{ctx: ctx, fetch: f, root: root, cap: capBytes, nodes: map[string]*node{}, maxFetches: defaultMaxFetches}
 }
 
 // load builds the tree from a snapshot script's output.
@@ -74,19 +83,72 @@ func (t *tree) load(out []byte) error {
 	for _, e := range entries {
 		t.add(e)
 	}
-	contents, err := parseContents(rest, func(name string) bool {
-		rel, ok := relName(name)
-		if !ok {
-			return false
-		}
-		n := t.nodes[rel]
-		return n != nil && n.mode.IsRegular() && n.data == nil
-	})
+	contents, err := parseContents(rest, t.expectContents)
 	if err != nil {
 		return err
 	}
+	t.settle(contents)
+	return nil
+}
+
+// expectContents says whether the contents of name (as head names it) may
+// come next: a listed file not yet read, or a process's comm, which lists
+// the process. t.mu is held.
+func (t *tree) expectContents(name string) bool {
+	rel, ok := relName(name)
+	if !ok {
+		return false
+	}
+	if n := t.nodes[rel]; n != nil {
+		return n.mode.IsRegular() && n.data == nil
+	}
+	m := procFile.FindStringSubmatch(rel)
+	if m == nil || m[2] != "comm" {
+		return false
+	}
+	if p := t.nodes["proc"]; p == nil || !p.mode.IsDir() || p.unreadable {
+		return false
+	}
+	d := t.nodes["proc/"+m[1]]
+	return d == nil || (d.mode.IsDir() && !d.full)
+}
+
+// settle stores the streamed contents: a process is listed by its comm's,
+// and a listed file the stream was to carry but did not went away between
+// the listing and its read (a process that exited), so it is absent, not
+// fetched. t.mu is held.
+func (t *tree) settle(contents map[string][]byte) {
 	for name, data := range contents {
-		t.nodes[name].data = data
+		n := t.nodes[name]
+		if n == nil {
+			if dir := path.Dir(name); t.nodes[dir] == nil {
+				t.nodes[dir] = &node{mode: fs.ModeDir | 0o555}
+			}
+			n = &node{mode: 0o644, size: int64(len(data))}
+			t.nodes[name] = n
+		}
+		n.data = data
+	}
+	for name, n := range t.nodes {
+		if n.mode.IsRegular() && !n.unreadable && !n.missing && n.data == nil && streamed(name) {
+			n.missing = true
+		}
+	}
+}
+
+// errNotFetched is a name outside the stream past the host's fetch budget:
+// not collected, and reported as such.
+var errNotFetched = errors.New("not collected")
+
+// spend takes one fetch after the stream from the host's budget.
+func (t *tree) spend(what string) error {
+	if t.misses.Add(1) > t.maxFetches {
+		t.misses.Add(-1)
+		t.refused.Add(1)
+		return fmt.Errorf("%w: outside what the host streamed, and the host has had its %d fetches after the stream", errNotFetched, t.maxFetches)
+	}
+	if t.onMiss != nil {
+		t.onMiss(what)
 	}
 	return nil
 }
@@ -186,10 +248,14 @@ func (t *tree) absent(name string) error {
 
 // fetchMeta lists one name the stream did not cover.
 func (t *tree) fetchMeta(name string) error {
-	t.misses.Add(1)
-	if t.onMiss != nil {
-		t.onMiss("list " + name)
+	if err := t.spend("list " + name); err != nil {
+		return err
 	}
+	return t.listMeta(name)
+}
+
+// listMeta runs metaScript for name, spent from the budget already.
+func (t *tree) listMeta(name string) error {
 	out, err := t.fetch.output(t.ctx, metaScript(t.root, name))
 	var exit *remoteExit
 	if err != nil && !errors.As(err, &exit) {
@@ -237,9 +303,8 @@ func (t *tree) Open(name string) (fs.File, error) {
 		return &memFile{info: info(name, n), r: bytes.NewReader(n.data)}, nil
 	}
 	// Not streamed, or cut at the cap: read it now, streaming.
-	t.misses.Add(1)
-	if t.onMiss != nil {
-		t.onMiss("read " + name)
+	if err := t.spend("read " + name); err != nil {
+		return nil, pathErr("open", name, err)
 	}
 	rc, err := t.fetch.stream(t.ctx, readScript(t.root, name, maxLibraryRead))
 	if err != nil {
@@ -296,10 +361,13 @@ func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, pathErr("readdir", name, fs.ErrPermission)
 	}
 	if !n.full {
+		if err := t.spend("list " + name); err != nil {
+			return nil, pathErr("readdir", name, err)
+		}
 		t.mu.Lock()
 		delete(t.nodes, name) // list it again, with its entries
 		t.mu.Unlock()
-		if err := t.fetchMeta(name); err != nil {
+		if err := t.listMeta(name); err != nil {
 			return nil, pathErr("readdir", name, err)
 		}
 		t.mu.Lock()

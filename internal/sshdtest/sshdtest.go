@@ -42,6 +42,27 @@ type Server struct {
 	ClientKey  string
 	KnownHosts string
 	Dir        string
+	// Home is the HOME sshd gives the user's shell; its .bashrc counts
+	// every command sshd runs (see Execs).
+	Home string
+	// CountsExecs says whether Execs counts: the user's login shell is
+	// bash, which reads ~/.bashrc for every command sshd runs.
+	CountsExecs bool
+}
+
+// Config tunes the server.
+type Config struct {
+	// LoginRC is shell text run before every command, as a login shell's
+	// rc file (conda or pyenv init) runs on a GPU node: "sleep 1" makes
+	// every exec a second slower. It runs only when CountsExecs.
+	LoginRC string
+}
+
+// Execs is how many commands sshd has run (sessions through the login
+// shell) since the server started; 0 unless CountsExecs.
+func (s *Server) Execs() int {
+	data, _ := os.ReadFile(filepath.Join(s.Dir, "execs"))
+	return strings.Count(string(data), "\n")
 }
 
 // Path finds sshd: absent, it fails t under CI=true and skips it elsewhere.
@@ -75,6 +96,12 @@ func WriteKey(t TB, file string) ssh.PublicKey {
 // Start runs sshd until t's cleanup.
 func Start(t TB) *Server {
 	t.Helper()
+	return StartWith(t, Config{})
+}
+
+// StartWith runs sshd with c until t's cleanup.
+func StartWith(t TB, c Config) *Server {
+	t.Helper()
 	bin := Path(t)
 	u, err := user.Current()
 	if err != nil {
@@ -87,6 +114,17 @@ func Start(t TB) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// sshd sets HOME from SetEnv after the user's own, and bash reads
+	// $HOME/.bashrc for a command sshd runs.
+	s.Home = filepath.Join(dir, "home")
+	rc := "echo x >> " + filepath.Join(dir, "execs") + "\n" + c.LoginRC + "\n"
+	if err := os.MkdirAll(s.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.CountsExecs = loginShell(u.Uid) == "bash"
 	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,6 +142,7 @@ func Start(t TB) *Server {
 		"PasswordAuthentication no", "KbdInteractiveAuthentication no",
 		// A fleet's worth of connections at once, as many hosts would take.
 		"MaxStartups 1000", "MaxSessions 100", "LogLevel ERROR",
+		"SetEnv HOME=" + s.Home,
 	}, "\n") + "\n"
 	cfgFile := filepath.Join(dir, "sshd_config")
 	// OpenSSH 9.8+ penalises a source address after failed logins; every
@@ -162,4 +201,19 @@ func Timeout(t any) time.Duration {
 		}
 	}
 	return generous
+}
+
+// loginShell is the base name of uid's shell in /etc/passwd ("" if unknown).
+func loginShell(uid string) string {
+	data, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) == 7 && f[2] == uid {
+			return filepath.Base(f[6])
+		}
+	}
+	return ""
 }
