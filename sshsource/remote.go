@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 )
@@ -146,10 +147,11 @@ func afterStart(out []byte) ([]byte, error) {
 const metaFormat = `%y %#m %s %p\0%l\0`
 
 // snapshotScript is the script that streams what a snapshot reads from the
-// tree under root; capBytes caps each file.
-func snapshotScript(root string, capBytes int64) string {
+// tree under root; capBytes caps each file. After the contents it runs cmds
+// (see execTrailer), so they cost no exec of their own.
+func snapshotScript(root string, capBytes int64, cmds ...[]string) string {
 	d, r := shellQuote(`^`+alternation(descend)+`$`), shellQuote(`^`+alternation(read)+`$`)
-	return strings.Join([]string{
+	return strings.Join(append([]string{
 		`cd -- ` + shellQuote(root) + ` || exit 3`,
 		`printf '%s\0' ` + streamStart,
 		// A process is listed by the read of its comm (below), not here:
@@ -174,7 +176,64 @@ func snapshotScript(root string, capBytes int64) string {
 		`  for d in $svc; do [ -f "$d/limits" ] && [ ! -L "$d/limits" ] && [ -r "$d/limits" ] && printf '%s\0' "$d/limits"; done; } |`,
 		`  xargs -0 -r sh -c 'head -c ` + strconv.FormatInt(capBytes, 10) + ` -v -- "$@"; echo' sh`,
 		`printf '==> %s <==\n' ` + contentsEnd,
-	}, "\n")
+	}, execTrailer(cmds)...), "\n")
+}
+
+// execMark starts the record that follows each command's output at the end
+// of the stream: "<stdout>\0fleetaudit-exec <index> <status> <length>\0".
+const execMark = "fleetaudit-exec"
+
+// execTimeout bounds a command, as session.runner bounds one of its own.
+const execTimeout = 10 * time.Second
+
+// execTrailer runs each command as session.runner would (stdin empty,
+// bounded by execTimeout where coreutils' timeout is there) and prints its
+// standard output, exit status and length. Output is text: a NUL in it is
+// dropped.
+func execTrailer(cmds [][]string) []string {
+	if len(cmds) == 0 {
+		return nil
+	}
+	out := []string{`t=; command -v timeout >/dev/null 2>&1 && t='timeout ` + strconv.Itoa(int(execTimeout.Seconds())) + `'`}
+	for i, c := range cmds {
+		words := make([]string, len(c))
+		for j, w := range c {
+			words[j] = shellQuote(w)
+		}
+		out = append(out, `o=$($t `+strings.Join(words, " ")+` 2>/dev/null </dev/null; printf ' %s' "$?"); s=${o##* }; o=${o% *}; printf '%s\0`+execMark+` %d %s %s\0' "$o" `+strconv.Itoa(i)+` "$s" "${#o}"`)
+	}
+	return out
+}
+
+// execResult is one command's outcome from the trailer.
+type execResult struct {
+	status int
+	out    []byte
+}
+
+// cutExecs takes the commands' records off the end of a snapshot stream.
+func cutExecs(out []byte, cmds [][]string) ([]byte, map[string]execResult) {
+	res := map[string]execResult{}
+	for len(out) > 0 && out[len(out)-1] == 0 {
+		end := len(out) - 1
+		at := bytes.LastIndex(out[:end], []byte("\x00"+execMark+" "))
+		if at < 0 {
+			break
+		}
+		var i, status, n int
+		if _, err := fmt.Sscanf(string(out[at+1+len(execMark)+1:end]), "%d %d %d", &i, &status, &n); err != nil ||
+			i < 0 || i >= len(cmds) || n < 0 || n > at {
+			break
+		}
+		res[commandKey(cmds[i][0], cmds[i][1:])] = execResult{status: status, out: out[at-n : at]}
+		out = out[:at-n]
+	}
+	return out, res
+}
+
+// commandKey names a command line in cutExecs' map.
+func commandKey(name string, args []string) string {
+	return strings.Join(append([]string{name}, args...), "\x00")
 }
 
 // metaScript lists one name (and its entries, when it is a readable
