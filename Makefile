@@ -48,7 +48,7 @@ gate-demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./... | tee bench.out
 	bench/fleetaudit-vs-conftest.sh unique:10000 default:10000 default:100000 | tee -a bench.out
-	bench/ssh-vs-ansible.sh 200 50 | tee -a bench.out
+	bench/ssh-vs-ansible.sh 200 10,50 | tee -a bench.out
 
 # Each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m).
 fuzz:

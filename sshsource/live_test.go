@@ -123,14 +123,18 @@ func TestExecTrailer(t *testing.T) {
 	}
 }
 
-// budgetRoot is a tree whose ld.so.conf names n library directories outside
-// what the stream lists: each is a fetch.
+// budgetRoot is a tree whose ld.so.conf names n library directories
+// through links, which the stream does not follow: each is a fetch.
 func budgetRoot(t *testing.T, n int) string {
 	root := t.TempDir()
 	var conf strings.Builder
+	os.MkdirAll(filepath.Join(root, "srv"), 0o755)
 	for i := range n {
-		dir := filepath.Join(root, "srv", fmt.Sprintf("l%02d", i))
+		dir := filepath.Join(root, "data", fmt.Sprintf("l%02d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../data/"+filepath.Base(dir), filepath.Join(root, "srv", filepath.Base(dir))); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&conf, "/srv/l%02d\n", i)
@@ -243,4 +247,49 @@ func streamMisses(t *testing.T, root string) int64 {
 		t.Fatal(err)
 	}
 	return tr.misses.Load()
+}
+
+// The directories ld.so.conf names are in the stream: a library there
+// costs no fetch.
+func TestLdSoConfDirsAreStreamed(t *testing.T) {
+	root := t.TempDir()
+	for name, text := range map[string]string{
+		"etc/ld.so.conf":                        "include /etc/ld.so.conf.d/*.conf\n/srv/nccl/lib # comment\n",
+		"etc/ld.so.conf.d/x.conf":               "/opt2/cuda/lib64=x86_64\n/srv/gone\n/srv/../etc\n",
+		"srv/nccl/lib/libnccl.so.2.18.3":        "",
+		"opt2/cuda/lib64/libcudart.so.12.2.140": "",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := streamMisses(t, root); n != 0 {
+		t.Errorf("%d fetches after the stream, want none", n)
+	}
+	ctx := context.Background()
+	out, err := shFetcher{}.output(ctx, snapshotScript(root, collectors.DefaultMaxFileSize+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTree(ctx, &countingFetcher{}, root, collectors.DefaultMaxFileSize+1)
+	if err := tr.load(out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collectors.Collect(ctx, collectors.Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: collectors.Chroot(tr)}, collectors.Options{Now: fixedNow, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := collectLocal(t, root)
+	if a, b := encode(t, want), encode(t, got); a != b {
+		t.Errorf("the stream's snapshot differs from the local one:\nlocal %s\nstream %s", a, b)
+	}
+	if len(got.Libraries.NCCL) != 1 || len(got.Libraries.CUDA) != 1 {
+		t.Errorf("libraries: %+v, want nccl and cudart", got.Libraries)
+	}
+	for name := range tr.nodes {
+		if strings.HasPrefix(name, "..") || strings.Contains(name, "/../") {
+			t.Errorf("the stream lists %s, outside the root", name)
+		}
+	}
 }

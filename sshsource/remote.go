@@ -170,6 +170,16 @@ func snapshotScript(root string, capBytes int64, cmds ...[]string) string {
 		`done`,
 		`[ -n "$odd" ] && find -P $odd -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`[ -n "$svc" ] && find -P $svc -maxdepth 1 -regextype posix-extended \( -regex '\./proc/[0-9]+' -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		// The library directories ld.so.conf names are listed too (an
+		// exec each otherwise), with each directory on the way: plain
+		// names under the root, never through a link. One that is not
+		// there has its nearest parent listed whole, so it is known absent.
+		`for f in ./etc/ld.so.conf ./etc/ld.so.conf.d/*.conf; do [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && cat -- "$f"; done 2>/dev/null | sed -n 's/#.*//; s/^[[:space:]]*\(\/[^[:space:]=]*\).*/\1/p' | sort -u | head -n 64 | while IFS= read -r d; do`,
+		`  case $d in *[!A-Za-z0-9_./+-]*|*/../*|*/..|*/./*|*//*) continue;; esac`,
+		`  p=.; on=; IFS=/; for c in ${d#/}; do [ -d "$p/$c" ] && [ ! -L "$p/$c" ] || break; p="$p/$c"; on="$on $p"; done; unset IFS`,
+		`  [ -n "$on" ] && find -P $on -maxdepth 0 -printf '- ` + metaFormat + `'`,
+		`  [ -r "$p" ] && [ -x "$p" ] && find -P "$p" -maxdepth 1 -regextype posix-extended \( -path "$p" -regex ` + d + ` -prune \) -o \( -path "$p" -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		`done`,
 		`printf '%s\0' ` + metaEnd,
 		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
 		`  [ -d ./proc ] && [ ! -L ./proc ] && for f in ./proc/[0-9]*/comm; do [ ! -L "${f%/comm}" ] && [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
