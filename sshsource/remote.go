@@ -174,12 +174,14 @@ func snapshotScript(root string, capBytes int64, cmds ...[]string) string {
 		// exec each otherwise), with each directory on the way: plain
 		// names under the root, never through a link. One that is not
 		// there has its nearest parent listed whole, so it is known absent.
-		`for f in ./etc/ld.so.conf ./etc/ld.so.conf.d/*.conf; do [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && cat -- "$f"; done 2>/dev/null | sed -n 's/#.*//; s/^[[:space:]]*\(\/[^[:space:]=]*\).*/\1/p' | sort -u | head -n 64 | while IFS= read -r d; do`,
+		`for f in ./etc/ld.so.conf ./etc/ld.so.conf.d/*.conf; do [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && cat -- "$f"; done 2>/dev/null | sed -n 's/#.*//; s/^[[:space:]]*\(\/[^[:space:]=]*\).*/\1/p' | sort -u | head -n 64 | { on=; dirs=; while IFS= read -r d; do`,
 		`  case $d in *[!A-Za-z0-9_./+-]*|*/../*|*/..|*/./*|*//*) continue;; esac`,
-		`  p=.; on=; IFS=/; for c in ${d#/}; do [ -d "$p/$c" ] && [ ! -L "$p/$c" ] || break; p="$p/$c"; on="$on $p"; done; unset IFS`,
-		`  [ -n "$on" ] && find -P $on -maxdepth 0 -printf '- ` + metaFormat + `'`,
-		`  [ -r "$p" ] && [ -x "$p" ] && find -P "$p" -maxdepth 1 -regextype posix-extended \( -path "$p" -regex ` + d + ` -prune \) -o \( -path "$p" -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		`  p=.; IFS=/; for c in ${d#/}; do [ -d "$p/$c" ] && [ ! -L "$p/$c" ] || break; p="$p/$c"; on="$on $p"; done; unset IFS`,
+		`  [ "$p" != . ] && dirs="$dirs $p"`,
 		`done`,
+		`[ -n "$on" ] && find -P $on -maxdepth 0 -printf '- ` + metaFormat + `'`,
+		`[ -n "$dirs" ] && set -- $(find -P $dirs -maxdepth 0 -regextype posix-extended \( -regex ` + d + ` -o ! -readable -o ! -executable \) -prune -o -print | sort -u) && [ $# -gt 0 ] &&`,
+		`  find -P "$@" -maxdepth 0 -printf 'F ` + metaFormat + `' && find -P "$@" -mindepth 1 -maxdepth 1 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'; }`,
 		`printf '%s\0' ` + metaEnd,
 		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
 		`  [ -d ./proc ] && [ ! -L ./proc ] && for f in ./proc/[0-9]*/comm; do [ ! -L "${f%/comm}" ] && [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
