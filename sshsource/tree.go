@@ -62,6 +62,7 @@ type node struct {
 	missing    bool   // known not to exist
 	err        error  // a name that could not be read (permission)
 	unreadable bool   // the remote user may not read it
+	inStream   bool   // listed by the snapshot script, not a fetch
 }
 
 func newTree(ctx context.Context, f fetcher, root string, capBytes int64) *tree {
@@ -130,10 +131,17 @@ func (t *tree) settle(contents map[string][]byte) {
 		n.data = data
 	}
 	for name, n := range t.nodes {
-		if n.mode.IsRegular() && !n.unreadable && !n.missing && n.data == nil && streamed(name) {
+		n.inStream = true
+		// A process's files at once (cheap to tell); the rest when opened.
+		if n.data == nil && n.mode.IsRegular() && !n.unreadable && strings.HasPrefix(name, "proc/") && procFile.MatchString(name) {
 			n.missing = true
 		}
 	}
+}
+
+// gone says whether n is a file the stream was to carry and did not.
+func gone(name string, n *node) bool {
+	return n.inStream && n.data == nil && n.mode.IsRegular() && !n.unreadable && streamed(name)
 }
 
 // errNotFetched is a name outside the stream past the host's fetch budget:
@@ -299,6 +307,8 @@ func (t *tree) Open(name string) (fs.File, error) {
 	case !n.mode.IsRegular():
 		// Never read remotely: a FIFO or device would block or never end.
 		return &memFile{info: info(name, n)}, nil
+	case gone(name, n):
+		return nil, pathErr("open", name, fs.ErrNotExist)
 	case n.data != nil && int64(len(n.data)) < t.cap:
 		return &memFile{info: info(name, n), r: bytes.NewReader(n.data)}, nil
 	}

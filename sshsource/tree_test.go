@@ -148,7 +148,8 @@ func TestRCNoiseIsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.nodes["etc/sysctl.conf"].data = nil
+	// As if the stream had not carried it.
+	tr.nodes["etc/sysctl.conf"].data, tr.nodes["etc/sysctl.conf"].inStream = nil, false
 	f, err := tr.Open("etc/sysctl.conf")
 	if err != nil {
 		t.Fatal(err)
