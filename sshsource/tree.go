@@ -36,6 +36,9 @@ type tree struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node
+	// kids indexes nodes by their directory for ReadDir; nil when a name
+	// was added or removed since.
+	kids map[string][]string
 	// misses counts names fetched after the stream, reads of files it did
 	// not carry included.
 	misses atomic.Int64
@@ -127,6 +130,7 @@ func (t *tree) settle(contents map[string][]byte) {
 			}
 			n = &node{mode: 0o644, size: int64(len(data))}
 			t.nodes[name] = n
+			t.kids = nil
 		}
 		n.data = data
 	}
@@ -196,6 +200,8 @@ func (t *tree) add(e entry) {
 		if n.mode.IsRegular() {
 			n.data = old.data
 		}
+	} else {
+		t.kids = nil
 	}
 	t.nodes[e.name] = n
 }
@@ -287,6 +293,7 @@ func (t *tree) listMeta(name string) error {
 	}
 	if !found {
 		t.nodes[name] = &node{missing: true}
+		t.kids = nil
 	}
 	return nil
 }
@@ -376,6 +383,7 @@ func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) {
 		}
 		t.mu.Lock()
 		delete(t.nodes, name) // list it again, with its entries
+		t.kids = nil
 		t.mu.Unlock()
 		if err := t.listMeta(name); err != nil {
 			return nil, pathErr("readdir", name, err)
@@ -390,19 +398,23 @@ func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) {
 			return nil, pathErr("readdir", name, fs.ErrPermission)
 		}
 	}
-	prefix := name + "/"
-	if name == "." {
-		prefix = ""
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []fs.DirEntry
-	for k, c := range t.nodes {
-		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok || k == "." || rest == "" || strings.Contains(rest, "/") || c.missing {
-			continue
+	if t.kids == nil {
+		// Collectors list thousands of directories: index once, not a
+		// walk over every name per listing.
+		t.kids = map[string][]string{}
+		for k := range t.nodes {
+			if k != "." {
+				t.kids[path.Dir(k)] = append(t.kids[path.Dir(k)], k)
+			}
 		}
-		out = append(out, fs.FileInfoToDirEntry(info(k, c)))
+	}
+	var out []fs.DirEntry
+	for _, k := range t.kids[name] {
+		if c := t.nodes[k]; c != nil && !c.missing {
+			out = append(out, fs.FileInfoToDirEntry(info(k, c)))
+		}
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
