@@ -174,14 +174,19 @@ func snapshotScript(root string, capBytes int64, cmds ...[]string) string {
 		// exec each otherwise), with each directory on the way: plain
 		// names under the root, never through a link. One that is not
 		// there has its nearest parent listed whole, so it is known absent.
-		`for f in ./etc/ld.so.conf ./etc/ld.so.conf.d/*.conf; do [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && cat -- "$f"; done 2>/dev/null | sed -n 's/#.*//; s/^[[:space:]]*\(\/[^[:space:]=]*\).*/\1/p' | sort -u | head -n 64 | { on=; dirs=; while IFS= read -r d; do`,
-		`  case $d in *[!A-Za-z0-9_./+-]*|*/../*|*/..|*/./*|*//*) continue;; esac`,
-		`  p=.; IFS=/; for c in ${d#/}; do [ -d "$p/$c" ] && [ ! -L "$p/$c" ] || break; p="$p/$c"; on="$on $p"; done; unset IFS`,
-		`  [ "$p" != . ] && dirs="$dirs $p"`,
+		`on=; dirs=; n=0; for f in ./etc/ld.so.conf ./etc/ld.so.conf.d/*.conf; do [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] || continue`,
+		`  while IFS= read -r d || [ -n "$d" ]; do`,
+		`    d=${d%%#*}; set -f; set -- $d; set +f; d=${1%%=*}`,
+		`    case $d in /*) ;; *) continue;; esac`,
+		`    case $d in *[!A-Za-z0-9_./+-]*|*/../*|*/..|*/./*|*//*) continue;; esac`,
+		`    n=$((n+1)); [ $n -le 64 ] || break`,
+		`    p=.; IFS=/; for c in ${d#/}; do [ -d "$p/$c" ] && [ ! -L "$p/$c" ] || break; p="$p/$c"; on="$on $p"; done; unset IFS`,
+		`    [ "$p" != . ] && dirs="$dirs $p"`,
+		`  done < "$f"`,
 		`done`,
 		`[ -n "$on" ] && find -P $on -maxdepth 0 -printf '- ` + metaFormat + `'`,
 		`[ -n "$dirs" ] && set -- $(find -P $dirs -maxdepth 0 -regextype posix-extended \( -regex ` + d + ` -o ! -readable -o ! -executable \) -prune -o -print | sort -u) && [ $# -gt 0 ] &&`,
-		`  find -P "$@" -maxdepth 0 -printf 'F ` + metaFormat + `' && find -P "$@" -mindepth 1 -maxdepth 1 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'; }`,
+		`  find -P "$@" -maxdepth 0 -printf 'F ` + metaFormat + `' && find -P "$@" -mindepth 1 -maxdepth 1 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`printf '%s\0' ` + metaEnd,
 		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
 		`  [ -d ./proc ] && [ ! -L ./proc ] && for f in ./proc/[0-9]*/comm; do [ ! -L "${f%/comm}" ] && [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
@@ -212,7 +217,7 @@ func execTrailer(cmds [][]string) []string {
 		for j, w := range c {
 			words[j] = shellQuote(w)
 		}
-		out = append(out, `o=$($t `+strings.Join(words, " ")+` 2>/dev/null </dev/null; printf ' %s' "$?"); s=${o##* }; o=${o% *}; printf '%s\0`+execMark+` %d %s %s\0' "$o" `+strconv.Itoa(i)+` "$s" "${#o}"`)
+		out = append(out, `o=; s=127; command -v `+words[0]+` >/dev/null 2>&1 && { o=$($t `+strings.Join(words, " ")+` 2>/dev/null </dev/null; printf ' %s' "$?"); s=${o##* }; o=${o% *}; }; printf '%s\0`+execMark+` %d %s %s\0' "$o" `+strconv.Itoa(i)+` "$s" "${#o}"`)
 	}
 	return out
 }
