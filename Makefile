@@ -44,11 +44,12 @@ gate-demo: build
 # Go benchmarks (collection per host, policy evaluation, a fleet over SSH),
 # then fleetaudit and conftest side by side on two cores: 10k hosts that all
 # differ (gen -unique), 10k and 100k of the default generator (conftest up to
-# 10k); and collection over SSH beside Ansible and ssh (200 hosts).
+# 10k); and collection of the live / over SSH beside Ansible and ssh (200
+# hosts, 10 and 50 in flight, then behind a login shell that takes 1s).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./... | tee bench.out
 	bench/fleetaudit-vs-conftest.sh unique:10000 default:10000 default:100000 | tee -a bench.out
-	bench/ssh-vs-ansible.sh 200 50 | tee -a bench.out
+	bench/ssh-vs-ansible.sh 200 10,50 | tee -a bench.out
 
 # Each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m).
 fuzz:

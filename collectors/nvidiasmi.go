@@ -16,6 +16,10 @@ import (
 // only NVML knows: neither /proc nor /sys shows it.
 var nvidiaSmi = []string{"nvidia-smi", "--query-gpu=pci.bus_id,persistence_mode", "--format=csv,noheader"}
 
+// Commands are the commands the collectors may run through Target.Exec, so
+// a transport can run them ahead, with what it reads anyway.
+func Commands() [][]string { return [][]string{slices.Clone(nvidiaSmi)} }
+
 // nvidiaSmiCommand is the command line as provenance and error entries name it.
 var nvidiaSmiCommand = strings.Join(nvidiaSmi, " ")
 

@@ -72,6 +72,9 @@ type Options struct {
 	User string
 	// NoExec runs no command besides the file stream.
 	NoExec bool
+	// MaxFetches caps the names one host may fetch after its stream, each
+	// an exec (0: 8; negative: none); a name past it is a collection error.
+	MaxFetches int
 	// Version is recorded in snapshots.
 	Version string
 	// Home is the user's home (~ in paths); os.UserHomeDir when "".

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
+	"strings"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -19,8 +21,13 @@ type Result struct {
 	Snapshot *snapshot.Snapshot
 	Err      *HostError
 	// Misses counts names fetched after the stream (round trips beyond
-	// the first).
-	Misses int64
+	// the first), commands the stream did not run included; NotFetched
+	// counts those refused past Options.MaxFetches, each a collection
+	// error in the snapshot.
+	Misses, NotFetched int64
+	// Sessions is how many commands the host ran: the stream, then each
+	// miss.
+	Sessions int64
 }
 
 // Collect reads one host: one connection, one command streaming what the
@@ -65,10 +72,20 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 	}()
 	sess := &session{client: client, become: h.Become}
 	capBytes := int64(collectors.DefaultMaxFileSize + 1)
+	var cmds [][]string
+	if root == "/" && !d.opts.NoExec {
+		cmds = collectors.Commands()
+	}
 	t := newTree(ctx, sess, root, capBytes)
-	stderr, exit, err := sess.load(ctx, wrap(snapshotScript(root, capBytes), h.Become), t)
+	t.cmds = cmds
+	if d.opts.MaxFetches != 0 {
+		t.maxFetches = int64(max(d.opts.MaxFetches, 0))
+	}
+	stderr, exit, err := sess.load(ctx, wrap(snapshotScript(root, capBytes, cmds...), h.Become), t)
 	if err != nil && !errors.Is(err, errStream) {
-		return fail(classify(err))
+		r := fail(classify(err))
+		r.Sessions = 1
+		return r
 	}
 	if err != nil {
 		// No stream: the command itself failed (sudo, no such root, no
@@ -85,19 +102,31 @@ func (d *Dialer) Collect(ctx context.Context, h Host) Result {
 			// sudo missing, or asking for a password sudo -n may not give.
 			class, msg = ClassBecome, "sudo -n: "+msg
 		}
-		return fail(&HostError{Class: class, Err: errors.New(msg)})
+		r := fail(&HostError{Class: class, Err: errors.New(msg)})
+		r.Sessions = 1
+		return r
 	}
 	target := collectors.Target{Origin: origin, Files: collectors.Chroot(t)}
-	if root == "/" && !d.opts.NoExec {
-		target.Exec = sess.runner
+	if cmds != nil {
+		target.Exec = ranRunner(t.ran, t, sess.runner)
 	}
 	snap, err := collectors.Collect(ctx, target, collectors.Options{Hostname: h.Name, Version: d.opts.Version})
-	res := Result{Host: h, Snapshot: snap, Misses: t.misses.Load()}
+	res := Result{Host: h, Snapshot: snap, Misses: t.misses.Load(), NotFetched: t.refused.Load()}
+	res.Sessions = 1 + res.Misses
 	if err != nil {
-		return fail(classify(err))
+		r := fail(classify(err))
+		r.Misses, r.NotFetched, r.Sessions = res.Misses, res.NotFetched, res.Sessions
+		return r
 	}
+	var partial []string
 	if n := t.fetchErrs.Load(); n > 0 {
-		res.Err = &HostError{Class: ClassPartial, Err: fmt.Errorf("%d reads failed after the stream (the connection dropped?); see the snapshot's errors", n)}
+		partial = append(partial, fmt.Sprintf("%d reads failed after the stream (the connection dropped?)", n))
+	}
+	if res.NotFetched > 0 {
+		partial = append(partial, fmt.Sprintf("%d names outside the stream not collected (at most %d fetches per host)", res.NotFetched, t.maxFetches))
+	}
+	if len(partial) > 0 {
+		res.Err = &HostError{Class: ClassPartial, Err: fmt.Errorf("%s; see the snapshot's errors", strings.Join(partial, ", "))}
 	}
 	return res
 }
@@ -110,4 +139,30 @@ func stopped(ctx context.Context) *HostError {
 		return &HostError{Class: ClassTimeout, Err: cause}
 	}
 	return &HostError{Class: ClassInterrupted, Err: fmt.Errorf("interrupted: %w", cause)}
+}
+
+// ranRunner answers a command from the stream's trailer, as session.runner
+// would have; one the stream did not run is a fetch from t's budget.
+func ranRunner(ran map[string]execResult, t *tree, run collectors.Runner) collectors.Runner {
+	return func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		r, ok := ran[commandKey(name, args)]
+		if !ok {
+			if err := t.spend("exec " + name); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return run(ctx, name, args...)
+		}
+		switch r.status {
+		case 0:
+			return r.out, nil
+		case 127:
+			return nil, &exec.Error{Name: name, Err: exec.ErrNotFound}
+		case 124:
+			return nil, fmt.Errorf("%s: timed out after %s", name, execTimeout)
+		}
+		if msg := firstLine(r.out); msg != "" {
+			return nil, fmt.Errorf("%s: exit status %d: %s", name, r.status, msg)
+		}
+		return nil, fmt.Errorf("%s: exit status %d", name, r.status)
+	}
 }

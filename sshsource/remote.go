@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 )
@@ -22,11 +23,14 @@ import (
 // by collectors.Chroot over the tree the stream builds: the remote host
 // never resolves a link, so a remote root other than "/" cannot be escaped.
 //
-// What the walk covers is a prefetch: a name outside it is fetched when a
-// collector asks for it (see tree.miss), so a collector added later reads
-// the same facts, one round trip slower, and TestFixtureRootsNeedNoMiss
-// says which rule to add (TestStreamCoversBootPaths checks BootPaths
-// without a fixture).
+// The listing is authoritative: a name under a directory it lists whole
+// exists as listed or not at all, and a listed file it was to stream that
+// has no contents went away in between (a process that exited). A name
+// outside it is fetched when a collector asks for it (see tree.spend),
+// within a small per-host budget, so a collector added later reads the same
+// facts, one round trip slower, and TestFixtureRootsNeedNoMiss says which
+// rule to add (TestStreamCoversBootPaths checks BootPaths without a
+// fixture). Processes are listed by the read of their comm, in one pass.
 
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
@@ -70,6 +74,18 @@ var read = []string{
 	`\./(boot|efi|boot/efi)/(loader/(loader\.conf|entries/[^/]+)|grub2?/(grub\.cfg|grubenv)|EFI/[^/]+/grub\.cfg)`,
 	`\./sys/firmware/efi/efivars/Loader[^/]*`,
 	`.*\.dist-info/(METADATA|RECORD)`,
+}
+
+// readRE and procFile say which listed files the stream carries.
+var (
+	readRE   = regexp.MustCompile(`^` + alternation(read) + `$`)
+	procFile = regexp.MustCompile(`^proc/([0-9]+)/(comm|limits)$`)
+)
+
+// streamed says whether the snapshot script sends name's contents when the
+// listing has it as a readable regular file.
+func streamed(name string) bool {
+	return procFile.MatchString(name) || readRE.MatchString("./"+name)
 }
 
 // unitDirs are where systemd looks for units and system.conf (/etc is
@@ -133,29 +149,119 @@ func afterStart(out []byte) ([]byte, error) {
 const metaFormat = `%y %#m %s %p\0%l\0`
 
 // snapshotScript is the script that streams what a snapshot reads from the
-// tree under root; capBytes caps each file.
-func snapshotScript(root string, capBytes int64) string {
+// tree under root; capBytes caps each file. After the contents it runs cmds
+// (see execTrailer), so they cost no exec of their own.
+func snapshotScript(root string, capBytes int64, cmds ...[]string) string {
 	d, r := shellQuote(`^`+alternation(descend)+`$`), shellQuote(`^`+alternation(read)+`$`)
-	return strings.Join([]string{
+	return strings.Join(append([]string{
 		`cd -- ` + shellQuote(root) + ` || exit 3`,
 		`printf '%s\0' ` + streamStart,
-		`find -P . -regextype posix-extended \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
-		`set -- ./proc/[0-9]*/comm; [ -e "$1" ] && find -P "$@" -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		// A process is listed by the read of its comm (below), not here:
+		// one that exits between a listing and a read is simply not there.
+		`find -P . -regextype posix-extended \( -regex '\./proc/[0-9]+' -prune \) -o \( -type d -readable -regex ` + d + ` -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' -prune \) -o \( -printf 'U ` + metaFormat + `' -prune \)`,
 		// The job services' /proc/<pid> is listed whole (its limits file,
 		// or that there is none); PIDs are digits, so $svc splits safely.
-		`svc=; [ -d ./proc ] && [ ! -L ./proc ] && for d in ./proc/[0-9]*; do`,
+		// A process whose entry or comm is not a plain directory and file
+		// (a link, in a tree that is not a live /proc) is listed here.
+		`svc=; odd=; [ -d ./proc ] && [ ! -L ./proc ] && for d in ./proc/[0-9]*; do`,
 		`  case ${d#./proc/} in *[!0-9]*) continue;; esac`,
+		`  if [ -L "$d" ] || [ ! -d "$d" ]; then odd="$odd $d"; continue; fi`,
+		`  if [ -L "$d/comm" ] || { [ -e "$d/comm" ] && [ ! -f "$d/comm" ]; }; then odd="$odd $d $d/comm"; continue; fi`,
 		`  [ -d "$d" ] && [ ! -L "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -f "$d/comm" ] && [ ! -L "$d/comm" ] && [ -r "$d/comm" ] || continue`,
 		`  c=; read -r c < "$d/comm"; case $c in ` + jobComms + `) svc="$svc $d";; esac`,
 		`done`,
+		`[ -n "$odd" ] && find -P $odd -maxdepth 0 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`[ -n "$svc" ] && find -P $svc -maxdepth 1 -regextype posix-extended \( -regex '\./proc/[0-9]+' -printf 'F ` + metaFormat + `' \) -o \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
+		// The library directories ld.so.conf names are listed too (an
+		// exec each otherwise), with each directory on the way: plain
+		// names under the root, never through a link. One that is not
+		// there has its nearest parent listed whole, so it is known absent.
+		`on=; dirs=; n=0; for f in ./etc/ld.so.conf ./etc/ld.so.conf.d/*.conf; do [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] || continue`,
+		`  while IFS= read -r d || [ -n "$d" ]; do`,
+		`    d=${d%%#*}; set -f; set -- $d; set +f; d=${1%%=*}`,
+		`    case $d in /*) ;; *) continue;; esac`,
+		`    case $d in *[!A-Za-z0-9_./+-]*|*/../*|*/..|*/./*|*//*) continue;; esac`,
+		`    n=$((n+1)); [ $n -le 64 ] || break`,
+		`    p=.; IFS=/; for c in ${d#/}; do [ -d "$p/$c" ] && [ ! -L "$p/$c" ] || break; p="$p/$c"; on="$on $p"; done; unset IFS`,
+		`    [ "$p" != . ] && dirs="$dirs $p"`,
+		`  done < "$f"`,
+		`done`,
+		`[ -n "$on" ] && find -P $on -maxdepth 0 -printf '- ` + metaFormat + `'`,
+		`[ -n "$dirs" ] && set -- $(find -P $dirs -maxdepth 0 -regextype posix-extended \( -regex ` + d + ` -o ! -readable -o ! -executable \) -prune -o -print | sort -u) && [ $# -gt 0 ] &&`,
+		`  find -P "$@" -maxdepth 0 -printf 'F ` + metaFormat + `' && find -P "$@" -mindepth 1 -maxdepth 1 \( -readable -printf '- ` + metaFormat + `' \) -o -printf 'U ` + metaFormat + `'`,
 		`printf '%s\0' ` + metaEnd,
 		`{ find -P . -regextype posix-extended \( -type d \( -regex ` + d + ` -o -prune \) \) -o \( -type f -readable -regex ` + r + ` -print0 \)`,
-		`  for f in ./proc/[0-9]*/comm; do [ -f "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
+		`  [ -d ./proc ] && [ ! -L ./proc ] && for f in ./proc/[0-9]*/comm; do [ ! -L "${f%/comm}" ] && [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] && printf '%s\0' "$f"; done`,
 		`  for d in $svc; do [ -f "$d/limits" ] && [ ! -L "$d/limits" ] && [ -r "$d/limits" ] && printf '%s\0' "$d/limits"; done; } |`,
 		`  xargs -0 -r sh -c 'head -c ` + strconv.FormatInt(capBytes, 10) + ` -v -- "$@"; echo' sh`,
 		`printf '==> %s <==\n' ` + contentsEnd,
-	}, "\n")
+	}, execTrailer(cmds)...), "\n")
+}
+
+// execMark starts the record that follows each command's output at the end
+// of the stream: "<stdout>\0fleetaudit-exec <index> <status> <length>\0".
+const execMark = "fleetaudit-exec"
+
+// execTimeout bounds a command, as session.runner bounds one of its own.
+const execTimeout = 10 * time.Second
+
+// execTrailer runs each command as session.runner would (stdin empty,
+// bounded by execTimeout where coreutils' timeout is there) and prints its
+// standard output, exit status and length. Output is text: a NUL in it is
+// dropped.
+func execTrailer(cmds [][]string) []string {
+	if len(cmds) == 0 {
+		return nil
+	}
+	out := []string{`t=; command -v timeout >/dev/null 2>&1 && t='timeout ` + strconv.Itoa(int(execTimeout.Seconds())) + `'`}
+	for i, c := range cmds {
+		words := make([]string, len(c))
+		for j, w := range c {
+			words[j] = shellQuote(w)
+		}
+		out = append(out, `o=; s=127; command -v `+words[0]+` >/dev/null 2>&1 && { o=$($t `+strings.Join(words, " ")+` 2>/dev/null </dev/null; printf ' %s' "$?"); s=${o##* }; o=${o% *}; }; printf '%s\0`+execMark+` %d %s %s\0' "$o" `+strconv.Itoa(i)+` "$s" "${#o}"`)
+	}
+	return out
+}
+
+// execResult is one command's outcome from the trailer.
+type execResult struct {
+	status int
+	out    []byte
+}
+
+// execs reads the trailer's record of each of cmds, as execTrailer prints
+// them. A trailer cut short (the script was ended) leaves the commands it
+// did not reach out of the map: they are run on their own if asked for.
+func (s *scanner) execs(cmds [][]string) (map[string]execResult, error) {
+	res := map[string]execResult{}
+	for range cmds {
+		out, err := s.until(0, maxExecOutput, "a command's output")
+		if err == nil {
+			var rec []byte
+			if rec, err = s.next(0, "a command's record"); err == nil {
+				var i, status, n int
+				if _, serr := fmt.Sscanf(string(rec), execMark+" %d %d %d", &i, &status, &n); serr != nil || i < 0 || i >= len(cmds) || n != len(out) {
+					return nil, fmt.Errorf("%w: command record %q", errStream, rec)
+				}
+				res[commandKey(cmds[i][0], cmds[i][1:])] = execResult{status: status, out: out}
+				continue
+			}
+		}
+		if errors.Is(err, errStream) {
+			return res, nil
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// maxExecOutput caps one command's output, as session.runner caps it.
+const maxExecOutput = 1 << 20
+
+// commandKey names a command line in cutExecs' map.
+func commandKey(name string, args []string) string {
+	return strings.Join(append([]string{name}, args...), "\x00")
 }
 
 // metaScript lists one name (and its entries, when it is a readable
@@ -362,6 +468,32 @@ func (s *scanner) next(delim byte, what string) ([]byte, error) {
 	}
 }
 
+// until returns the bytes up to the next delim, consuming both, as a new
+// slice of at most max bytes.
+func (s *scanner) until(delim byte, max int, what string) ([]byte, error) {
+	var out []byte
+	for {
+		avail := s.buf[s.start:s.end]
+		i := bytes.IndexByte(avail, delim)
+		n := i
+		if i < 0 {
+			n = len(avail)
+		}
+		if len(out)+n > max {
+			return nil, overLimit("%s is longer than %s", what, size(int64(max)))
+		}
+		out = append(out, avail[:n]...)
+		if i >= 0 {
+			s.advance(i + 1)
+			return out, nil
+		}
+		s.advance(n)
+		if !s.fill() {
+			return nil, s.ended(what + " ends early")
+		}
+	}
+}
+
 // peekLine returns the buffered line at the front, its newline included,
 // reading until it is whole; false when it is longer than a record or the
 // stream ends first. Nothing is consumed.
@@ -494,13 +626,13 @@ func (s *scanner) contents(expect func(name string) bool, multiline map[string]b
 						// The newline before a header is head's, not the file's.
 						got(cur, append(make([]byte, 0, len(data)), data[:len(data)-1]...))
 					}
+					s.advance(len(line))
 					if name == contentsEnd {
 						return nil
 					}
 					if _, ok := relName(name); !ok {
 						return fmt.Errorf("%w: path %q", errStream, name)
 					}
-					s.advance(len(line))
 					cur, data, lineStart, dropped = name, data[:0], false, false
 					continue
 				}

@@ -37,13 +37,29 @@ type tree struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node
+	// kids indexes nodes by their directory for ReadDir; nil when a name
+	// was added or removed since.
+	kids map[string][]string
 	// misses counts names fetched after the stream, reads of files it did
 	// not carry included.
 	misses atomic.Int64
 	onMiss func(what string) // tests: which names missed
 	// fetchErrs counts fetches that failed for the transport's sake.
 	fetchErrs atomic.Int64
+	// maxFetches caps misses; refused counts the names not fetched for it.
+	maxFetches int64
+	refused    atomic.Int64
+	// cmds are the commands the stream runs after the contents (see
+	// execTrailer); ran their outcomes, by commandKey.
+	cmds [][]string
+	ran  map[string]execResult
 }
+
+// defaultMaxFetches is how many names one host may fetch after its stream:
+// a few libraries read for their version banner, a directory an
+// ld.so.conf names. Each is an exec through the login shell, a second
+// where that runs conda or pyenv init.
+const defaultMaxFetches = 8
 
 type node struct {
 	mode       fs.FileMode
@@ -54,10 +70,11 @@ type node struct {
 	missing    bool   // known not to exist
 	err        error  // a name that could not be read (permission)
 	unreadable bool   // the remote user may not read it
+	inStream   bool   // listed by the snapshot script, not a fetch
 }
 
 func newTree(ctx context.Context, f fetcher, root string, capBytes int64) *tree {
-	return &tree{ctx: ctx, fetch: f, root: root, cap: capBytes, lim: defaultLimits, nodes: map[string]*node{}}
+	return &tree{ctx: ctx, fetch: f, root: root, cap: capBytes, lim: defaultLimits, nodes: map[string]*node{}, maxFetches: defaultMaxFetches}
 }
 
 // load builds the tree from a snapshot script's output.
@@ -75,14 +92,6 @@ func (t *tree) loadFrom(r io.Reader) error {
 	if err := sc.listing(t.add); err != nil {
 		return err
 	}
-	expect := func(name string) bool {
-		rel, ok := relName(name)
-		if !ok {
-			return false
-		}
-		n := t.nodes[rel]
-		return n != nil && n.mode.IsRegular() && n.data == nil
-	}
 	multiline := map[string]bool{}
 	for name, n := range t.nodes {
 		if first, _, ok := strings.Cut(name, "\n"); ok && n.mode.IsRegular() && n.data == nil {
@@ -90,15 +99,86 @@ func (t *tree) loadFrom(r io.Reader) error {
 		}
 	}
 	contents := map[string][]byte{}
-	err := sc.contents(expect, multiline, t.cap, func(name string, data []byte) {
+	err := sc.contents(t.expectContents, multiline, t.cap, func(name string, data []byte) {
 		rel, _ := relName(name)
 		contents[rel] = data
 	})
 	if err != nil {
 		return err
 	}
+	t.settle(contents)
+	if len(t.cmds) > 0 {
+		t.ran, err = sc.execs(t.cmds)
+	}
+	return err
+}
+
+// expectContents says whether the contents of name (as head names it) may
+// come next: a listed file not yet read, or a process's comm, which lists
+// the process. t.mu is held.
+func (t *tree) expectContents(name string) bool {
+	rel, ok := relName(name)
+	if !ok {
+		return false
+	}
+	if n := t.nodes[rel]; n != nil {
+		return n.mode.IsRegular() && n.data == nil
+	}
+	m := procFile.FindStringSubmatch(rel)
+	if m == nil || m[2] != "comm" {
+		return false
+	}
+	if p := t.nodes["proc"]; p == nil || !p.mode.IsDir() || p.unreadable {
+		return false
+	}
+	d := t.nodes["proc/"+m[1]]
+	return d == nil || (d.mode.IsDir() && !d.full)
+}
+
+// settle stores the streamed contents: a process is listed by its comm's,
+// and a listed file the stream was to carry but did not went away between
+// the listing and its read (a process that exited), so it is absent, not
+// fetched. t.mu is held.
+func (t *tree) settle(contents map[string][]byte) {
 	for name, data := range contents {
-		t.nodes[name].data = data
+		n := t.nodes[name]
+		if n == nil {
+			if dir := path.Dir(name); t.nodes[dir] == nil {
+				t.nodes[dir] = &node{mode: fs.ModeDir | 0o555}
+			}
+			n = &node{mode: 0o644, size: int64(len(data))}
+			t.nodes[name] = n
+			t.kids = nil
+		}
+		n.data = data
+	}
+	for name, n := range t.nodes {
+		n.inStream = true
+		// A process's files at once (cheap to tell); the rest when opened.
+		if n.data == nil && n.mode.IsRegular() && !n.unreadable && strings.HasPrefix(name, "proc/") && procFile.MatchString(name) {
+			n.missing = true
+		}
+	}
+}
+
+// gone says whether n is a file the stream was to carry and did not.
+func gone(name string, n *node) bool {
+	return n.inStream && n.data == nil && n.mode.IsRegular() && !n.unreadable && streamed(name)
+}
+
+// errNotFetched is a name outside the stream past the host's fetch budget:
+// not collected, and reported as such.
+var errNotFetched = errors.New("not collected")
+
+// spend takes one fetch after the stream from the host's budget.
+func (t *tree) spend(what string) error {
+	if t.misses.Add(1) > t.maxFetches {
+		t.misses.Add(-1)
+		t.refused.Add(1)
+		return fmt.Errorf("%w: outside what the host streamed, and the host has had its %d fetches after the stream", errNotFetched, t.maxFetches)
+	}
+	if t.onMiss != nil {
+		t.onMiss(what)
 	}
 	return nil
 }
@@ -138,6 +218,8 @@ func (t *tree) add(e entry) {
 		if n.mode.IsRegular() {
 			n.data = old.data
 		}
+	} else {
+		t.kids = nil
 	}
 	t.nodes[e.name] = n
 }
@@ -198,10 +280,14 @@ func (t *tree) absent(name string) error {
 
 // fetchMeta lists one name the stream did not cover.
 func (t *tree) fetchMeta(name string) error {
-	t.misses.Add(1)
-	if t.onMiss != nil {
-		t.onMiss("list " + name)
+	if err := t.spend("list " + name); err != nil {
+		return err
 	}
+	return t.listMeta(name)
+}
+
+// listMeta runs metaScript for name, spent from the budget already.
+func (t *tree) listMeta(name string) error {
 	out, err := t.fetch.output(t.ctx, metaScript(t.root, name))
 	var exit *remoteExit
 	if err != nil && !errors.As(err, &exit) {
@@ -225,6 +311,7 @@ func (t *tree) fetchMeta(name string) error {
 	}
 	if !found {
 		t.nodes[name] = &node{missing: true}
+		t.kids = nil
 	}
 	return nil
 }
@@ -245,13 +332,14 @@ func (t *tree) Open(name string) (fs.File, error) {
 	case !n.mode.IsRegular():
 		// Never read remotely: a FIFO or device would block or never end.
 		return &memFile{info: info(name, n)}, nil
+	case gone(name, n):
+		return nil, pathErr("open", name, fs.ErrNotExist)
 	case n.data != nil && int64(len(n.data)) < t.cap:
 		return &memFile{info: info(name, n), r: bytes.NewReader(n.data)}, nil
 	}
 	// Not streamed, or cut at the cap: read it now, streaming.
-	t.misses.Add(1)
-	if t.onMiss != nil {
-		t.onMiss("read " + name)
+	if err := t.spend("read " + name); err != nil {
+		return nil, pathErr("open", name, err)
 	}
 	rc, err := t.fetch.stream(t.ctx, readScript(t.root, name, maxLibraryRead))
 	if err != nil {
@@ -308,10 +396,14 @@ func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, pathErr("readdir", name, fs.ErrPermission)
 	}
 	if !n.full {
+		if err := t.spend("list " + name); err != nil {
+			return nil, pathErr("readdir", name, err)
+		}
 		t.mu.Lock()
 		delete(t.nodes, name) // list it again, with its entries
+		t.kids = nil
 		t.mu.Unlock()
-		if err := t.fetchMeta(name); err != nil {
+		if err := t.listMeta(name); err != nil {
 			return nil, pathErr("readdir", name, err)
 		}
 		t.mu.Lock()
@@ -324,19 +416,23 @@ func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) {
 			return nil, pathErr("readdir", name, fs.ErrPermission)
 		}
 	}
-	prefix := name + "/"
-	if name == "." {
-		prefix = ""
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []fs.DirEntry
-	for k, c := range t.nodes {
-		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok || k == "." || rest == "" || strings.Contains(rest, "/") || c.missing {
-			continue
+	if t.kids == nil {
+		// Collectors list thousands of directories: index once, not a
+		// walk over every name per listing.
+		t.kids = map[string][]string{}
+		for k := range t.nodes {
+			if k != "." {
+				t.kids[path.Dir(k)] = append(t.kids[path.Dir(k)], k)
+			}
 		}
-		out = append(out, fs.FileInfoToDirEntry(info(k, c)))
+	}
+	var out []fs.DirEntry
+	for _, k := range t.kids[name] {
+		if c := t.nodes[k]; c != nil && !c.missing {
+			out = append(out, fs.FileInfoToDirEntry(info(k, c)))
+		}
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil

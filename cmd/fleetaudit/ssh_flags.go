@@ -107,6 +107,9 @@ type sshProgress struct {
 	bar      *progressbar.ProgressBar
 	failures []sshsource.Result
 	total    int
+	// sessions are the commands the hosts ran: one stream each, and each
+	// fetch after it.
+	sessions, read int64
 }
 
 func (a *app) newSSHProgress(total int) *sshProgress {
@@ -127,6 +130,10 @@ func (a *app) newSSHProgress(total int) *sshProgress {
 }
 
 func (p *sshProgress) done(r sshsource.Result, pr sshsource.Progress) {
+	p.sessions += r.Sessions
+	if r.Sessions > 0 {
+		p.read++
+	}
 	if r.Err != nil {
 		p.failures = append(p.failures, r)
 	}
@@ -156,7 +163,11 @@ func (p *sshProgress) account(w io.Writer) {
 			failed++
 		}
 	}
-	fmt.Fprintf(w, "ssh: %d hosts: %d read, %d read in part, %d not read\n", p.total, p.total-len(p.failures), len(p.failures)-failed, failed)
+	fmt.Fprintf(w, "ssh: %d hosts: %d read, %d read in part, %d not read", p.total, p.total-len(p.failures), len(p.failures)-failed, failed)
+	if p.read > 0 {
+		fmt.Fprintf(w, "; %d commands run (%.2f a host)", p.sessions, float64(p.sessions)/float64(p.read))
+	}
+	fmt.Fprintln(w)
 	for _, r := range p.failures {
 		if r.Err.Class != sshsource.ClassInterrupted {
 			fmt.Fprintf(w, "  %-24s %-18s %s\n", r.Host.Name, r.Err.Class, r.Err.Err)

@@ -40,7 +40,8 @@ func TestCollectInventoryOverSSH(t *testing.T) {
 	if r.code == exitOK {
 		t.Fatalf("exit 0 with a host not read; stderr:\n%s", r.stderr)
 	}
-	for _, want := range []string{"ssh: 2 hosts: 1 read, 0 read in part, 1 not read", "gpu-gone", "unreachable"} {
+	// One command on the host read: the stream.
+	for _, want := range []string{"ssh: 2 hosts: 1 read, 0 read in part, 1 not read; 1 commands run (1.00 a host)", "gpu-gone", "unreachable"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

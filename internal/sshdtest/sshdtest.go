@@ -45,6 +45,30 @@ type Server struct {
 	ClientKey  string
 	KnownHosts string
 	Dir        string
+	// Home is the HOME sshd gives the user's shell; its .bashrc counts
+	// every command sshd runs (see Execs).
+	Home string
+	// CountsExecs says whether Execs counts: the user's login shell is
+	// bash, which reads ~/.bashrc for every command sshd runs.
+	CountsExecs bool
+}
+
+// Config tunes the server.
+type Config struct {
+	// LoginRC is shell text run before every command, as a login shell's
+	// rc file (conda or pyenv init) runs on a GPU node: "sleep 1" makes
+	// every exec a second slower. It runs only when CountsExecs.
+	LoginRC string
+	// Extra are further sshd_config lines (ForceCommand, for a host that
+	// plays an attack).
+	Extra []string
+}
+
+// Execs is how many commands sshd has run (sessions through the login
+// shell) since the server started; 0 unless CountsExecs.
+func (s *Server) Execs() int {
+	data, _ := os.ReadFile(filepath.Join(s.Dir, "execs"))
+	return strings.Count(string(data), "\n")
 }
 
 // Path finds sshd: absent, it fails t under CI=true and skips it elsewhere.
@@ -79,6 +103,12 @@ func WriteKey(t TB, file string) ssh.PublicKey {
 // (ForceCommand, for a host that plays an attack).
 func Start(t TB, extra ...string) *Server {
 	t.Helper()
+	return StartWith(t, Config{Extra: extra})
+}
+
+// StartWith runs sshd with c until t's cleanup.
+func StartWith(t TB, c Config) *Server {
+	t.Helper()
 	bin := Path(t)
 	u, err := user.Current()
 	if err != nil {
@@ -91,6 +121,17 @@ func Start(t TB, extra ...string) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// sshd sets HOME from SetEnv after the user's own, and bash reads
+	// $HOME/.bashrc for a command sshd runs.
+	s.Home = filepath.Join(dir, "home")
+	rc := "echo x >> " + filepath.Join(dir, "execs") + "\n" + c.LoginRC + "\n"
+	if err := os.MkdirAll(s.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.CountsExecs = loginShell(u.Uid) == "bash"
 	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,8 +149,9 @@ func Start(t TB, extra ...string) *Server {
 		"PasswordAuthentication no", "KbdInteractiveAuthentication no",
 		// A fleet's worth of connections at once, as many hosts would take.
 		"MaxStartups 1000", "MaxSessions 100", "LogLevel ERROR",
+		"SetEnv HOME=" + s.Home,
 	}, "\n") + "\n"
-	for _, line := range extra {
+	for _, line := range c.Extra {
 		cfg += line + "\n"
 	}
 	cfgFile := filepath.Join(dir, "sshd_config")
@@ -235,4 +277,19 @@ func (s *Server) killSessions() {
 			}
 		}
 	}
+}
+
+// loginShell is the base name of uid's shell in /etc/passwd ("" if unknown).
+func loginShell(uid string) string {
+	data, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) == 7 && f[2] == uid {
+			return filepath.Base(f[6])
+		}
+	}
+	return ""
 }
