@@ -475,8 +475,8 @@ func TestParseIptablesChain(t *testing.T) {
 		{Match: []string{"-p udp --sport 67 --dport 68"}, Target: "ACCEPT"},
 		{Source: "172.16.40.0/24", Match: []string{"-p tcp --dport 9100"}, Target: "ACCEPT"},
 		{Match: []string{}, Target: "ufw-not-local"},
-		{Match: []string{"-p udp", "-d 224.0.0.251 --dport 5353"}, Target: "ACCEPT"},
-		{Match: []string{"-p udp", "-d 239.255.255.250 --dport 1900"}, Target: "ACCEPT"},
+		{Match: []string{"-p udp --dport 5353", "-d 224.0.0.251"}, Target: "ACCEPT"},
+		{Match: []string{"-p udp --dport 1900", "-d 239.255.255.250"}, Target: "ACCEPT"},
 		{Source: "10.0.0.0/8", SourceNegated: true, Match: []string{"! -i ib0", "-p tcp"}, Target: "ACCEPT"},
 	}
 	if d := cmp.Diff(want, rules); d != "" {
@@ -491,6 +491,54 @@ func TestParseIptablesChain(t *testing.T) {
 	for _, err := range errs {
 		if !errors.Is(err, ErrParse) {
 			t.Errorf("%v is not ErrParse", err)
+		}
+	}
+}
+
+// TestParseIptablesRuleOptionOwners: an option goes to the most recent
+// loaded match that takes it, else to the match -p loads implicitly,
+// as iptables' command_default sends it; what no match takes is an error.
+func TestParseIptablesRuleOptionOwners(t *testing.T) {
+	for _, tt := range []struct {
+		rule    string
+		want    snapshot.IptablesRule
+		wantErr string
+	}{
+		// ufw 0.36.2 before6.rules line 133.
+		{rule: "-p udp -s fe80::/10 --sport 547 -d fe80::/10 --dport 546 -j ACCEPT",
+			want: snapshot.IptablesRule{Source: "fe80::/10", Match: []string{"-p udp --sport 547 --dport 546", "-d fe80::/10"}, Target: "ACCEPT"}},
+		{rule: "-p tcp -m conntrack --ctstate NEW ! -o eth0 ! --syn --dport 22 -m comment --comment 'x y' -j DROP",
+			want: snapshot.IptablesRule{Match: []string{"-p tcp ! --syn --dport 22", "-m conntrack --ctstate NEW", "! -o eth0"}, Target: "DROP"}},
+		{rule: "-p 17 -m multiport --dports 53,5353 --sport 53 -j ACCEPT",
+			want: snapshot.IptablesRule{Match: []string{"-p 17 --sport 53", "-m multiport --dports 53,5353"}, Target: "ACCEPT"}},
+		{rule: "-p ipv6-icmp -d ff02::1 --icmpv6-type 130 -j ACCEPT",
+			want: snapshot.IptablesRule{Match: []string{"-p ipv6-icmp --icmpv6-type 130", "-d ff02::1"}, Target: "ACCEPT"}},
+		// An explicit -m tcp takes the port; the implicit one is not loaded.
+		{rule: "-p tcp -m tcp -d 10.0.0.1 --dport 22 -j ACCEPT",
+			want: snapshot.IptablesRule{Match: []string{"-p tcp", "-m tcp --dport 22", "-d 10.0.0.1"}, Target: "ACCEPT"}},
+		// A match whose options are not listed takes whatever follows it.
+		{rule: "-p tcp -m hashlimit --hashlimit-upto 5/s --hashlimit-name ssh --dport 22 -j ACCEPT",
+			want: snapshot.IptablesRule{Match: []string{"-p tcp", "-m hashlimit --hashlimit-upto 5/s --hashlimit-name ssh --dport 22"}, Target: "ACCEPT"}},
+		// No match takes these: iptables rejects the rule.
+		{rule: "! -p udp --dport 53 -j ACCEPT", wantErr: `unexpected "--dport"`},
+		{rule: "-p udp --icmp-type 8 -j ACCEPT", wantErr: `unexpected "--icmp-type"`},
+		{rule: "-p gre --dport 1 -j ACCEPT", wantErr: `unexpected "--dport"`},
+		{rule: "-m conntrack --dport 1 -j ACCEPT", wantErr: `unexpected "--dport"`},
+		{rule: "-s 10.0.0.0/8 stray -j ACCEPT", wantErr: `unexpected "stray"`},
+	} {
+		lines, rules, errs := parseIptablesChain([]byte("-A c "+tt.rule+"\n"), "c")
+		if tt.wantErr != "" {
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tt.wantErr) || len(rules) != 0 {
+				t.Errorf("%s: errors %v, rules %+v, want only %s", tt.rule, errs, rules, tt.wantErr)
+			}
+			continue
+		}
+		if len(errs) != 0 || len(rules) != 1 || lines[0] != 1 {
+			t.Errorf("%s: errors %v, %d rules", tt.rule, errs, len(rules))
+			continue
+		}
+		if d := cmp.Diff(tt.want, rules[0]); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.rule, d)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -265,16 +266,81 @@ func parseUFWUserRules(data []byte) ([]ufwTuple, []error) {
 	return out, errs
 }
 
-// iptablesLongOpts are the long spellings of the options a rule is split by.
+// iptablesLongOpts are the long spellings of iptables' own options.
 var iptablesLongOpts = map[string]string{
 	"--source": "-s", "--src": "-s", "--in-interface": "-i", "--jump": "-j", "--goto": "-g",
 	"--protocol": "-p", "--match": "-m", "--destination": "-d", "--dst": "-d", "--out-interface": "-o",
+	"--fragment": "-f",
+}
+
+// iptablesMatchOpts are the options of the matches iptables-extensions(8)
+// documents that ufw's files and sites use; a match not listed here is
+// taken to accept any option.
+var iptablesMatchOpts = map[string][]string{
+	"tcp":       {"--source-port", "--sport", "--destination-port", "--dport", "--tcp-flags", "--syn", "--tcp-option"},
+	"udp":       {"--source-port", "--sport", "--destination-port", "--dport"},
+	"sctp":      {"--source-port", "--sport", "--destination-port", "--dport", "--chunk-types"},
+	"dccp":      {"--source-port", "--sport", "--destination-port", "--dport", "--dccp-types", "--dccp-option"},
+	"icmp":      {"--icmp-type"},
+	"icmp6":     {"--icmpv6-type"},
+	"conntrack": {"--ctstate", "--ctproto", "--ctorigsrc", "--ctorigdst", "--ctreplsrc", "--ctrepldst", "--ctorigsrcport", "--ctorigdstport", "--ctreplsrcport", "--ctrepldstport", "--ctstatus", "--ctexpire", "--ctdir"},
+	"state":     {"--state"},
+	"comment":   {"--comment"},
+	"limit":     {"--limit", "--limit-burst"},
+	"multiport": {"--source-ports", "--sports", "--destination-ports", "--dports", "--ports"},
+	"addrtype":  {"--src-type", "--dst-type", "--limit-iface-in", "--limit-iface-out"},
+	"recent":    {"--name", "--set", "--rsource", "--rdest", "--mask", "--rcheck", "--update", "--remove", "--seconds", "--reap", "--hitcount", "--rttl"},
+	"pkttype":   {"--pkt-type"},
+	"mark":      {"--mark"},
+	"iprange":   {"--src-range", "--dst-range"},
+	"mac":       {"--mac-source"},
+	"owner":     {"--uid-owner", "--gid-owner", "--suppl-groups", "--socket-exists"},
+	"length":    {"--length"},
+	"ttl":       {"--ttl-eq", "--ttl-gt", "--ttl-lt"},
+	"hl":        {"--hl-eq", "--hl-gt", "--hl-lt"},
+	"rt":        {"--rt-type", "--rt-segsleft", "--rt-len", "--rt-0-res", "--rt-0-addrs", "--rt-0-not-strict"},
+}
+
+// iptablesProtoMatch is the match a protocol of -p loads implicitly (by
+// name, or by number as /etc/protocols spells it): none for the others.
+func iptablesProtoMatch(proto string) string {
+	switch strings.ToLower(proto) {
+	case "tcp", "6":
+		return "tcp"
+	case "udp", "17":
+		return "udp"
+	case "sctp", "132":
+		return "sctp"
+	case "dccp", "33":
+		return "dccp"
+	case "icmp", "1":
+		return "icmp"
+	case "icmpv6", "ipv6-icmp", "icmp6", "58":
+		return "icmp6"
+	}
+	return ""
+}
+
+// iptablesMatch is one match of a rule being read: its group of words
+// and the options it takes.
+type iptablesMatch struct {
+	name  string
+	group int
+}
+
+func (m iptablesMatch) takes(opt string) bool {
+	opts, known := iptablesMatchOpts[m.name]
+	return !known || slices.Contains(opts, opt)
 }
 
 // parseIptablesChain reads the "-A CHAIN ..." lines of chain from an
 // iptables-restore file (ufw's before.rules): words split as a shell
-// would (quotes kept together: comments), "-m comment" dropped. A line of
-// the chain without -j is kept with an empty target.
+// would (quotes kept together: comments), "-m comment" dropped. Options
+// go where iptables sends them (command_default of xshared.c): an option
+// to the most recently loaded -m match that takes it, else to the match
+// the protocol of a (not negated) -p loads implicitly, so "-p udp -s A
+// --sport 547" is one udp match whatever basic options come between. A
+// line of the chain without -j is kept with an empty target.
 func parseIptablesChain(data []byte, chain string) ([]int, []snapshot.IptablesRule, []error) {
 	var lines []int
 	var out []snapshot.IptablesRule
@@ -290,66 +356,110 @@ func parseIptablesChain(data []byte, chain string) ([]int, []snapshot.IptablesRu
 		if len(f) < 2 || (f[0] != "-A" && f[0] != "--append") || f[1] != chain {
 			continue
 		}
-		r := snapshot.IptablesRule{Match: []string{}}
-		var group []string
-		flush := func() {
-			if len(group) > 0 && !(len(group) >= 2 && group[0] == "-m" && group[1] == "comment") {
-				r.Match = append(r.Match, strings.Join(group, " "))
-			}
-			group = nil
+		r, err := parseIptablesRule(f[2:])
+		if err != nil {
+			errs = append(errs, confLineErrorf(i+1, "%v", err))
+			continue
 		}
-		bad := false
-		for j := 2; j < len(f); j++ {
-			w := f[j]
-			neg := false
-			if w == "!" && j+1 < len(f) {
-				neg, j, w = true, j+1, f[j+1]
-			}
-			if short, ok := iptablesLongOpts[w]; ok {
-				w = short
-			}
-			arg := ""
-			if j+1 < len(f) {
-				arg = f[j+1]
-			}
-			switch {
-			case w == "-s" && arg != "":
-				flush()
-				r.Source, r.SourceNegated = arg, neg
-				j++
-			case w == "-i" && arg != "" && !neg:
-				flush()
-				r.Interface = arg
-				j++
-			case (w == "-j" || w == "-g") && arg != "":
-				flush()
-				r.Target = arg
-				// Target options (--reject-with, --log-prefix) follow.
-				j = len(f)
-			case strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--"):
-				flush()
-				if neg {
-					group = append(group, "!")
-				}
-				group = append(group, w)
-			case len(group) == 0:
-				errs = append(errs, confLineErrorf(i+1, "unexpected %q", hwClip(w)))
-				bad = true
-				j = len(f)
-			default:
-				if neg {
-					group = append(group, "!")
-				}
-				group = append(group, w)
-			}
-		}
-		flush()
-		if !bad {
-			out = append(out, r)
-			lines = append(lines, i+1)
-		}
+		out = append(out, r)
+		lines = append(lines, i+1)
 	}
 	return lines, out, errs
+}
+
+// parseIptablesRule reads a rule's words after "-A CHAIN".
+func parseIptablesRule(f []string) (snapshot.IptablesRule, error) {
+	r := snapshot.IptablesRule{Match: []string{}}
+	var groups [][]string
+	var drop []bool // "-m comment" groups
+	var loaded []iptablesMatch
+	proto, protoNeg, protoGroup, protoLoaded := "", false, -1, false
+	cur := -1 // the group an argument word joins
+	open := func(words ...string) int {
+		groups = append(groups, words)
+		drop = append(drop, false)
+		return len(groups) - 1
+	}
+	for j := 0; j < len(f); j++ {
+		w := f[j]
+		neg := false
+		if w == "!" && j+1 < len(f) {
+			neg, j, w = true, j+1, f[j+1]
+		}
+		if short, ok := iptablesLongOpts[w]; ok {
+			w = short
+		}
+		arg := ""
+		if j+1 < len(f) {
+			arg = f[j+1]
+		}
+		not := func(g int) {
+			if neg {
+				groups[g] = append(groups[g], "!")
+			}
+		}
+		switch {
+		case w == "-s" && arg != "":
+			r.Source, r.SourceNegated = arg, neg
+			cur = -1
+			j++
+		case w == "-i" && arg != "" && !neg:
+			r.Interface = arg
+			cur = -1
+			j++
+		case (w == "-j" || w == "-g") && arg != "":
+			r.Target = arg
+			// Target options (--reject-with, --log-prefix) follow.
+			j = len(f)
+		case w == "-p" && arg != "":
+			cur = open()
+			not(cur)
+			groups[cur] = append(groups[cur], w, arg)
+			proto, protoNeg, protoGroup, protoLoaded = arg, neg, cur, false
+			j++
+		case w == "-m" && arg != "":
+			cur = open(w, arg)
+			drop[cur] = arg == "comment"
+			loaded = append(loaded, iptablesMatch{name: arg, group: cur})
+			j++
+		case strings.HasPrefix(w, "--"):
+			g := -1
+			for k := len(loaded) - 1; k >= 0 && g < 0; k-- {
+				if loaded[k].takes(w) {
+					g = loaded[k].group
+				}
+			}
+			if g < 0 && !protoLoaded && !protoNeg {
+				// iptables loads the protocol's match on the first
+				// option no loaded match takes.
+				if m := iptablesProtoMatch(proto); m != "" && (iptablesMatch{name: m}).takes(w) {
+					loaded = append(loaded, iptablesMatch{name: m, group: protoGroup})
+					protoLoaded, g = true, protoGroup
+				}
+			}
+			if g < 0 {
+				return r, fmt.Errorf("unexpected %q", hwClip(w))
+			}
+			not(g)
+			groups[g] = append(groups[g], w)
+			cur = g
+		case strings.HasPrefix(w, "-") && len(w) > 1:
+			cur = open()
+			not(cur)
+			groups[cur] = append(groups[cur], w)
+		case cur < 0:
+			return r, fmt.Errorf("unexpected %q", hwClip(w))
+		default:
+			not(cur)
+			groups[cur] = append(groups[cur], w)
+		}
+	}
+	for g, words := range groups {
+		if !drop[g] && len(words) > 0 {
+			r.Match = append(r.Match, strings.Join(words, " "))
+		}
+	}
+	return r, nil
 }
 
 // shellWords splits a line into words as iptables-restore does: blanks

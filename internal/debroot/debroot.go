@@ -1,0 +1,131 @@
+// Package debroot builds file trees from real Debian packages for tests:
+// each package is fetched by name with apt-get download into a cache
+// outside the repository and unpacked with dpkg -x, so a collector reads
+// the files exactly as the package ships them.
+package debroot
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// CacheDir is where downloaded .deb files are kept between runs:
+// $FLEETAUDIT_DEB_CACHE, else $HOME/.cache/fleetaudit/debs.
+func CacheDir() (string, error) {
+	if d := os.Getenv("FLEETAUDIT_DEB_CACHE"); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("debroot: no cache directory: %w", err)
+	}
+	return filepath.Join(home, ".cache", "fleetaudit", "debs"), nil
+}
+
+// Package is one downloaded package.
+type Package struct {
+	Name    string
+	Version string // as dpkg-deb reports it, e.g. "0.36.2-1"
+	Deb     string // path of the .deb in the cache
+}
+
+// one download at a time: apt-get locks its lists.
+var mu sync.Mutex
+
+// Fetch returns the cached .deb of name, downloading it with apt-get
+// download when the cache has none (running apt-get update once if the
+// first download fails, as on a machine whose lists were never fetched).
+func Fetch(name string) (Package, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	dir, err := CacheDir()
+	if err != nil {
+		return Package{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Package{}, fmt.Errorf("debroot: %w", err)
+	}
+	deb, err := cached(dir, name)
+	if err != nil {
+		return Package{}, err
+	}
+	if deb == "" {
+		if _, err := run(dir, "apt-get", "download", name); err != nil {
+			if _, uerr := run(dir, "apt-get", "update", "-qq"); uerr != nil {
+				return Package{}, fmt.Errorf("debroot: download %s: %v; apt-get update: %w", name, err, uerr)
+			}
+			if _, err := run(dir, "apt-get", "download", name); err != nil {
+				return Package{}, fmt.Errorf("debroot: download %s: %w", name, err)
+			}
+		}
+		if deb, err = cached(dir, name); err != nil || deb == "" {
+			return Package{}, fmt.Errorf("debroot: apt-get download %s left no %s_*.deb in %s (%v)", name, name, dir, err)
+		}
+	}
+	out, err := run(dir, "dpkg-deb", "-f", deb, "Version")
+	if err != nil {
+		return Package{}, fmt.Errorf("debroot: version of %s: %w", deb, err)
+	}
+	return Package{Name: name, Version: strings.TrimSpace(out), Deb: deb}, nil
+}
+
+// cached is the newest-named .deb of name in dir, "" when there is none.
+func cached(dir, name string) (string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, name+"_*.deb"))
+	if err != nil || len(m) == 0 {
+		return "", err
+	}
+	return m[len(m)-1], nil
+}
+
+// Extract unpacks deb under root as dpkg installs it (dpkg -x).
+func Extract(deb, root string) error {
+	if _, err := run("", "dpkg", "-x", deb, root); err != nil {
+		return fmt.Errorf("debroot: unpack %s: %w", deb, err)
+	}
+	return nil
+}
+
+// Root is a temporary root holding the named packages' files, and the
+// packages read. When a package cannot be fetched the test fails under
+// CI=true (the real-package tests must run there) and is skipped
+// elsewhere, saying why.
+func Root(t testing.TB, names ...string) (string, []Package) {
+	t.Helper()
+	root := t.TempDir()
+	var pkgs []Package
+	for _, name := range names {
+		p, err := Fetch(name)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("real package %s: %v", name, err)
+			}
+			t.Skipf("real package %s not available here (CI=true makes this fail): %v", name, err)
+		}
+		if err := Extract(p.Deb, root); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return root, pkgs
+}
+
+func run(dir, name string, args ...string) (string, error) {
+	if _, err := exec.LookPath(name); err != nil {
+		return "", fmt.Errorf("%s not installed: %w", name, err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
