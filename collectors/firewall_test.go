@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -406,6 +409,11 @@ func FuzzFirewallConfs(f *testing.F) {
 		}
 		f.Add(string(data))
 	}
+	// Debian's ufw as shipped: its rules templates and configuration.
+	seeds := debroot.Files(f, "ufw", "usr/share/ufw/iptables/*.rules", "usr/share/ufw/ufw.conf", "etc/default/ufw")
+	for _, name := range slices.Sorted(maps.Keys(seeds)) {
+		f.Add(string(seeds[name]))
+	}
 	f.Add("add rule ip filter INPUT ip saddr { 10.0.0.0/8, $x } counter accept\ninclude \"/etc/x/*.nft\"\n")
 	f.Add("define a = { 1.2.3.4 }\ntable t { chain c { type filter hook input priority 0; policy drop; ip saddr $a jump d } }")
 	f.Add("### tuple ### route:allow_log any any 0.0.0.0/0 any ::/0 - - in_a!out_b comment=00")
@@ -422,11 +430,20 @@ func FuzzFirewallConfs(f *testing.F) {
 				t.Errorf("ufw action %q", tu.Rule.Action)
 			}
 		}
-		lines, rules, iptErrs := parseIptablesChain(data, "ufw-before-input")
-		if len(lines) != len(rules) {
-			t.Errorf("%d lines for %d rules", len(lines), len(rules))
+		for _, chain := range []string{"ufw-before-input", "ufw6-before-input"} {
+			lines, rules, iptErrs := parseIptablesChain(data, chain)
+			if len(lines) != len(rules) {
+				t.Errorf("%d lines for %d rules", len(lines), len(rules))
+			}
+			for _, r := range rules {
+				for _, m := range r.Match {
+					if m == "" || strings.HasPrefix(m, "-m comment") {
+						t.Errorf("match %q in %+v", m, r)
+					}
+				}
+			}
+			errs = append(errs, iptErrs...)
 		}
-		errs = append(errs, iptErrs...)
 		_, kvErrs := parseKeyValues(data)
 		for _, err := range append(errs, kvErrs...) {
 			if !errors.Is(err, ErrParse) {

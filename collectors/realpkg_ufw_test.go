@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,12 +96,19 @@ func TestRealUFWPackage(t *testing.T) {
 	// The DHCPv6 client rule: -p udp -s fe80::/10 --sport 547 -d fe80::/10 --dport 546.
 	dhcp6 := snapshot.IptablesRule{Source: "fe80::/10", Match: []string{"-p udp --sport 547 --dport 546", "-d fe80::/10"}, Target: "ACCEPT", IPv6: true}
 	found := false
-	for _, r := range u.BeforeRules {
+	for i, r := range u.BeforeRules {
 		if cmp.Equal(r, dhcp6) {
 			found = true
+			at := snap.Sources["firewall.ufw.before_rules."+strconv.Itoa(i)]
+			if at.File != "/etc/ufw/before6.rules" || at.Line != 133 {
+				t.Errorf("DHCPv6 client rule from %+v, want /etc/ufw/before6.rules:133", at)
+			}
 		}
 	}
 	if !found {
 		t.Errorf("no DHCPv6 client rule %+v in %+v", dhcp6, u.BeforeRules)
+	}
+	if at := snap.Sources["firewall.ufw.enabled"]; at.File != "/etc/ufw/ufw.conf" || at.Line == 0 {
+		t.Errorf("ufw enabled from %+v, want the ENABLED= line of /etc/ufw/ufw.conf", at)
 	}
 }

@@ -92,28 +92,76 @@ func Extract(deb, root string) error {
 	return nil
 }
 
-// Root is a temporary root holding the named packages' files, and the
-// packages read. When a package cannot be fetched the test fails under
-// CI=true (the real-package tests must run there) and is skipped
-// elsewhere, saying why.
-func Root(t testing.TB, names ...string) (string, []Package) {
-	t.Helper()
-	root := t.TempDir()
+// Unpack fetches the named packages and unpacks them all under root.
+func Unpack(root string, names ...string) ([]Package, error) {
 	var pkgs []Package
 	for _, name := range names {
 		p, err := Fetch(name)
 		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("real package %s: %v", name, err)
-			}
-			t.Skipf("real package %s not available here (CI=true makes this fail): %v", name, err)
+			return pkgs, err
 		}
 		if err := Extract(p.Deb, root); err != nil {
-			t.Fatal(err)
+			return pkgs, err
 		}
 		pkgs = append(pkgs, p)
 	}
+	return pkgs, nil
+}
+
+// required says whether a package that cannot be fetched fails the test:
+// under CI=true the real-package tests must run.
+func required() bool { return os.Getenv("CI") == "true" }
+
+// Root is a temporary root holding the named packages' files, and the
+// packages read. When a package cannot be fetched the test fails under
+// CI=true and is skipped elsewhere, saying why.
+func Root(t testing.TB, names ...string) (string, []Package) {
+	t.Helper()
+	root := t.TempDir()
+	pkgs, err := Unpack(root, names...)
+	if err != nil {
+		if required() {
+			t.Fatalf("real package: %v", err)
+		}
+		t.Skipf("real package not available here (CI=true makes this fail): %v", err)
+	}
 	return root, pkgs
+}
+
+// Files are the contents of the files of package name whose paths (from
+// the package root, without a leading slash) match one of patterns
+// (filepath.Match), keyed by path: fuzz seeds. When the package cannot be
+// fetched the test fails under CI=true; elsewhere it says so and gets
+// none, so a fuzz target keeps its other seeds.
+func Files(tb testing.TB, name string, patterns ...string) map[string][]byte {
+	tb.Helper()
+	root := tb.TempDir()
+	if _, err := Unpack(root, name); err != nil {
+		if required() {
+			tb.Fatalf("real package: %v", err)
+		}
+		tb.Logf("real package %s not available here, its files are not seeds (CI=true makes this fail): %v", name, err)
+		return nil
+	}
+	out := map[string][]byte{}
+	for _, pat := range patterns {
+		m, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pat)))
+		if err != nil {
+			tb.Fatalf("pattern %q: %v", pat, err)
+		}
+		for _, file := range m {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			rel, _ := filepath.Rel(root, file)
+			out[filepath.ToSlash(rel)] = data
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatalf("package %s has no file matching %q", name, patterns)
+	}
+	return out
 }
 
 func run(dir, name string, args ...string) (string, error) {
