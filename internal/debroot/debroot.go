@@ -56,16 +56,8 @@ func Fetch(name string) (Package, error) {
 		return Package{}, err
 	}
 	if deb == "" {
-		if _, err := run(dir, "apt-get", "download", name); err != nil {
-			if _, uerr := run(dir, "apt-get", "update", "-qq"); uerr != nil {
-				return Package{}, fmt.Errorf("debroot: download %s: %v; apt-get update: %w", name, err, uerr)
-			}
-			if _, err := run(dir, "apt-get", "download", name); err != nil {
-				return Package{}, fmt.Errorf("debroot: download %s: %w", name, err)
-			}
-		}
-		if deb, err = cached(dir, name); err != nil || deb == "" {
-			return Package{}, fmt.Errorf("debroot: apt-get download %s left no %s_*.deb in %s (%v)", name, name, dir, err)
+		if deb, err = download(dir, name); err != nil {
+			return Package{}, err
 		}
 	}
 	out, err := run(dir, "dpkg-deb", "-f", deb, "Version")
@@ -75,7 +67,35 @@ func Fetch(name string) (Package, error) {
 	return Package{Name: name, Version: strings.TrimSpace(out), Deb: deb}, nil
 }
 
-// cached is the newest-named .deb of name in dir, "" when there is none.
+// download fetches name's .deb into dir: apt-get download in a directory
+// of its own, renamed into place, so that test processes fetching the same
+// package at once never see a partial file.
+func download(dir, name string) (string, error) {
+	tmp, err := os.MkdirTemp(dir, ".download-")
+	if err != nil {
+		return "", fmt.Errorf("debroot: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := run(tmp, "apt-get", "download", name); err != nil {
+		if _, uerr := run(tmp, "apt-get", "update", "-qq"); uerr != nil {
+			return "", fmt.Errorf("debroot: download %s: %v; apt-get update: %w", name, err, uerr)
+		}
+		if _, err := run(tmp, "apt-get", "download", name); err != nil {
+			return "", fmt.Errorf("debroot: download %s: %w", name, err)
+		}
+	}
+	got, err := cached(tmp, name)
+	if err != nil || got == "" {
+		return "", fmt.Errorf("debroot: apt-get download %s left no %s_*.deb (%v)", name, name, err)
+	}
+	deb := filepath.Join(dir, filepath.Base(got))
+	if err := os.Rename(got, deb); err != nil {
+		return "", fmt.Errorf("debroot: %w", err)
+	}
+	return deb, nil
+}
+
+// cached is the last-named .deb of name in dir, "" when there is none.
 func cached(dir, name string) (string, error) {
 	m, err := filepath.Glob(filepath.Join(dir, name+"_*.deb"))
 	if err != nil || len(m) == 0 {
