@@ -537,7 +537,9 @@ func TestParseIptablesRuleOptionOwners(t *testing.T) {
 		{rule: "-p tcp -m hashlimit --hashlimit-upto 5/s --hashlimit-name ssh --dport 22 -j ACCEPT",
 			want: snapshot.IptablesRule{Match: []string{"-p tcp", "-m hashlimit --hashlimit-upto 5/s --hashlimit-name ssh --dport 22"}, Target: "ACCEPT"}},
 		// No match takes these: iptables rejects the rule.
-		{rule: "! -p udp --dport 53 -j ACCEPT", wantErr: `unexpected "--dport"`},
+		{rule: "! -p udp --dport 53 -j ACCEPT", wantErr: `"--dport" of the udp match with ! -p udp`},
+		{rule: "! -p udp --icmp-type 8 -j ACCEPT", wantErr: `unexpected "--icmp-type"`},
+		{rule: "! -m conntrack --ctstate NEW -j ACCEPT", wantErr: `unexpected ! before -m conntrack`},
 		{rule: "-p udp --icmp-type 8 -j ACCEPT", wantErr: `unexpected "--icmp-type"`},
 		{rule: "-p gre --dport 1 -j ACCEPT", wantErr: `unexpected "--dport"`},
 		{rule: "-m conntrack --dport 1 -j ACCEPT", wantErr: `unexpected "--dport"`},

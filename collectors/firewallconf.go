@@ -417,6 +417,8 @@ func parseIptablesRule(f []string) (snapshot.IptablesRule, error) {
 			groups[cur] = append(groups[cur], w, arg)
 			proto, protoNeg, protoGroup, protoLoaded = arg, neg, cur, false
 			j++
+		case w == "-m" && arg != "" && neg:
+			return r, fmt.Errorf("unexpected ! before -m %s", hwClip(arg))
 		case w == "-m" && arg != "":
 			cur = open(w, arg)
 			drop[cur] = arg == "comment"
@@ -436,6 +438,11 @@ func parseIptablesRule(f []string) (snapshot.IptablesRule, error) {
 					loaded = append(loaded, iptablesMatch{name: m, group: protoGroup})
 					protoLoaded, g = true, protoGroup
 				}
+			}
+			if m := iptablesProtoMatch(proto); g < 0 && protoNeg && m != "" && (iptablesMatch{name: m}).takes(w) {
+				// iptables loads the match, and the kernel refuses it
+				// (only valid for that protocol, not inverted).
+				return r, fmt.Errorf("%q of the %s match with ! -p %s: the kernel refuses the rule", hwClip(w), m, hwClip(proto))
 			}
 			if g < 0 {
 				return r, fmt.Errorf("unexpected %q", hwClip(w))
