@@ -499,7 +499,13 @@ func (rs *nftRuleset) table(rest []nftToken, at nftToken, errs *[]error) {
 				nftErr(errs, stmt[0], "chain without a name")
 				continue
 			}
-			c := rs.chain(family, table, rs.expand(h[1:2])[0].text, stmt[0])
+			name := rs.expand(h[1:2])
+			if len(name) == 0 {
+				// a variable defined empty
+				nftErr(errs, stmt[0], "chain without a name")
+				continue
+			}
+			c := rs.chain(family, table, name[0].text, stmt[0])
 			if ok {
 				rs.chainBody(c, b, errs)
 			}
@@ -566,7 +572,12 @@ func (rs *nftRuleset) chainBody(c *nftChain, body []nftToken, errs *[]error) {
 				nftErr(errs, stmt[0], "chain %s: policy without a verdict", c.Name)
 				continue
 			}
-			c.Policy = words(rs.expand(stmt[1:2]))[0]
+			p := words(rs.expand(stmt[1:2]))
+			if len(p) == 0 {
+				nftErr(errs, stmt[0], "chain %s: policy without a verdict", c.Name)
+				continue
+			}
+			c.Policy = p[0]
 		case "comment", "devices", "device":
 		default:
 			rs.addRule(c, rs.expand(stmt), false, errs)
