@@ -92,7 +92,10 @@ type IptablesRule struct {
 	// Interface is -i, "" for any ("! -i" is a match).
 	Interface string `json:"interface,omitempty"`
 	// Match are its other options, one per -p or -m with the options
-	// that follow it ("-p tcp --dport 22", "-m conntrack --ctstate NEW").
+	// iptables gives that match ("-p tcp --dport 22", "-m conntrack
+	// --ctstate NEW", "-p udp --sport 547 --dport 546" from "-p udp -s A
+	// --sport 547 -d B --dport 546"), and one per other basic option
+	// ("-d B", "! -i ib0").
 	Match []string `json:"match"`
 	// Target is -j (ACCEPT, DROP, a chain), "" for none.
 	Target string `json:"target"`
