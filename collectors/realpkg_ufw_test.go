@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -110,5 +111,35 @@ func TestRealUFWPackage(t *testing.T) {
 	}
 	if at := snap.Sources["firewall.ufw.enabled"]; at.File != "/etc/ufw/ufw.conf" || at.Line == 0 {
 		t.Errorf("ufw enabled from %+v, want the ENABLED= line of /etc/ufw/ufw.conf", at)
+	}
+}
+
+// TestRealUFWRulesFilesParse: every chain of every rules file ufw ships
+// (before, after and user, IPv4 and IPv6) reads without an error, each -A
+// line a rule.
+func TestRealUFWRulesFilesParse(t *testing.T) {
+	files := debroot.Files(t, "ufw", "usr/share/ufw/iptables/*.rules")
+	if files == nil {
+		t.Skip("ufw not available here")
+	}
+	appendRE := regexp.MustCompile(`(?m)^-A (\S+) `)
+	for name, data := range files {
+		chains := map[string]int{}
+		for _, m := range appendRE.FindAllSubmatch(data, -1) {
+			chains[string(m[1])]++
+		}
+		if len(chains) == 0 && !strings.Contains(name, "/user") {
+			// user6.rules ships with no rules of its own
+			t.Errorf("%s: no -A lines", name)
+		}
+		for chain, n := range chains {
+			lines, rules, errs := parseIptablesChain(data, chain)
+			for _, err := range errs {
+				t.Errorf("%s, chain %s: %v", name, chain, err)
+			}
+			if len(rules) != n || len(lines) != n {
+				t.Errorf("%s, chain %s: %d rules, want %d", name, chain, len(rules), n)
+			}
+		}
 	}
 }
