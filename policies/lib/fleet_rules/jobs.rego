@@ -95,5 +95,80 @@ job_nccl_env_skew contains f if {
 	some job, pods in env_values
 	exp := skew.from_distribution(skew.votes(pods), null)
 	some pod, v in pods
-	f := skew.finding(group_of[pod], v, exp, sprintf("NCCL environment of job %s", [job]), ["pods"])
+	skewed_group(v, exp)
+	f := object.union(
+		{
+			"group": group_of[pod],
+			"msg": sprintf("NCCL environment of job %s differs across its workers: %s; %s", [job, concat("; ", env_differences(job)), env_expectation(exp)]),
+			"evidence": ["pods"],
+			"basis": exp.basis,
+		},
+		{"expected": exp.value | exp.basis != "none"},
+	)
 }
+
+# A group is named when one of its workers holds other than the majority's
+# environment, or every group of the job when there is no majority; the
+# message describes the whole job, so each group is named once per job.
+skewed_group(v, exp) if {
+	exp.basis != "none"
+	v != exp.value
+}
+
+skewed_group(_, exp) if exp.basis == "none"
+
+job_workers(job) := [w | some w in workers; w[0] == job]
+
+nccl_var(name) if regex.match(`^(NCCL|FI)_`, name)
+
+env_value(e) := sprintf("%q", [e.value]) if is_string(e.value)
+
+else := sprintf("from %s", [concat(",", sort(object.keys(e.valueFrom)))]) if e.valueFrom
+
+else := `""`
+
+# settings[job][var][value] are the places (pod, container) setting var to
+# value in job's workers; "unset" for the pods where no container sets it.
+env_settings(job) := {var: {val: sort(places) | some val in vals(job, var); places := value_places(job, var, val)} |
+	some var in env_vars(job)
+	count(vals(job, var)) > 1
+}
+
+env_vars(job) := {e.name |
+	some w in job_workers(job)
+	some c in w[3].spec.containers
+	some e in object.get(c, "env", [])
+	nccl_var(e.name)
+}
+
+set_places(job, var) := {[env_value(e), sprintf("%s (container %s)", [w[1], c.name])] |
+	some w in job_workers(job)
+	some c in w[3].spec.containers
+	some e in object.get(c, "env", [])
+	e.name == var
+}
+
+unset_places(job, var) := {["unset", w[1]] |
+	some w in job_workers(job)
+	every c in w[3].spec.containers {
+		every e in object.get(c, "env", []) {
+			e.name != var
+		}
+	}
+}
+
+vals(job, var) := {p[0] | some p in set_places(job, var) | unset_places(job, var)}
+
+value_places(job, var, val) := [p[1] | some p in set_places(job, var) | unset_places(job, var); p[0] == val]
+
+env_differences(job) := [sprintf("%s is %s", [var, concat(", ", [sprintf("%s in %s", [val, concat(", ", places)]) | some val, places in byval])]) |
+	some var, byval in env_settings(job)
+]
+
+env_expectation(exp) := sprintf("%d of its %d workers have %s", [exp.hosts, exp.of, env_text(exp.value)]) if exp.basis == "majority"
+
+env_expectation(exp) := sprintf("no setting is shared by %d%% of its %d workers", [skew.threshold, exp.of]) if exp.basis == "none"
+
+env_text("") := "none of these set"
+
+env_text(v) := v if v != ""
