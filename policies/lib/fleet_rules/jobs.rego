@@ -127,9 +127,10 @@ else := sprintf("from %s", [concat(",", sort(object.keys(e.valueFrom)))]) if e.v
 
 else := `""`
 
-# settings[job][var][value] are the places (pod, container) setting var to
-# value in job's workers; "unset" for the pods where no container sets it.
-env_settings(job) := {var: {val: sort(places) | some val in vals(job, var); places := value_places(job, var, val)} |
+# env_settings(job)[var][value] are the places (pod and container) of job's
+# workers that set var to value, for the variables that differ; "unset"
+# lists the pods where no container sets it.
+env_settings(job) := {var: {val: sort(value_places(job, var, val)) | some val in vals(job, var)} |
 	some var in env_vars(job)
 	count(vals(job, var)) > 1
 }
@@ -157,11 +158,13 @@ unset_places(job, var) := {["unset", w[1]] |
 	}
 }
 
-vals(job, var) := {p[0] | some p in set_places(job, var) | unset_places(job, var)}
+places(job, var) := set_places(job, var) | unset_places(job, var)
 
-value_places(job, var, val) := [p[1] | some p in set_places(job, var) | unset_places(job, var); p[0] == val]
+vals(job, var) := {p[0] | some p in places(job, var)}
 
-env_differences(job) := [sprintf("%s is %s", [var, concat(", ", [sprintf("%s in %s", [val, concat(", ", places)]) | some val, places in byval])]) |
+value_places(job, var, val) := [p[1] | some p in places(job, var); p[0] == val]
+
+env_differences(job) := [sprintf("%s is %s", [var, concat(", ", [sprintf("%s in %s", [val, concat(", ", ps)]) | some val, ps in byval])]) |
 	some var, byval in env_settings(job)
 ]
 
