@@ -17,12 +17,12 @@ launcher(p) if p.metadata.labels["mpi-job-role"] == "launcher"
 
 pod_name(p) := sprintf("%s/%s", [object.get(p, ["metadata", "namespace"], "default"), object.get(p, ["metadata", "name"], "?")])
 
-# Worker pods as [job, pod name, group, pod]. A pod is one worker whatever
-# the size of its group (pod names are unique in a cluster, so a group of
-# hosts running the same pods is one host's copies).
-workers := [[job, pod_name(p), g.group, p] |
+# Worker pods as [job, pod name, group, pod, fact path]. A pod is one
+# worker whatever the size of its group (pod names are unique in a cluster,
+# so a group of hosts running the same pods is one host's copies).
+workers := [[job, pod_name(p), g.group, p, sprintf("pods.%d", [i])] |
 	some g in input.groups
-	some p in object.get(g, "pods", [])
+	some i, p in object.get(g, "pods", [])
 	not launcher(p)
 	job := job_of(p)
 	job != ""
@@ -96,11 +96,13 @@ job_nccl_env_skew contains f if {
 	exp := skew.from_distribution(skew.votes(pods), null)
 	some pod, v in pods
 	skewed_group(v, exp)
+	g := group_of[pod]
 	f := object.union(
 		{
-			"group": group_of[pod],
+			"group": g,
 			"msg": sprintf("NCCL environment of job %s differs across its workers: %s; %s", [job, concat("; ", env_differences(job)), env_expectation(exp)]),
-			"evidence": ["pods"],
+			# Each of the job's pods on this group, so each cites its own file and line.
+			"evidence": [w[4] | some w in job_workers(job); w[2] == g],
 			"basis": exp.basis,
 		},
 		{"expected": exp.value | exp.basis != "none"},

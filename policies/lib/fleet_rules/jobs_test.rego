@@ -46,6 +46,7 @@ test_nccl_env_differs if {
 	])
 	[x] := [x | some x in jobs.job_nccl_env_skew with input as f]
 	x.group == 3
+	x.evidence == ["pods.0"]
 	x.expected == `NCCL_IB_HCA=mlx5`
 	x.msg == `NCCL environment of job llm differs across its workers: NCCL_IB_HCA is "mlx5" in ml/w0 (container w), ml/w1 (container w), ml/w2 (container w), "mlx5_0" in ml/w3 (container w); 3 of its 4 workers have NCCL_IB_HCA=mlx5`
 }
@@ -66,6 +67,7 @@ test_pytorchjob_env_skew_names_variable_values_and_places_once if {
 	[x] := [x | some x in jobs.job_nccl_env_skew with input as f]
 	x.group == 0
 	x.basis == "none"
+	x.evidence == ["pods.0", "pods.1"]
 	x.msg == `NCCL environment of job llm differs across its workers: NCCL_DEBUG is "INFO" in research/llm-master (container pytorch), unset in research/llm-worker; NCCL_IB_HCA is "mlx5" in research/llm-worker (container pytorch), "mlx5_0" in research/llm-master (container pytorch); no setting is shared by 60% of its 2 workers`
 }
 
@@ -109,6 +111,7 @@ test_batch_job_env_skew if {
 	])
 	[x] := [x | some x in jobs.job_nccl_env_skew with input as f]
 	x.group == 2
+	x.evidence == ["pods.0"]
 	x.msg == `NCCL environment of job bench differs across its workers: NCCL_ALGO is "Ring" in ml/bench-a (container c), ml/bench-b (container c), "Tree" in ml/bench-c (container c); 2 of its 3 workers have NCCL_ALGO=Ring`
 }
 
