@@ -350,6 +350,9 @@ func collectNCCLConfig(c *collection) {
 			}
 		}
 	}
+	if s, ok := vars["LD_LIBRARY_PATH"]; ok && exported["LD_LIBRARY_PATH"] {
+		c.loginLibraryPath = s
+	}
 	env := map[string]ncclSetting{}
 	for name, s := range vars {
 		if exported[name] && isNCCLEnvName(name) {
