@@ -82,6 +82,13 @@ func TestOFIPluginUbuntuAMI(t *testing.T) {
 			mustRename(t, root, "opt/amazon/ofi-nccl", "opt/ofi")
 			appendFile(t, root, "etc/environment", "LD_LIBRARY_PATH=\"/usr/local/cuda/lib64:/opt/ofi/lib/x86_64-linux-gnu\"\n")
 		}},
+		{name: "LD_LIBRARY_PATH prepended in profile.d", kind: "other", via: "/etc/profile.d/dlami.sh:2", change: func(t *testing.T, root string) {
+			remove(t, root, "etc/ld.so.conf.d/aws-ofi-nccl.conf")
+			mustRename(t, root, "opt/amazon/ofi-nccl", "opt/ofi")
+			appendFile(t, root, "etc/environment", "LD_LIBRARY_PATH=/usr/local/cuda/lib64\n")
+			writeFile(t, root, "etc/profile.d/dlami.sh", "# prepends, as AMI scripts do\n"+
+				"export LD_LIBRARY_PATH=/opt/ofi/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n")
+		}},
 		{name: "NCCL_NET_PLUGIN path in /etc/nccl.conf", kind: "other", via: "/etc/nccl.conf:", change: func(t *testing.T, root string) {
 			remove(t, root, "etc/ld.so.conf.d/aws-ofi-nccl.conf")
 			mustRename(t, root, "opt/amazon/ofi-nccl", "opt/ofi")
@@ -154,6 +161,13 @@ func appendFile(t *testing.T, root, name, text string) {
 	}
 	defer f.Close()
 	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, root, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
