@@ -70,6 +70,9 @@ type collection struct {
 	pods PodSource
 	snap *snapshot.Snapshot
 	opts Options
+	// loginLibraryPath is LD_LIBRARY_PATH as the login environment exports
+	// it (/etc/environment, profile.d), set by nccl_config for libraries.
+	loginLibraryPath ncclSetting
 }
 
 type family struct {
@@ -88,12 +91,14 @@ var families = []family{
 	{"logind", collectLogind},
 	{"nvidia", collectNVIDIA},
 	{"modules", collectModules},
+	// nccl_config before libraries: the login LD_LIBRARY_PATH and
+	// NCCL_NET_PLUGIN decide where NCCL finds its net plugin.
+	{"nccl_config", collectNCCLConfig},
 	{"libraries", collectLibraries},
 	{"memory", collectMemory},
 	{"rdma", collectRDMA},
 	{"iommu", collectIOMMU},
 	{"pci", collectPCI},
-	{"nccl_config", collectNCCLConfig},
 	{"net", collectNet},
 	{"services", collectServices},
 	{"firewall", collectFirewall},

@@ -36,9 +36,14 @@ var offLoaderPathGlobs = []string{
 	"opt/conda/lib",
 	// aws-ofi-nccl, the NCCL net plugin for EFA, as the EFA installer and
 	// the Deep Learning AMIs lay it out; jobs reach it by LD_LIBRARY_PATH.
+	// Debian-family packages and AMIs use a multiarch subdirectory.
 	"opt/amazon/ofi-nccl/lib",
+	"opt/amazon/ofi-nccl/lib/x86_64-linux-gnu",
+	"opt/amazon/ofi-nccl/lib/aarch64-linux-gnu",
 	"opt/amazon/ofi-nccl/lib64",
 	"opt/aws-ofi-nccl/lib",
+	"opt/aws-ofi-nccl/lib/x86_64-linux-gnu",
+	"opt/aws-ofi-nccl/lib/aarch64-linux-gnu",
 }
 
 // sitePackagesGlobs are the Python package directories searched for wheels:
@@ -94,19 +99,23 @@ var (
 
 // libraryScan gathers every NCCL, CUDA runtime and NVML copy of one host.
 type libraryScan struct {
-	c         *collection
-	seen      map[string]bool // real paths already reported
-	seenDirs  map[string]bool
-	nccl      []snapshot.Library
-	cuda      []snapshot.Library
-	ncclNet   []snapshot.Library
-	verbs     []snapshot.Library
+	c        *collection
+	seen     map[string]bool // real paths already reported
+	seenDirs map[string]bool
+	nccl     []snapshot.Library
+	cuda     []snapshot.Library
+	ncclNet  []snapshot.Library
+	verbs    []snapshot.Library
+	// netVia is, for a net plugin, the setting that put its directory on
+	// the loader's path (ld.so.conf line, LD_LIBRARY_PATH, NCCL_NET_PLUGIN).
+	netVia    map[string]snapshot.Provenance
+	dirVia    snapshot.Provenance
 	nvml      map[string]bool
 	nvmlFiles []string
 }
 
 func collectLibraries(c *collection) {
-	s := &libraryScan{c: c, seen: map[string]bool{}, seenDirs: map[string]bool{}, nvml: map[string]bool{}}
+	s := &libraryScan{c: c, seen: map[string]bool{}, seenDirs: map[string]bool{}, nvml: map[string]bool{}, netVia: map[string]snapshot.Provenance{}}
 	// Wheels first: they claim their library files, whose dist-info version
 	// is better than a scan, even when a loader directory also lists them.
 	for _, dir := range s.globDirs(sitePackagesGlobs) {
@@ -115,9 +124,24 @@ func collectLibraries(c *collection) {
 	for _, dir := range defaultLibraryDirs {
 		s.scanLibraryDir(dir, "system")
 	}
-	for _, dir := range s.ldSoConfDirs() {
-		s.scanLibraryDir(dir, "system")
+	for _, d := range s.ldSoConfDirs() {
+		s.dirVia = c.at(d.file, d.line)
+		s.scanLibraryDir(d.dir, "system")
 	}
+	s.dirVia = snapshot.Provenance{}
+	// dlopen searches LD_LIBRARY_PATH before the cache; its directories are
+	// not the loader's configuration, so "other" unless already seen.
+	if lp := c.loginLibraryPath; lp.file != "" {
+		s.dirVia = c.at(lp.file, lp.line)
+		for _, dir := range strings.Split(lp.value, ":") {
+			// ld.so: an empty entry is the working directory, unknown here.
+			if strings.HasPrefix(dir, "/") {
+				s.scanLibraryDir(dir, "other")
+			}
+		}
+		s.dirVia = snapshot.Provenance{}
+	}
+	s.netPluginPath()
 	for _, dir := range s.globDirs(offLoaderPathGlobs) {
 		s.scanLibraryDir(dir, "other")
 	}
@@ -132,6 +156,9 @@ func collectLibraries(c *collection) {
 		var where []snapshot.Provenance
 		for _, l := range list {
 			where = append(where, l.Source)
+			if via, ok := s.netVia[l.Path]; ok && fact == "libraries.nccl_net" {
+				where = append(where, via)
+			}
 		}
 		c.fromAll(fact, where)
 	}
@@ -228,7 +255,7 @@ func (s *libraryScan) scanLibraryDir(dir, kind string) {
 		case cudartFileName.MatchString(name):
 			s.addLibraryFile(&s.cuda, cudartFamily, real+"/"+name, kind)
 		case ncclNetFileName.MatchString(name):
-			s.addNamedFile(&s.ncclNet, real+"/"+name, kind, ncclNetVersion)
+			s.addNetPlugin(real+"/"+name, kind)
 		case verbsFileName.MatchString(name):
 			s.addNamedFile(&s.verbs, real+"/"+name, kind, verbsVersion)
 		}
@@ -247,6 +274,31 @@ func (s *libraryScan) addNamedFile(list *[]snapshot.Library, file, kind string, 
 		lib.Version, lib.How = v, "file-name"
 	}
 	*list = append(*list, lib)
+}
+
+// addNetPlugin reports an NCCL net plugin and what put it on NCCL's path.
+func (s *libraryScan) addNetPlugin(file, kind string) {
+	n := len(s.ncclNet)
+	s.addNamedFile(&s.ncclNet, file, kind, ncclNetVersion)
+	if len(s.ncclNet) > n && s.dirVia.File != "" {
+		s.netVia[s.ncclNet[n].Path] = s.dirVia
+	}
+}
+
+// netPluginPath adds the plugin NCCL_NET_PLUGIN names by path: NCCL
+// dlopens the value itself, then libnccl-net-<value>.so unless it has a
+// slash or is a lib*.so name (src/plugin/plugin_open.cc, openPluginLib);
+// unset, libnccl-net.so. A value with a slash is a file on this host.
+func (s *libraryScan) netPluginPath() {
+	v, ok := s.c.snap.NCCLConfig.Effective["NCCL_NET_PLUGIN"]
+	if !ok || !strings.HasPrefix(v, "/") {
+		return
+	}
+	s.dirVia = s.c.snap.Sources["nccl_config.effective.NCCL_NET_PLUGIN"]
+	if _, err := s.c.src.Stat(rel(v)); err == nil {
+		s.addNetPlugin(v, "other")
+	}
+	s.dirVia = snapshot.Provenance{}
 }
 
 // ncclNetVersion is the numeric suffix of a plugin's file name, if any
@@ -423,11 +475,18 @@ func (s *libraryScan) wheelLibrary(fam libraryFamily, siteDir, distDir string) s
 	return ""
 }
 
+// ldSoConfDir is a directory of the loader's configuration and the line
+// that names it.
+type ldSoConfDir struct {
+	dir, file string
+	line      int
+}
+
 // ldSoConfDirs lists the directories of /etc/ld.so.conf and the files it
 // includes, in order.
-func (s *libraryScan) ldSoConfDirs() []string {
+func (s *libraryScan) ldSoConfDirs() []ldSoConfDir {
 	c := s.c
-	var dirs []string
+	var dirs []ldSoConfDir
 	active := map[string]bool{}
 	visited := 0
 	var visit func(file string)
@@ -450,7 +509,7 @@ func (s *libraryScan) ldSoConfDirs() []string {
 		defer delete(active, file)
 		for _, e := range entries {
 			if e.Dir != "" {
-				dirs = append(dirs, e.Dir)
+				dirs = append(dirs, ldSoConfDir{e.Dir, file, e.Line})
 				continue
 			}
 			for _, pattern := range e.Includes {

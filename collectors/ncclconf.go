@@ -128,6 +128,59 @@ type profileEvent struct {
 	// export, or both ("export NAME=value").
 	Export bool
 	Assign bool
+	// Self, when set, is the value's pieces, which expand the variable's
+	// own earlier value (LD_LIBRARY_PATH=/x:$LD_LIBRARY_PATH).
+	Self []shellparse.Piece
+}
+
+// selfExpanding are the variables whose value may expand its own earlier
+// value: the loader path, which scripts prepend to.
+var selfExpanding = map[string]bool{"LD_LIBRARY_PATH": true}
+
+// profileValue is a word's literal text, or for a selfExpanding name its
+// pieces when they are literal text and expansions of the name itself
+// ($NAME, ${NAME}, ${NAME:+...}).
+func profileValue(cmd *shellparse.Command, name string, w *syntax.Word) (string, []shellparse.Piece, bool) {
+	if v, ok := profileLiteral(cmd, w); ok || w == nil || !selfExpanding[name] {
+		return v, nil, ok
+	}
+	if strings.ContainsRune(cmd.Raw(w.Pos(), w.End()), '\\') {
+		return "", nil, false
+	}
+	pieces := cmd.Pieces(w)
+	if !selfPieces(name, pieces) {
+		return "", nil, false
+	}
+	return "", pieces, true
+}
+
+func selfPieces(name string, pieces []shellparse.Piece) bool {
+	for _, p := range pieces {
+		switch {
+		case p.Kind == shellparse.Text && !strings.Contains(p.Text, "\n"):
+		case p.Kind == shellparse.Param && p.Name == name && p.Op == "":
+		case p.Kind == shellparse.Param && p.Name == name && (p.Op == ":+" || p.Op == "+") && selfPieces(name, p.Word):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// expandSelf is pieces with the variable's earlier value (set or not).
+func expandSelf(pieces []shellparse.Piece, prev string, set bool) string {
+	var b strings.Builder
+	for _, p := range pieces {
+		switch {
+		case p.Kind == shellparse.Text:
+			b.WriteString(p.Text)
+		case p.Op == "":
+			b.WriteString(prev)
+		case (p.Op == ":+" && prev != "") || (p.Op == "+" && set):
+			b.WriteString(expandSelf(p.Word, prev, set))
+		}
+	}
+	return b.String()
 }
 
 // maxProfileErrors stops reading a script that is not shell at all.
@@ -241,13 +294,14 @@ func profileAssigns(cmd *shellparse.Command, assigns []*syntax.Assign) []profile
 		if a.Name == nil || a.Append || a.Index != nil || a.Array != nil {
 			return nil
 		}
-		value, ok := profileLiteral(cmd, a.Value)
+		value, self, ok := profileValue(cmd, a.Name.Value, a.Value)
 		if !ok || !isPosixVarName(a.Name.Value) {
 			return nil
 		}
 		events = append(events, profileEvent{
 			Var:    ncclAssignment{Name: a.Name.Value, Value: value, Line: cmd.Line(a.Pos())},
 			Assign: true,
+			Self:   self,
 		})
 	}
 	return events
@@ -266,7 +320,11 @@ func profileExports(cmd *shellparse.Command, args []*syntax.Assign) []profileEve
 		if a.Name != nil {
 			name = a.Name.Value
 		}
+		var self []shellparse.Piece
 		text, ok := profileLiteral(cmd, a.Value)
+		if !ok && !a.Naked {
+			text, self, ok = profileValue(cmd, name, a.Value)
+		}
 		if !ok {
 			return nil
 		}
@@ -283,6 +341,7 @@ func profileExports(cmd *shellparse.Command, args []*syntax.Assign) []profileEve
 			Var:    ncclAssignment{Name: name, Value: value, Line: cmd.Line(a.Pos())},
 			Export: true,
 			Assign: assign,
+			Self:   self,
 		})
 	}
 	return events
@@ -343,12 +402,20 @@ func collectNCCLConfig(c *collection) {
 		}
 		for _, ev := range events {
 			if ev.Assign {
-				vars[ev.Var.Name] = ncclSetting{ev.Var.Value, name, ev.Var.Line}
+				value := ev.Var.Value
+				if ev.Self != nil {
+					prev, set := vars[ev.Var.Name]
+					value = expandSelf(ev.Self, prev.value, set)
+				}
+				vars[ev.Var.Name] = ncclSetting{value, name, ev.Var.Line}
 			}
 			if ev.Export {
 				exported[ev.Var.Name] = true
 			}
 		}
+	}
+	if s, ok := vars["LD_LIBRARY_PATH"]; ok && exported["LD_LIBRARY_PATH"] {
+		c.loginLibraryPath = s
 	}
 	env := map[string]ncclSetting{}
 	for name, s := range vars {

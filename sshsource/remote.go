@@ -45,6 +45,8 @@ var descend = []string{
 	`\./usr/local/cuda[^/]*(/targets(/[^/]+(/lib)?)?|/lib64)?`,
 	pythonLib + `(/(dist|site)-packages(/nvidia(/[^/]+(/lib)?)?|/nvidia_[^/]*\.dist-info)?)?`,
 	`\./opt/[^/]+/[^/]+(/lib(64)?)?`,
+	// aws-ofi-nccl's Debian-family multiarch directories.
+	`\./opt/[^/]+(/[^/]+)?/lib/(x86_64|aarch64)-linux-gnu`,
 	`\./opt/conda/envs/[^/]+(/lib)?`,
 	`\./var(/lib(/dpkg)?)?`,
 	`\./dev(/infiniband)?`,
