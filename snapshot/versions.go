@@ -113,7 +113,8 @@ type Library struct {
 	Path string `json:"path"`
 	// Kind is "system" (a loader directory: the default ones and
 	// ld.so.conf), "wheel" (Python package) or "other" (a CUDA toolkit or
-	// conda directory not on the loader path).
+	// conda directory not on the loader path, a login LD_LIBRARY_PATH
+	// directory, or the file NCCL_NET_PLUGIN names).
 	Kind string `json:"kind"`
 	// How says how the version was found: "file-name", "dist-info",
 	// "embedded-string" or "none".
