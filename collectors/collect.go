@@ -197,6 +197,13 @@ func (c *collection) fail(collector, path string, err error) {
 	c.failAs(collector, c.at(path, 0).Path(), err)
 }
 
+// skipped records a bad line that the file's reader skips: reported, yet
+// the facts computed without it are what the reader applies.
+func (c *collection) skipped(collector, path string, err error) {
+	c.fail(collector, path, err)
+	c.snap.Errors[len(c.snap.Errors)-1].Skipped = true
+}
+
 // failAs records an error about something that is not a file in the root
 // (a pod manifest, a command), named as given.
 func (c *collection) failAs(collector, name string, err error) {

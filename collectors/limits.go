@@ -42,9 +42,10 @@ func collectLimits(c *collection) {
 			continue
 		}
 		l.Files = append(l.Files, file)
+		// pam_limits logs and skips a bad line and applies the rest.
 		parsed, errs := parseLimitsConf(data)
 		for _, err := range errs {
-			c.fail(name, file, err)
+			c.skipped(name, file, err)
 		}
 		for _, r := range parsed {
 			r.File = file

@@ -177,6 +177,21 @@ func TestParseLimitsConf(t *testing.T) {
 			},
 			wantErrs: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
 		},
+		{
+			// pam_limits logs "invalid line N ... skipped" for a line that
+			// is not 4 fields and applies the rest; its C string ends at a
+			// NUL, so a line holding one is read up to it.
+			name: "three fields, binary garbage and NUL",
+			in: "* soft memlock\n" +
+				"\x89PNG\x1a\xff\xfe\x01\n" +
+				"\x00* hard memlock 64\n" +
+				"* hard memlock 128\x00 junk\n" +
+				"* - memlock\x00 unlimited\n",
+			want: []limitRuleView{
+				{4, "*", "hard", "memlock", "128", false, "128", 128 * 1024},
+			},
+			wantErrs: []int{1, 2, 5},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,7 +442,7 @@ func TestCollectLimits(t *testing.T) {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
 	wantErrs := []snapshot.CollectionError{
-		{Collector: "limits", Path: "/etc/security/limits.d/50-site.conf", Reason: `parse error: line 4: bad value "x" for nofile`},
+		{Collector: "limits", Path: "/etc/security/limits.d/50-site.conf", Reason: `parse error: line 4: bad value "x" for nofile`, Skipped: true},
 		{Collector: "limits", Path: "", Reason: `limits domain "%bad": want a user name or @group`},
 	}
 	if diff := cmp.Diff(wantErrs, c.snap.Errors, cmpopts.SortSlices(func(a, b snapshot.CollectionError) bool { return a.Path < b.Path })); diff != "" {

@@ -108,7 +108,12 @@ func parseLimitsConf(data []byte) ([]limitRule, []error) {
 	var errs []error
 	for i, raw := range confFileLines(data) {
 		n := i + 1
-		line := strings.TrimLeft(raw, cIsSpace)
+		line := raw
+		// getline keeps a NUL, but the C string ends there.
+		if j := strings.IndexByte(line, 0); j >= 0 {
+			line = line[:j]
+		}
+		line = strings.TrimLeft(line, cIsSpace)
 		if j := strings.IndexByte(line, '#'); j >= 0 {
 			line = line[:j]
 		}

@@ -27,7 +27,9 @@ import (
 // section's name) is partly unread: a finding citing a fact of that section
 // whose value is absent (or an empty list or object that no source backs)
 // is withheld, since the absence may be what could not be read; the
-// collection-error finding already reports the blind spot. A
+// collection-error finding already reports the blind spot. An error marked
+// skipped (a bad line the file's reader skips too) leaves the section
+// complete: its facts are what the reader computes. A
 // fact that was collected and is absent (a limits section with no memlock
 // line) still fires.
 
@@ -80,6 +82,8 @@ func coverageOf(doc map[string]any) *coverage {
 				c.removed = append(c.removed, p)
 				c.partly(p[0])
 			}
+		case e["skipped"] == true:
+			// A line its reader skips: the facts are complete without it.
 		case snapshot.IsSection(collector):
 			c.partly(collector)
 		}

@@ -114,18 +114,20 @@ func TestNoFindingWithoutData(t *testing.T) {
 // that sets it could not be read: memlock-too-low is withheld. The same
 // section without the error is a host with no memlock line: it fires.
 func TestPartlyUnreadSectionWithholdsAbsentFacts(t *testing.T) {
-	noMemlock := func(name string, limitsErr bool) map[string]any {
+	noMemlock := func(name string, limitsErr map[string]any) map[string]any {
 		doc := host{name: name}.snapshot()
 		doc["limits"] = map[string]any{"entries": []any{}, "effective": map[string]any{"*": map[string]any{}}}
-		if limitsErr {
-			doc["errors"] = []any{map[string]any{"collector": "limits", "path": "/etc/security/limits.d/90-rdma.conf", "reason": "open: permission denied"}}
+		if limitsErr != nil {
+			doc["errors"] = []any{limitsErr}
 		}
 		return doc
 	}
 	dir := t.TempDir()
 	files := []string{
-		writeJSON(t, dir, "a.json", noMemlock("read", false)),
-		writeJSON(t, dir, "b.json", noMemlock("blind", true)),
+		writeJSON(t, dir, "a.json", noMemlock("read", nil)),
+		writeJSON(t, dir, "b.json", noMemlock("blind", map[string]any{"collector": "limits", "path": "/etc/security/limits.d/90-rdma.conf", "reason": "open: permission denied"})),
+		// A line pam_limits skips itself: the limits are complete without it.
+		writeJSON(t, dir, "c.json", noMemlock("skipped", map[string]any{"collector": "limits", "path": "/etc/security/limits.d/90-rdma.conf", "reason": "parse error: line 1: want \"<domain> <type> <item> <value>\", got 3 field(s)", "skipped": true})),
 	}
 	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{})
 	has := func(h, rule string) bool {
@@ -136,6 +138,9 @@ func TestPartlyUnreadSectionWithholdsAbsentFacts(t *testing.T) {
 	}
 	if has("blind", "memlock-too-low") || !has("blind", "collection-error") {
 		t.Errorf("limits partly unread: findings %q, want collection-error and no memlock-too-low", findingsOf(rep, "blind"))
+	}
+	if !has("skipped", "memlock-too-low") || !has("skipped", "collection-error") {
+		t.Errorf("a line pam_limits skips: findings %q, want collection-error and memlock-too-low", findingsOf(rep, "skipped"))
 	}
 }
 

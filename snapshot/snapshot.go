@@ -93,6 +93,10 @@ type CollectionError struct {
 	Collector string `json:"collector"`
 	Path      string `json:"path"`
 	Reason    string `json:"reason"`
+	// Skipped: what is reported is a line the file's reader itself skips
+	// (pam_limits' "invalid line ... skipped"); the facts are computed
+	// without it, as the reader computes them, so nothing is unread.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Pod is a pod (or pod template) scheduled on the host, kept as the
