@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 )
 
 // A forge whose 401 echoes the Authorization header it got: remediate
@@ -54,33 +53,8 @@ func TestRemediateTokenEchoedIsNeverPrinted(t *testing.T) {
 // endpoint did not answer (it waited until signalled).
 func TestRemediateAPIThatNeverAnswers(t *testing.T) {
 	dir, _ := cmaExampleRepo(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go io.Copy(io.Discard, c)
-		}
-	}()
-	defer func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	api := "http://" + ln.Addr().String()
+	addr, _ := testpeer.Hanging(t)
+	api := "http://" + addr
 	done := make(chan result, 1)
 	start := time.Now()
 	go func() {

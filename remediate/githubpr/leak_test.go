@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/internal/gittest"
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 	"github.com/fleetaudit/fleetaudit/remediate"
 )
 
@@ -121,45 +120,11 @@ func TestTokenEchoedToGitIsNeverPrinted(t *testing.T) {
 	}
 }
 
-// hangingListener accepts connections and never answers on them.
-func hangingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted = &atomic.Int32{}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go io.Copy(io.Discard, c) // read the request, answer nothing
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String(), accepted
-}
-
 // An API that accepts the connection and never answers: each request gives
 // up after its timeout, the retries are bounded, and the error names the
 // call and the endpoint (it hung until signalled).
 func TestAPIThatNeverAnswers(t *testing.T) {
-	addr, accepted := hangingListener(t)
+	addr, accepted := testpeer.Hanging(t)
 	const timeout = 300 * time.Millisecond
 	gh, err := NewClient(context.Background(), testToken, "http://"+addr, NewHTTPClient(Timeouts{Request: timeout}))
 	if err != nil {
