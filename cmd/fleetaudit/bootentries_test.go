@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,14 +22,9 @@ func TestAuditGrubbyPendingHugetlbCMA(t *testing.T) {
 	if r.code != exitFindings {
 		t.Fatalf("exit %d, want %d (a critical finding)\n%s", r.code, exitFindings, r.stderr)
 	}
-	var doc struct {
-		Findings []policies.Finding `json:"findings"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-		t.Fatal(err)
-	}
+	findings := reportFindings(t, r.stdout)
 	byRule := map[string]policies.Finding{}
-	for _, f := range doc.Findings {
+	for _, f := range findings {
 		byRule[f.Rule] = f
 	}
 	cma, ok := byRule["hugetlb-cma-on-gpu"]
@@ -67,13 +61,8 @@ func TestAuditBootEntryRootsQuiet(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	var doc struct {
-		Findings []policies.Finding `json:"findings"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range doc.Findings {
+	findings := reportFindings(t, r.stdout)
+	for _, f := range findings {
 		if strings.HasPrefix(f.Rule, "boot-") || f.Rule == "hugetlb-cma-on-gpu" || f.Rule == "collection-error" {
 			t.Errorf("%s on %s: %s", f.Rule, f.Host, f.Message)
 		}
@@ -105,17 +94,12 @@ func TestAuditMitigationsOffFromBootEntry(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	var doc struct {
-		Findings []policies.Finding `json:"findings"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(doc.Findings, func(f policies.Finding) bool { return f.Rule == "mitigations-off" })
+	findings := reportFindings(t, r.stdout)
+	i := slices.IndexFunc(findings, func(f policies.Finding) bool { return f.Rule == "mitigations-off" })
 	if i < 0 {
-		t.Fatalf("no mitigations-off in %+v", doc.Findings)
+		t.Fatalf("no mitigations-off in %+v", findings)
 	}
-	f := doc.Findings[i]
+	f := findings[i]
 	if f.Fleet != "web-serving" || len(f.Evidence) != 1 || f.Evidence[0].Fact != "boot.configured.params.mitigations" || f.Evidence[0].Source != entry+":5" {
 		t.Errorf("mitigations-off in %s cites %+v, want boot.configured.params.mitigations at %s:5", f.Fleet, f.Evidence, entry)
 	}

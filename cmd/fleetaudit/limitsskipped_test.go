@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // pam_limits (parse_config_file) logs "invalid line N in FILE - skipped"
@@ -38,15 +35,10 @@ func TestAuditLimitsLinesPamLimitsSkips(t *testing.T) {
 			if r.code != exitOK {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
-			var doc struct {
-				Findings []policies.Finding `json:"findings"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-				t.Fatal(err)
-			}
+			findings := reportFindings(t, r.stdout)
 			var errLines []string
 			memlock := false
-			for _, f := range doc.Findings {
+			for _, f := range findings {
 				switch f.Rule {
 				case "collection-error":
 					if strings.Contains(f.Message, rdma) {
@@ -62,7 +54,7 @@ func TestAuditLimitsLinesPamLimitsSkips(t *testing.T) {
 				}
 			}
 			if memlock != tt.wantMemlock {
-				t.Errorf("memlock-too-low fired: %v, want %v; findings %+v", memlock, tt.wantMemlock, doc.Findings)
+				t.Errorf("memlock-too-low fired: %v, want %v; findings %+v", memlock, tt.wantMemlock, findings)
 			}
 		})
 	}

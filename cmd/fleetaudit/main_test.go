@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -151,4 +153,16 @@ func TestBinaryExitCodes(t *testing.T) {
 	if err := exec.Command(bin, "audit", "--snapshots", exampleSnapshots, "--fail-on", "none", "-o", filepath.Join(t.TempDir(), "r.txt")).Run(); err != nil {
 		t.Errorf("audit --fail-on none: %v", err)
 	}
+}
+
+// reportFindings reads the findings of a JSON report.
+func reportFindings(t *testing.T, report string) []policies.Finding {
+	t.Helper()
+	var doc struct {
+		Findings []policies.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(report), &doc); err != nil {
+		t.Fatalf("the report is not JSON: %v", err)
+	}
+	return doc.Findings
 }
