@@ -182,7 +182,9 @@ ufw_before_accepts := {a |
 
 ipt_neutral(m) if regex.match(`^-p (tcp|6)$`, m)
 
-ipt_neutral(m) if regex.match(`^-m (conntrack --ctstate|state --state) [A-Z,]*\bNEW\b`, m)
+# The state list and nothing else: a port or an address the same match
+# also names (--ctorigdstport, --ctorigsrc) narrows it.
+ipt_neutral(m) if regex.match(`^-m (conntrack --ctstate|state --state) [A-Z,]*\bNEW\b[A-Z,]*$`, m)
 
 ipt_scope(r, fact) := {"scope": "interface", "iface": r.interface, "fact": fact} if {
 	object.get(r, "interface", "") != ""

@@ -239,3 +239,18 @@ test_ufw_before_rules if {
 	h4 := object.union(ufw(true, "drop", [ssh]), {"firewall": {"ufw": {"before_rules": negated}}})
 	count(findings_with(h4, ["10.0.0.0/8"])) == 1
 }
+
+# A before.rules accept of new connections covers only when nothing but the
+# state narrows it: "-p tcp -m conntrack --ctstate NEW --dport 22" (the
+# collector puts --dport in the tcp match, iptables' implicit one) and a
+# conntrack match that also names a port or an address cover nothing.
+before_accept(match) := object.union(ufw(true, "drop", [ssh]), {"firewall": {"ufw": {"before_rules": [{"source": "10.0.0.0/8", "match": match, "target": "ACCEPT"}]}}})
+
+test_ufw_before_rules_new_state_only if {
+	count(findings_with(before_accept(["-p tcp", "-m conntrack --ctstate NEW"]), ["10.0.0.0/8"])) == 0
+	count(findings_with(before_accept(["-m state --state INVALID,NEW"]), ["10.0.0.0/8"])) == 0
+	count(findings_with(before_accept(["-p tcp --dport 22", "-m conntrack --ctstate NEW"]), ["10.0.0.0/8"])) == 1
+	count(findings_with(before_accept(["-m conntrack --ctstate NEW --ctorigdstport 22"]), ["10.0.0.0/8"])) == 1
+	count(findings_with(before_accept(["-m conntrack --ctstate NEW --ctorigsrc 10.9.0.0/16"]), ["10.0.0.0/8"])) == 1
+	count(findings_with(before_accept(["-m state --state NEW ! --state ESTABLISHED"]), ["10.0.0.0/8"])) == 1
+}
