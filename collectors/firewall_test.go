@@ -414,6 +414,12 @@ func FuzzFirewallConfs(f *testing.F) {
 	for _, name := range slices.Sorted(maps.Keys(seeds)) {
 		f.Add(string(seeds[name]))
 	}
+	// Debian's nftables (its ruleset and example rulesets) and firewalld
+	// (its configuration and zones) as shipped.
+	for _, s := range append(realpkgSeeds(f, "nftables", "etc/nftables.conf", "usr/share/doc/nftables/examples/*.nft"),
+		realpkgSeeds(f, "firewalld", "etc/firewalld/firewalld.conf", "usr/lib/firewalld/zones/*.xml")...) {
+		f.Add(string(s))
+	}
 	f.Add("add rule ip filter INPUT ip saddr { 10.0.0.0/8, $x } counter accept\ninclude \"/etc/x/*.nft\"\n")
 	f.Add("define a = { 1.2.3.4 }\ntable t { chain c { type filter hook input priority 0; policy drop; ip saddr $a jump d } }")
 	f.Add("### tuple ### route:allow_log any any 0.0.0.0/0 any ::/0 - - in_a!out_b comment=00")

@@ -164,6 +164,10 @@ func FuzzModulesLoadD(f *testing.F) {
 	for _, s := range []string{"# c\n; c\nnvidia-peermem\n", "nvidia peermem\n", "bonding max_bonds=2\n", ""} {
 		f.Add([]byte(s))
 	}
+	// rdma-core's /etc/rdma/modules lists, which systemd-modules-load reads.
+	for _, s := range realpkgSeeds(f, "rdma-core", "etc/rdma/modules/*.conf") {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := strings.Count(string(data), "\n") + 1
 		for _, parse := range []func([]byte) ([]configuredModule, []error){parseModulesLoadD, parseEtcModules} {

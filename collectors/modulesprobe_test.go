@@ -197,6 +197,9 @@ func FuzzModprobeConf(f *testing.F) {
 		"options nvidia NVreg_RestrictProfilingToAdminUsers=0\n", "install nv_peer_mem /bin/false", "blacklist snd-[ab\\\n]", ""} {
 		f.Add([]byte(s))
 	}
+	for _, s := range realpkgSeeds(f, "rdma-core", "etc/modprobe.d/*.conf") {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dirs, errs := parseModprobeConf(data)
 		lines := strings.Count(string(data), "\n") + 1

@@ -2,12 +2,14 @@ package collectors
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
@@ -108,4 +110,17 @@ func enableUnit(t *testing.T, root, target, unitFile string) {
 	if err := os.Symlink(unitFile, filepath.Join(wants, filepath.Base(unitFile))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// realpkgSeeds are the files of package pkg matching patterns, in path
+// order: fuzz seeds from a real package (none where it cannot be fetched
+// outside CI; see debroot.Files).
+func realpkgSeeds(f *testing.F, pkg string, patterns ...string) [][]byte {
+	f.Helper()
+	files := debroot.Files(f, pkg, patterns...)
+	var out [][]byte
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		out = append(out, files[name])
+	}
+	return out
 }

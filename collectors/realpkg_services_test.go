@@ -203,3 +203,26 @@ func TestRealOpenSSHServerPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestRealUnitFilesParse: every unit file these packages ship reads as
+// systemd reads it, with no bad line in any section.
+func TestRealUnitFilesParse(t *testing.T) {
+	sectionRE := regexp.MustCompile(`(?m)^\[([^\]]+)\]$`)
+	for _, pkg := range []string{"slurmd", "containerd", "nftables", "firewalld", "ufw", "rdma-core", "openssh-server"} {
+		files := debroot.Files(t, pkg, "lib/systemd/system/*")
+		if files == nil {
+			t.Skipf("%s not available here", pkg)
+		}
+		for name, data := range files {
+			sections := sectionRE.FindAllSubmatch(data, -1)
+			if len(sections) == 0 {
+				t.Errorf("%s: no section", name)
+			}
+			for _, s := range sections {
+				if _, errs := parseUnitSetting(data, string(s[1]), "LimitMEMLOCK"); len(errs) != 0 {
+					t.Errorf("%s [%s]: %v", name, s[1], errs)
+				}
+			}
+		}
+	}
+}

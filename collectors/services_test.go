@@ -131,6 +131,12 @@ func FuzzServiceLimits(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	// The unit files of real Debian packages.
+	for _, pkg := range []string{"slurmd", "containerd", "nftables", "firewalld", "rdma-core", "openssh-server"} {
+		for _, s := range realpkgSeeds(f, pkg, "lib/systemd/system/*") {
+			f.Add(string(s))
+		}
+	}
 	ok := func(v string) bool {
 		if v == "unlimited" {
 			return true
