@@ -300,3 +300,74 @@ func TestRealNftablesExamplesParse(t *testing.T) {
 		}
 	}
 }
+
+// ufwAllow adds a rule to /etc/ufw/user.rules and user6.rules as "ufw
+// allow" writes it (ufw 0.36.2, backend_iptables.py _write_rules): after
+// "### RULES ###", a blank line, "### tuple ### ACTION PROTO DPORT DST
+// SPORT SRC [DAPP SAPP] IFACES", and the iptables line. _write_rules also
+// rewrites the chain declarations and the logging section, which the
+// collector does not read; they are left as shipped, and the new rule
+// goes first (ufw appends it to the rules it holds).
+func ufwAllow(t *testing.T, root, v4, v6 string) {
+	t.Helper()
+	for file, rule := range map[string]string{"etc/ufw/user.rules": v4, "etc/ufw/user6.rules": v6} {
+		if rule == "" { // an IPv4 source: no IPv6 rule
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, n := strings.Replace(string(data), "### RULES ###\n", "### RULES ###\n\n"+rule, 1), strings.Count(string(data), "### RULES ###\n")
+		if n != 1 {
+			t.Fatalf("%s: %d \"### RULES ###\" lines", file, n)
+		}
+		if err := os.WriteFile(filepath.Join(root, file), []byte(text), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRealUFWAllowOpenSSH: what ufw.conf itself advises before enabling
+// ("be sure to add a rule to allow your remote connection ... 'ufw allow
+// 22/tcp'"), through openssh-server's application profile (OpenSSH:
+// ports=22/tcp). ufw enable then drops everything else: an accept of port
+// 22 does not let NCCL's ephemeral ports through, so the rule fires, and
+// stops once "ufw allow from 10.0.0.0/8" accepts the fleet.
+func TestRealUFWAllowOpenSSH(t *testing.T) {
+	root, pkg := ufwInstalledRoot(t)
+	ssh, err := debroot.Unpack(root, "openssh-server")
+	if err != nil {
+		t.Skipf("openssh-server: %v", err)
+	}
+	t.Logf("ufw %s, openssh-server %s", pkg.Version, ssh[0].Version)
+	ufwAllow(t, root,
+		"### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 OpenSSH - in\n-A ufw-user-input -p tcp --dport 22 -j ACCEPT -m comment --comment 'dapp_OpenSSH'\n",
+		"### tuple ### allow tcp 22 ::/0 any ::/0 OpenSSH - in\n-A ufw6-user-input -p tcp --dport 22 -j ACCEPT -m comment --comment 'dapp_OpenSSH'\n")
+	ufwEnable(t, root)
+	snap := realpkgCollect(t, root)
+	realpkgNoErrors(t, snap)
+	want := []snapshot.UFWRule{
+		{Action: "allow", Protocol: "tcp", DPort: "22", Dst: "0.0.0.0/0", SPort: "any", Src: "0.0.0.0/0", DApp: "OpenSSH", Direction: "in"},
+		{Action: "allow", Protocol: "tcp", DPort: "22", Dst: "::/0", SPort: "any", Src: "::/0", DApp: "OpenSSH", Direction: "in", IPv6: true},
+	}
+	if diff := cmp.Diff(want, snap.Firewall.UFW.Rules); diff != "" {
+		t.Errorf("user rules (-want +got):\n%s", diff)
+	}
+	if at, line := snap.Sources["firewall.ufw.rules.0"], lineOf(t, root, "etc/ufw/user.rules", `^### tuple ### allow tcp 22 `); at.File != "/etc/ufw/user.rules" || at.Line != line {
+		t.Errorf("OpenSSH rule from %+v, want /etc/ufw/user.rules:%d", at, line)
+	}
+	fs := realpkgFindings(t, snap, firewallRule, fabric)
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "no accept covers the fleet's networks 10.0.0.0/8 (accepted sources: none)") {
+		t.Fatalf("findings %+v, want one: only port 22 is open", fs)
+	}
+
+	ufwAllow(t, root,
+		"### tuple ### allow any any 0.0.0.0/0 any 10.0.0.0/8 in\n-A ufw-user-input -s 10.0.0.0/8 -j ACCEPT\n",
+		"")
+	snap = realpkgCollect(t, root)
+	realpkgNoErrors(t, snap)
+	if fs := realpkgFindings(t, snap, firewallRule, fabric); len(fs) != 0 {
+		t.Errorf("ufw allow from 10.0.0.0/8: %+v", fs)
+	}
+}
