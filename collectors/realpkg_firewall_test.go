@@ -371,3 +371,40 @@ func TestRealUFWAllowOpenSSH(t *testing.T) {
 		t.Errorf("ufw allow from 10.0.0.0/8: %+v", fs)
 	}
 }
+
+// TestRealFirewalldZonesParse: every zone firewalld ships parses, with the
+// target its <zone> element writes and each of its <service>, <port> and
+// <protocol> elements.
+func TestRealFirewalldZonesParse(t *testing.T) {
+	files := debroot.Files(t, "firewalld", "usr/lib/firewalld/zones/*.xml")
+	if files == nil {
+		t.Skip("firewalld not available here")
+	}
+	targetRE := regexp.MustCompile(`<zone[^>]* target="([^"]*)"`)
+	count := func(data []byte, el string) int {
+		return len(regexp.MustCompile(`<`+el+` `).FindAll(data, -1))
+	}
+	for name, data := range files {
+		z, err := parseFirewalldZone(data)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		target := ""
+		if m := targetRE.FindSubmatch(data); m != nil {
+			target = string(m[1])
+		}
+		if z.Zone.Target != target {
+			t.Errorf("%s: target %q, want %q", name, z.Zone.Target, target)
+		}
+		if n := count(data, "service"); len(z.Zone.Services) != n {
+			t.Errorf("%s: services %v, want %d", name, z.Zone.Services, n)
+		}
+		if n := count(data, "port") + count(data, "protocol"); len(z.Zone.Ports) != n {
+			t.Errorf("%s: ports %v, want %d", name, z.Zone.Ports, n)
+		}
+		if len(z.Zone.Sources)+len(z.Zone.Interfaces)+len(z.Zone.Rules) != 0 {
+			t.Errorf("%s: a shipped zone binds nothing and has no rich rule: %+v", name, z.Zone)
+		}
+	}
+}
