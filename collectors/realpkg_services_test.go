@@ -226,3 +226,31 @@ func TestRealUnitFilesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestRealPackagesTogether: the packages unpacked into one root, as on a
+// node that has them all, read without a collection error, each into its
+// own facts.
+func TestRealPackagesTogether(t *testing.T) {
+	root, _ := ufwInstalledRoot(t)
+	pkgs, err := debroot.Unpack(root, "nftables", "firewalld", "slurmd", "containerd", "rdma-core", "openssh-server")
+	if err != nil {
+		t.Skipf("real packages: %v", err)
+	}
+	for _, p := range pkgs {
+		t.Logf("%s %s", p.Name, p.Version)
+	}
+	snap := realpkgCollect(t, root)
+	realpkgNoErrors(t, snap)
+	fw := snap.Firewall
+	if fw.UFW == nil || fw.Firewalld == nil || fw.Nftables == nil {
+		t.Errorf("firewalls %+v, want ufw, firewalld and nftables", fw)
+	}
+	for _, unit := range []string{"slurmd.service", "containerd.service"} {
+		if _, ok := snap.Services.Units[unit]; !ok {
+			t.Errorf("no %s in %+v", unit, snap.Services.Units)
+		}
+	}
+	if _, ok := snap.Modules.Install["ib_qib"]; !ok {
+		t.Errorf("no ib_qib install line in %+v", snap.Modules.Install)
+	}
+}
