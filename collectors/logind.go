@@ -54,7 +54,13 @@ func collectLogind(c *collection) {
 		lg.Files = append(lg.Files, file)
 		conf, errs := parseLogindConf(data)
 		for _, err := range errs {
-			c.fail(name, file, err)
+			// logind ignores what it cannot parse and runs with the
+			// rest (conf-parser.c parse_line: "Missing '=', ignoring
+			// line", config_parse_bool "ignoring"); a file config_parse
+			// abandons ends the reading, and logind.c run() keeps what
+			// was parsed: "(void) manager_parse_config_file(m)" (v252).
+			// Either way the value below is the one logind applies.
+			c.skipped(name, file, err)
 		}
 		if n := len(conf.RemoveIPC); n > 0 {
 			last, lastFile = &conf.RemoveIPC[n-1], file
