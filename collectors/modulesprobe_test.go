@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 )
 
 // Real modprobe.d files: Ubuntu's kmod blacklist.conf (excerpt), the
@@ -196,6 +198,9 @@ func FuzzModprobeConf(f *testing.F) {
 	for _, s := range []string{ubuntuBlacklistConf, nvidiaDriverConf, iwlwifiConf, peermemOffConf,
 		"options nvidia NVreg_RestrictProfilingToAdminUsers=0\n", "install nv_peer_mem /bin/false", "blacklist snd-[ab\\\n]", ""} {
 		f.Add([]byte(s))
+	}
+	for _, data := range debroot.Files(f, "kmod", "lib/modprobe.d/*.conf") {
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dirs, errs := parseModprobeConf(data)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/google/go-cmp/cmp"
 )
@@ -138,8 +139,12 @@ func FuzzServiceLimits(f *testing.F) {
 	for _, s := range []string{
 		"[Service]\nLimitMEMLOCK=infinity\n", "[Service]\nLimitMEMLOCK=64K:128M\n", "[Service]\nLimitMEMLOCK=\\\n8M\n",
 		"[Manager]\nDefaultLimitMEMLOCK=8M\n", "Max locked memory 65536 65536 bytes\n", "[Service\nx", "LimitMEMLOCK=1.5G",
+		"[Service]\nLimitMEMLOCK=3.5G3B\n", "[Service]\nLimitMEMLOCK= 4 M 11.5K:infinity\r\n",
 	} {
 		f.Add(s)
+	}
+	for _, data := range debroot.Files(f, "systemd", "etc/systemd/system.conf", "lib/systemd/system/systemd-logind.service", "lib/systemd/system/user@.service") {
+		f.Add(string(data))
 	}
 	ok := func(v string) bool {
 		if v == "unlimited" {
