@@ -36,7 +36,7 @@ func confFileLines(data []byte) []string {
 	return strings.Split(text, "\n")
 }
 
-// systemdLines splits a file as systemd's read_line() does (fileio.c,
+// systemdLines splits a file as systemd's read_line() does (fileio.c:1263,
 // read_line_full): "\n", "\r" and NUL each end a line, and so does one of
 // the pairs "\r\n" and "\n\r", with an optional NUL after either; a NUL
 // always ends the run of line ends. Lines without their ends.

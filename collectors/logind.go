@@ -55,10 +55,11 @@ func collectLogind(c *collection) {
 		conf, errs := parseLogindConf(data)
 		for _, err := range errs {
 			// logind ignores what it cannot parse and runs with the
-			// rest (conf-parser.c parse_line: "Missing '=', ignoring
-			// line", config_parse_bool "ignoring"); a file config_parse
-			// abandons ends the reading, and logind.c run() keeps what
-			// was parsed: "(void) manager_parse_config_file(m)" (v252).
+			// rest (conf-parser.c:252 parse_line: "Missing '=', ignoring
+			// line", :929 config_parse_bool "ignoring"); a file
+			// config_parse abandons (:419) ends the reading (:525), and
+			// logind.c:1201 run() keeps what was parsed: "(void)
+			// manager_parse_config_file(m)" (v252).
 			// Either way the value below is the one logind applies.
 			c.skipped(name, file, err)
 		}

@@ -58,7 +58,7 @@ type configuredModule struct {
 // empty lines and lines whose first non-blank character is '#' or ';' are
 // ignored. systemd-modules-load hands the whole line to kmod, so a line with
 // blanks inside names no module: kmod finds none, and apply_file goes on
-// with the next line (src/modules-load/modules-load.c, v252: "if (k ==
+// with the next line (src/modules-load/modules-load.c:97, v252: "if (k ==
 // -ENOENT) continue"). Every error is such a line. Lines end as read_line()
 // ends them.
 func parseModulesLoadD(data []byte) ([]configuredModule, []error) {

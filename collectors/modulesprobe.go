@@ -33,10 +33,13 @@ type modprobeDirective struct {
 	Line int
 }
 
-// parseModprobeConf reads a modprobe.d file. A line ending in a backslash
-// continues on the next; a line whose first non-blank character is '#' is a
-// comment; words are separated by blanks and tabs. A line kmod ignores as
-// bad ("ignoring bad line starting with ...") is an error naming its line.
+// parseModprobeConf reads a modprobe.d file. Lines are joined as
+// kmodLines joins them; a line whose first character is '#' is a comment
+// (an indented '#' is a bad command to kmod); words are separated by blanks
+// and tabs. Every error is a line kmod_config_parse ignores and goes on
+// after (libkmod/libkmod-config.c:711, v30: "ignoring bad line starting
+// with", :708 "command %s is deprecated and not parsed anymore"), named by
+// its first physical line.
 func parseModprobeConf(data []byte) ([]modprobeDirective, []error) {
 	var dirs []modprobeDirective
 	var errs []error

@@ -36,7 +36,7 @@ type unitAssignment struct {
 
 // parseUnitSetting reads the assignments of key in section from a unit
 // file, drop-in or system.conf, as systemd's config_parse (v252,
-// src/shared/conf-parser.c) reads them: lines end as read_line() ends them,
+// src/shared/conf-parser.c:276, parse_line :168) reads them: lines end as read_line() ends them,
 // "#" and ";" comment lines (even inside a continuation), a trailing
 // backslash continues the line, keys are case-sensitive. A line that is not
 // "key=value" is logged and skipped ("Missing '=', ignoring line"). A
@@ -110,7 +110,7 @@ func parseUnitSetting(data []byte, section, key string) (out []unitAssignment, e
 }
 
 // parseRlimitKB reads a LimitMEMLOCK= value as systemd's rlimit_parse
-// (v252, src/basic/rlimit-util.c) does for a size: "infinity", or a size as
+// (v252, src/basic/rlimit-util.c:259; parse-util.c:136 parse_size) does for a size: "infinity", or a size as
 // parse_size reads it with base 1024, and "soft:hard" to set the two apart
 // (soft above hard is refused). Each side is returned as KiB ("8192") or
 // "unlimited". An empty value is refused too: config_parse_rlimit has no
@@ -313,16 +313,17 @@ func collectServices(c *collection) {
 				as, errs, stopped := parseUnitSetting(data, "Service", "LimitMEMLOCK")
 				for _, err := range errs {
 					// systemd skips a bad line, and a drop-in it gives up
-					// on counts up to there (load-dropin.c ignores
+					// on counts up to there (load-dropin.c:117 ignores
 					// config_parse's result); a unit file it gives up on
-					// fails to load (load-fragment.c unit_load_fragment
-					// returns the error), so the unit's limit is unknown.
+					// fails to load (load-fragment.c:6137-6146
+					// unit_load_fragment returns the error), so the unit's limit is unknown.
 					report(f, err, !(stopped && i == 0))
 				}
 				for _, a := range as {
 					if _, _, err := parseRlimitKB(a.Value); err != nil {
-						// config_parse_rlimit: "Failed to parse resource
-						// value, ignoring"; an earlier value stays.
+						// conf-parser.c:1554 config_parse_rlimit: "Failed
+						// to parse resource value, ignoring"; an earlier
+						// value stays.
 						report(f, confLineErrorf(a.Line, "LimitMEMLOCK=%s: %v; systemd ignores the assignment", a.Value, err), true)
 						continue
 					}
@@ -396,7 +397,7 @@ func (c *collection) managerDefaultMemlock() (*snapshot.MemlockLimit, snapshot.P
 	}
 	var limit *snapshot.MemlockLimit
 	var from snapshot.Provenance
-	// main.c parse_config_file ignores config_parse_many's result: a bad
+	// main.c:689 parse_config_file ignores config_parse_many's result: a bad
 	// line is skipped, and a file config_parse gives up on ends the
 	// reading with what was parsed so far.
 	for _, f := range files {

@@ -27,7 +27,7 @@ const sysctlWhitespace = " \t\n\r"
 // whitespace around both trimmed, a leading "-" marks a failure to ignore
 // (or, without "=", a glob exclusion). Every error is a line systemd-sysctl
 // skips while the rest of the file still applies: a line without "=" is
-// logged "Line is not an assignment, ignoring" (src/sysctl/sysctl.c
+// logged "Line is not an assignment, ignoring" (src/sysctl/sysctl.c:280
 // parse_file, v252), a name outside /proc/sys fails only its own write.
 // Lines end as read_line() ends them.
 func parseSysctlConf(data []byte) ([]sysctlAssignment, []error) {
