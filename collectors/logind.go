@@ -57,7 +57,7 @@ func collectLogind(c *collection) {
 			// logind ignores what it cannot parse and runs with the
 			// rest (conf-parser.c:252 parse_line: "Missing '=', ignoring
 			// line", :929 config_parse_bool "ignoring"); a file
-			// config_parse abandons (:419) ends the reading (:525), and
+			// config_parse abandons (:419) ends the reading (:524), and
 			// logind.c:1201 run() keeps what was parsed: "(void)
 			// manager_parse_config_file(m)" (v252).
 			// Either way the value below is the one logind applies.
