@@ -36,6 +36,46 @@ func confFileLines(data []byte) []string {
 	return strings.Split(text, "\n")
 }
 
+// systemdLines splits a file as systemd's read_line() does (fileio.c:1263,
+// read_line_full): "\n", "\r" and NUL each end a line, and so does one of
+// the pairs "\r\n" and "\n\r", with an optional NUL after either; a NUL
+// always ends the run of line ends. Lines without their ends.
+func systemdLines(data []byte) []string {
+	var lines []string
+	const (
+		eolTen = 1 << iota
+		eolThirteen
+		eolZero
+	)
+	start, prev := 0, 0
+	for i := 0; i < len(data); i++ {
+		eol := 0
+		switch data[i] {
+		case '\n':
+			eol = eolTen
+		case '\r':
+			eol = eolThirteen
+		case 0:
+			eol = eolZero
+		}
+		if prev != 0 && (prev&eolZero != 0 || eol == 0 || prev&eol != 0) {
+			// the previous line ended before this byte
+			start, prev = i, 0
+		}
+		if eol == 0 {
+			continue
+		}
+		if prev == 0 {
+			lines = append(lines, string(data[start:i]))
+		}
+		prev |= eol
+	}
+	if prev == 0 && start < len(data) {
+		lines = append(lines, string(data[start:]))
+	}
+	return lines
+}
+
 // confFile is one file chosen by name from layered configuration directories.
 type confFile struct {
 	// Name is the base name that decides both override and order.

@@ -263,7 +263,7 @@ func collectNftables(c *collection) {
 // nftExecStartFile is the file an nftables unit's ExecStart= loads
 // ("nft -f FILE"), "" when it names none.
 func nftExecStartFile(unit []byte) string {
-	as, _ := parseUnitSetting(unit, "Service", "ExecStart")
+	as, _, _ := parseUnitSetting(unit, "Service", "ExecStart")
 	for _, a := range as {
 		f := strings.Fields(a.Value)
 		for i := 0; i+1 < len(f); i++ {

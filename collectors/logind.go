@@ -54,7 +54,14 @@ func collectLogind(c *collection) {
 		lg.Files = append(lg.Files, file)
 		conf, errs := parseLogindConf(data)
 		for _, err := range errs {
-			c.fail(name, file, err)
+			// logind ignores what it cannot parse and runs with the
+			// rest (conf-parser.c:252 parse_line: "Missing '=', ignoring
+			// line", :929 config_parse_bool "ignoring"); a file
+			// config_parse abandons (:419) ends the reading (:524), and
+			// logind.c:1201 run() keeps what was parsed: "(void)
+			// manager_parse_config_file(m)" (v252).
+			// Either way the value below is the one logind applies.
+			c.skipped(name, file, err)
 		}
 		if n := len(conf.RemoveIPC); n > 0 {
 			last, lastFile = &conf.RemoveIPC[n-1], file

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -293,9 +294,12 @@ func FuzzLogindConf(f *testing.F) {
 	f.Add([]byte(hpcLogindDropin))
 	f.Add([]byte("\xef\xbb\xbf[Login]\r\nRemoveIPC=\\\n# c\nno\nremoveipc=1\n=x\n[Login\n"))
 	f.Add([]byte("RemoveIPC=no\n[X]\nRemoveIPC=yes\n[Login]\nRemoveIPC=maybe\nRemoveIPC=\xff\n"))
+	for _, data := range debroot.Files(f, "systemd", "etc/systemd/logind.conf") {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conf, errs := parseLogindConf(data)
-		lines := len(confFileLines(data))
+		lines := len(systemdLines(data))
 		for _, a := range conf.RemoveIPC {
 			if a.Line < 1 || a.Line > lines {
 				t.Fatalf("assignment line %d outside 1..%d", a.Line, lines)

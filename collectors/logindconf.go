@@ -41,7 +41,7 @@ func parseLogindConf(data []byte) (logindConf, []error) {
 	p := logindParser{conf: &conf, errs: &errs}
 	bomSeen := false
 	continuation, hasContinuation := "", false
-	lines := confFileLines(data)
+	lines := systemdLines(data)
 	for i, buf := range lines {
 		n := i + 1
 		if l := strings.TrimLeft(buf, sysctlWhitespace); l != "" && (l[0] == '#' || l[0] == ';') {

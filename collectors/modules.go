@@ -54,17 +54,7 @@ func collectModules(c *collection) {
 			}
 		}
 	}
-	// /etc/modules first: Debian and Ubuntu link modules-load.d/modules.conf
-	// to it, and the file itself is the better provenance.
-	if data, ok := c.read("modules", etcModules); ok {
-		mods, errs := parseEtcModules(data)
-		for _, err := range errs {
-			c.fail("modules", etcModules, err)
-		}
-		configure(etcModules, mods)
-	}
 	etcModulesReal, _ := RealPath(c.src, etcModules)
-
 	chosen := map[string]string{}
 	for _, dir := range modulesLoadDirs {
 		for _, e := range c.readDir("modules", dir) {
@@ -73,6 +63,30 @@ func collectModules(c *collection) {
 			}
 		}
 	}
+	// /etc/modules first: Debian's systemd links modules-load.d/modules.conf
+	// to it, and the file itself is the better provenance. Read through
+	// that link, systemd-modules-load looks each whole line up as a module
+	// name, so the parameters modules(5) allows (for kmod's sysvinit
+	// script, which kmod.service replaces under systemd) make the line
+	// load nothing.
+	viaSystemd := false
+	for _, file := range chosen {
+		if real, err := RealPath(c.src, file); err == nil && real == etcModulesReal {
+			viaSystemd = true
+		}
+	}
+	if data, ok := c.read("modules", etcModules); ok {
+		parse := parseEtcModules
+		if viaSystemd {
+			parse = parseModulesLoadD
+		}
+		mods, errs := parse(data)
+		for _, err := range errs {
+			c.skipped("modules", etcModules, err)
+		}
+		configure(etcModules, mods)
+	}
+
 	// systemd applies the winners in file-name order, whatever their directory.
 	names := make([]string, 0, len(chosen))
 	for name := range chosen {
@@ -90,7 +104,7 @@ func collectModules(c *collection) {
 		}
 		mods, errs := parseModulesLoadD(data)
 		for _, err := range errs {
-			c.fail("modules", file, err)
+			c.skipped("modules", file, err)
 		}
 		configure(file, mods)
 	}
@@ -109,7 +123,8 @@ func collectModprobeD(c *collection) {
 		}
 		dirs, errs := parseModprobeConf(data)
 		for _, err := range errs {
-			c.fail("modules", f.Real, err)
+			// kmod ignores the line and applies the rest.
+			c.skipped("modules", f.Real, err)
 		}
 		for _, d := range dirs {
 			switch d.Cmd {

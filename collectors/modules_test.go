@@ -161,7 +161,9 @@ func FuzzProcModules(f *testing.F) {
 }
 
 func FuzzModulesLoadD(f *testing.F) {
-	for _, s := range []string{"# c\n; c\nnvidia-peermem\n", "nvidia peermem\n", "bonding max_bonds=2\n", ""} {
+	// The last is the /etc/modules kmod's postinst writes (kmod 30).
+	for _, s := range []string{"# c\n; c\nnvidia-peermem\n", "nvidia peermem\n", "bonding max_bonds=2\n", "", "a\rb\x00c\r\n",
+		"# /etc/modules: kernel modules to load at boot time.\n#\n# This file contains the names of kernel modules that should be loaded\n# at boot time, one per line. Lines beginning with \"#\" are ignored.\n# Parameters can be specified after the module name.\n\n"} {
 		f.Add([]byte(s))
 	}
 	// rdma-core's /etc/rdma/modules lists, which systemd-modules-load reads.
@@ -169,7 +171,8 @@ func FuzzModulesLoadD(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lines := strings.Count(string(data), "\n") + 1
+		// systemd-modules-load's read_line ends lines at \r and NUL too.
+		lines := max(strings.Count(string(data), "\n")+1, len(systemdLines(data)))
 		for _, parse := range []func([]byte) ([]configuredModule, []error){parseModulesLoadD, parseEtcModules} {
 			mods, errs := parse(data)
 			for _, m := range mods {

@@ -57,13 +57,16 @@ type configuredModule struct {
 // parseModulesLoadD reads a modules-load.d(5) file: one module name per line;
 // empty lines and lines whose first non-blank character is '#' or ';' are
 // ignored. systemd-modules-load hands the whole line to kmod, so a line with
-// blanks inside names no module.
+// blanks inside names no module: kmod finds none, and apply_file goes on
+// with the next line (src/modules-load/modules-load.c:97, v252: "if (k ==
+// -ENOENT) continue"). Every error is such a line. Lines end as read_line()
+// ends them.
 func parseModulesLoadD(data []byte) ([]configuredModule, []error) {
 	var mods []configuredModule
 	var errs []error
-	for i, raw := range strings.Split(string(data), "\n") {
+	for i, raw := range systemdLines(data) {
 		n := i + 1
-		line := strings.TrimSpace(raw)
+		line := strings.Trim(raw, sysctlWhitespace)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}

@@ -33,24 +33,24 @@ type modprobeDirective struct {
 	Line int
 }
 
-// parseModprobeConf reads a modprobe.d file. A line ending in a backslash
-// continues on the next; a line whose first non-blank character is '#' is a
-// comment; words are separated by blanks and tabs. A line kmod ignores as
-// bad ("ignoring bad line starting with ...") is an error naming its line.
+// parseModprobeConf reads a modprobe.d file. Lines are joined as
+// kmodLines joins them; a line whose first character is '#' is a comment
+// (an indented '#' is a bad command to kmod); words are separated by blanks
+// and tabs. Every error is a line kmod_config_parse ignores and goes on
+// after (libkmod/libkmod-config.c:711, v30: "ignoring bad line starting
+// with", :708 "command %s is deprecated and not parsed anymore"), named by
+// its first physical line.
 func parseModprobeConf(data []byte) ([]modprobeDirective, []error) {
 	var dirs []modprobeDirective
 	var errs []error
-	lines := confFileLines(data)
-	for i := 0; i < len(lines); i++ {
-		n := i + 1
-		line := lines[i]
-		for strings.HasSuffix(line, `\`) && i+1 < len(lines) {
-			i++
-			line = line[:len(line)-1] + lines[i]
+	for _, kl := range kmodLines(data) {
+		n, line := kl.first, kl.text
+		// The line is a C string from here on: it ends at a NUL.
+		if j := strings.IndexByte(line, 0); j >= 0 {
+			line = line[:j]
 		}
-		line = strings.TrimSuffix(line, `\`)
 		fields := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+		if len(fields) == 0 || strings.HasPrefix(line, "#") {
 			continue
 		}
 		cmd := fields[0]
@@ -118,6 +118,49 @@ func parseModprobeConf(data []byte) ([]modprobeDirective, []error) {
 		}
 	}
 	return dirs, errs
+}
+
+// kmodLine is a logical line of a modprobe.d file and the physical line
+// it starts on.
+type kmodLine struct {
+	first int
+	text  string
+}
+
+// kmodLines splits a file as kmod's freadline_wrapped (shared/util.c, v30)
+// does: a backslash before a newline joins the next line; before any other
+// byte it is dropped and the byte kept; a backslash at the very end of the
+// file reads as the byte 0xff (getc's EOF stored in a char).
+func kmodLines(data []byte) []kmodLine {
+	var out []kmodLine
+	var buf []byte
+	first := 1
+	n := 0
+	for i := 0; i < len(data); i++ {
+		switch ch := data[i]; ch {
+		case '\n':
+			n++
+			out = append(out, kmodLine{first, string(buf)})
+			buf, first = buf[:0:0], n+1
+		case '\\':
+			if i+1 == len(data) {
+				buf = append(buf, 0xff)
+				continue
+			}
+			i++
+			if data[i] == '\n' {
+				n++
+				continue
+			}
+			buf = append(buf, data[i])
+		default:
+			buf = append(buf, ch)
+		}
+	}
+	if len(buf) > 0 {
+		out = append(out, kmodLine{first, string(buf)})
+	}
+	return out
 }
 
 // kmodUnderscores is kmod's underscores(): '-' becomes '_' except inside a

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 )
 
 // Real modprobe.d files: Ubuntu's kmod blacklist.conf (excerpt), the
@@ -199,6 +201,9 @@ func FuzzModprobeConf(f *testing.F) {
 	}
 	for _, s := range realpkgSeeds(f, "rdma-core", "etc/modprobe.d/*.conf") {
 		f.Add(s)
+	}
+	for _, data := range debroot.Files(f, "kmod", "lib/modprobe.d/*.conf") {
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dirs, errs := parseModprobeConf(data)

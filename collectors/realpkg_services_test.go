@@ -219,7 +219,7 @@ func TestRealUnitFilesParse(t *testing.T) {
 				t.Errorf("%s: no section", name)
 			}
 			for _, s := range sections {
-				if _, errs := parseUnitSetting(data, string(s[1]), "LimitMEMLOCK"); len(errs) != 0 {
+				if _, errs, _ := parseUnitSetting(data, string(s[1]), "LimitMEMLOCK"); len(errs) != 0 {
 					t.Errorf("%s [%s]: %v", name, s[1], errs)
 				}
 			}

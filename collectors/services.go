@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
@@ -35,44 +35,57 @@ type unitAssignment struct {
 }
 
 // parseUnitSetting reads the assignments of key in section from a unit
-// file, drop-in or system.conf, as systemd's config_parse reads them: "#"
-// and ";" comment lines, a trailing backslash continues the line, keys are
-// case-sensitive. A line that is not "key=value" or a section header that
-// does not close is an error (systemd logs it and goes on).
-func parseUnitSetting(data []byte, section, key string) ([]unitAssignment, []error) {
-	var out []unitAssignment
-	var errs []error
+// file, drop-in or system.conf, as systemd's config_parse (v252,
+// src/shared/conf-parser.c:276, parse_line :168) reads them: lines end as read_line() ends them,
+// "#" and ";" comment lines (even inside a continuation), a trailing
+// backslash continues the line, keys are case-sensitive. A line that is not
+// "key=value" is logged and skipped ("Missing '=', ignoring line"). A
+// section header that does not close or holds unsafe characters, and
+// invalid UTF-8, make config_parse give up on the file: stopped is then
+// true and what came before it is all that was read.
+func parseUnitSetting(data []byte, section, key string) (out []unitAssignment, errs []error, stopped bool) {
 	current := ""
 	cont, hasCont, start := "", false, 0
-	lines := confFileLines(data)
-	handle := func(n int, l string) {
+	bomSeen := false
+	lines := systemdLines(data)
+	handle := func(n int, l string) bool {
 		l = strings.Trim(l, sysctlWhitespace)
 		switch {
 		case l == "":
+		case !utf8.ValidString(l):
+			errs = append(errs, confLineErrorf(n, "invalid UTF-8; systemd stops reading the file here"))
+			return false
 		case l[0] == '[':
 			if l[len(l)-1] != ']' {
-				errs = append(errs, confLineErrorf(n, "invalid section header %q", l))
-				current = ""
-				return
+				errs = append(errs, confLineErrorf(n, "invalid section header %q; systemd stops reading the file here", l))
+				return false
+			}
+			if !sectionNameIsSafe(l[1 : len(l)-1]) {
+				errs = append(errs, confLineErrorf(n, "bad characters in section header %q; systemd stops reading the file here", l))
+				return false
 			}
 			current = l[1 : len(l)-1]
 		default:
 			k, v, ok := strings.Cut(l, "=")
 			if !ok {
 				if current == section {
-					errs = append(errs, confLineErrorf(n, "missing '=' in %q", l))
+					errs = append(errs, confLineErrorf(n, "missing '=' in %q; systemd ignores the line", l))
 				}
-				return
+				return true
 			}
 			if current == section && strings.Trim(k, sysctlWhitespace) == key {
 				out = append(out, unitAssignment{Line: n, Value: strings.Trim(v, sysctlWhitespace)})
 			}
 		}
+		return true
 	}
 	for i, buf := range lines {
 		n := i + 1
-		if l := strings.TrimLeft(buf, sysctlWhitespace); !hasCont && l != "" && (l[0] == '#' || l[0] == ';') {
+		if l := strings.TrimLeft(buf, sysctlWhitespace); l != "" && (l[0] == '#' || l[0] == ';') {
 			continue
+		}
+		if !bomSeen && strings.HasPrefix(buf, logindBOM) {
+			buf, bomSeen = buf[len(logindBOM):], true
 		}
 		if !hasCont {
 			start = n
@@ -86,58 +99,142 @@ func parseUnitSetting(data []byte, section, key string) ([]unitAssignment, []err
 			continue
 		}
 		cont, hasCont = "", false
-		handle(start, line)
+		if !handle(start, line) {
+			return out, errs, true
+		}
 	}
-	if hasCont {
-		handle(start, cont)
+	if hasCont && !handle(start, cont) {
+		return out, errs, true
 	}
-	return out, errs
+	return out, errs, false
 }
 
-var rlimitSize = regexp.MustCompile(`^([0-9]+)(\.[0-9]+)?[ \t]*([KMGTPE]?)B?$`)
-
-// parseRlimitKB reads a LimitMEMLOCK= value as systemd's rlimit_parse does
-// for a size: "infinity", or a size with an optional base-1024 suffix
-// (K, M, G, T, P, E), and "soft:hard" to set the two apart. Each side is
-// returned as KiB ("8192") or "unlimited".
+// parseRlimitKB reads a LimitMEMLOCK= value as systemd's rlimit_parse
+// (v252, src/basic/rlimit-util.c:259; parse-util.c:136 parse_size) does for a size: "infinity", or a size as
+// parse_size reads it with base 1024, and "soft:hard" to set the two apart
+// (soft above hard is refused). Each side is returned as KiB ("8192") or
+// "unlimited". An empty value is refused too: config_parse_rlimit has no
+// reset, so an earlier assignment stays.
 func parseRlimitKB(value string) (soft, hard string, err error) {
 	s, h, split := strings.Cut(value, ":")
-	if soft, err = parseRlimitOne(s); err != nil {
+	if value == "" {
+		return "", "", fmt.Errorf("%w: empty value", ErrParse)
+	}
+	sb, err := parseRlimitBytes(s)
+	if err != nil {
 		return "", "", err
 	}
-	if !split {
-		return soft, soft, nil
+	hb := sb
+	if split && h != "" {
+		if strings.Contains(h, ":") {
+			return "", "", fmt.Errorf("%w: more than soft:hard: %q", ErrParse, hwClip(value))
+		}
+		if hb, err = parseRlimitBytes(h); err != nil {
+			return "", "", err
+		}
+		if sb > hb {
+			return "", "", fmt.Errorf("%w: soft limit above the hard limit: %q", ErrParse, hwClip(value))
+		}
 	}
-	if hard, err = parseRlimitOne(h); err != nil {
-		return "", "", err
-	}
-	return soft, hard, nil
+	return rlimitKB(sb), rlimitKB(hb), nil
 }
 
-func parseRlimitOne(v string) (string, error) {
-	v = strings.Trim(v, sysctlWhitespace)
+func rlimitKB(b uint64) string {
+	if b == rlimInfinity {
+		return "unlimited"
+	}
+	return strconv.FormatUint(b/1024, 10)
+}
+
+// iecSuffixes is parse_size's table for base 1024, largest first.
+var iecSuffixes = []struct {
+	suffix string
+	factor uint64
+}{
+	{"E", 1 << 60}, {"P", 1 << 50}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}, {"", 1},
+}
+
+// parseRlimitBytes is rlimit_parse_size: "infinity" or parse_size(v, 1024),
+// a sum of numbers each with a smaller suffix than the one before ("1G
+// 512M"), each with an optional fraction.
+func parseRlimitBytes(v string) (uint64, error) {
 	if v == "infinity" {
-		return "unlimited", nil
+		return rlimInfinity, nil
 	}
-	m := rlimitSize.FindStringSubmatch(v)
-	if m == nil {
-		return "", fmt.Errorf("%w: not a size or \"infinity\": %q", ErrParse, hwClip(v))
+	bad := func(why string) (uint64, error) {
+		return 0, fmt.Errorf("%w: %s: %q", ErrParse, why, hwClip(v))
 	}
-	whole, err := strconv.ParseUint(m[1], 10, 64)
-	if err != nil {
-		return "", fmt.Errorf("%w: size out of range: %q", ErrParse, hwClip(v))
+	var total uint64
+	p, startPos := v, 0
+	for {
+		p = strings.TrimLeft(p, sysctlWhitespace)
+		// strtoull: optional sign, then digits
+		q := p
+		neg := false
+		if q != "" && (q[0] == '+' || q[0] == '-') {
+			neg = q[0] == '-'
+			q = q[1:]
+		}
+		d := 0
+		for d < len(q) && q[d] >= '0' && q[d] <= '9' {
+			d++
+		}
+		if d == 0 {
+			return bad("not a size or \"infinity\"")
+		}
+		if neg {
+			return bad("negative size")
+		}
+		whole, err := strconv.ParseUint(q[:d], 10, 64)
+		if err != nil {
+			return bad("size out of range")
+		}
+		e := q[d:]
+		var frac float64
+		if strings.HasPrefix(e, ".") {
+			e = e[1:]
+			f := 0
+			for f < len(e) && e[f] >= '0' && e[f] <= '9' {
+				f++
+			}
+			if f > 0 {
+				frac, _ = strconv.ParseFloat("0."+e[:f], 64)
+				e = e[f:]
+			}
+		}
+		e = strings.TrimLeft(e, sysctlWhitespace)
+		i := startPos
+		for ; i < len(iecSuffixes); i++ {
+			if strings.HasPrefix(e, iecSuffixes[i].suffix) {
+				break
+			}
+		}
+		if i == len(iecSuffixes) {
+			return bad("not a size or \"infinity\"")
+		}
+		factor := iecSuffixes[i].factor
+		extra := uint64(0)
+		if frac > 0 {
+			extra = 1
+		}
+		if whole+extra > math.MaxUint64/factor {
+			return bad("size out of range")
+		}
+		add := whole*factor + uint64(frac*float64(factor))
+		if add > math.MaxUint64-total {
+			return bad("size out of range")
+		}
+		total += add
+		p = e[len(iecSuffixes[i].suffix):]
+		startPos = i + 1
+		if p == "" {
+			break
+		}
 	}
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40, "P": 50, "E": 60}[m[3]]
-	bytes := float64(whole)
-	if m[2] != "" {
-		frac, _ := strconv.ParseFloat("0"+m[2], 64)
-		bytes += frac
+	if total >= rlimInfinity {
+		return bad("size out of range")
 	}
-	bytes *= math.Exp2(float64(shift))
-	if bytes >= math.MaxUint64 {
-		return "", fmt.Errorf("%w: size out of range: %q", ErrParse, hwClip(v))
-	}
-	return strconv.FormatUint(uint64(bytes)/1024, 10), nil
+	return total, nil
 }
 
 // parseProcLimitsMemlock reads the "Max locked memory" line of
@@ -177,10 +274,14 @@ func collectServices(c *collection) {
 	running := c.runningServices()
 	// service.d drop-ins apply to every unit: report a bad line once.
 	reported := map[string]bool{}
-	fail := func(f string, err error) {
+	report := func(f string, err error, skipped bool) {
 		if key := f + "\x00" + err.Error(); !reported[key] {
 			reported[key] = true
-			c.fail(collector, f, err)
+			if skipped {
+				c.skipped(collector, f, err)
+			} else {
+				c.fail(collector, f, err)
+			}
 		}
 	}
 	for _, js := range jobServices {
@@ -204,22 +305,26 @@ func collectServices(c *collection) {
 				u.DropIns = append(u.DropIns, d.Real)
 				files = append(files, d.Path)
 			}
-			for _, f := range files {
+			for i, f := range files {
 				data, ok := c.read(collector, f)
 				if !ok {
 					continue
 				}
-				as, errs := parseUnitSetting(data, "Service", "LimitMEMLOCK")
+				as, errs, stopped := parseUnitSetting(data, "Service", "LimitMEMLOCK")
 				for _, err := range errs {
-					fail(f, err)
+					// systemd skips a bad line, and a drop-in it gives up
+					// on counts up to there (load-dropin.c:117 ignores
+					// config_parse's result); a unit file it gives up on
+					// fails to load (load-fragment.c:6137-6146
+					// unit_load_fragment returns the error), so the unit's limit is unknown.
+					report(f, err, !(stopped && i == 0))
 				}
 				for _, a := range as {
-					if a.Value == "" { // an empty assignment resets
-						setting, settingFile = nil, ""
-						continue
-					}
 					if _, _, err := parseRlimitKB(a.Value); err != nil {
-						fail(f, confLineErrorf(a.Line, "LimitMEMLOCK=%s: %v", a.Value, err))
+						// conf-parser.c:1554 config_parse_rlimit: "Failed
+						// to parse resource value, ignoring"; an earlier
+						// value stays.
+						report(f, confLineErrorf(a.Line, "LimitMEMLOCK=%s: %v; systemd ignores the assignment", a.Value, err), true)
 						continue
 					}
 					setting, settingFile = &a, f
@@ -292,26 +397,28 @@ func (c *collection) managerDefaultMemlock() (*snapshot.MemlockLimit, snapshot.P
 	}
 	var limit *snapshot.MemlockLimit
 	var from snapshot.Provenance
+	// main.c:689 parse_config_file ignores config_parse_many's result: a bad
+	// line is skipped, and a file config_parse gives up on ends the
+	// reading with what was parsed so far.
 	for _, f := range files {
 		data, ok := c.read(collector, f)
 		if !ok {
 			continue
 		}
-		as, errs := parseUnitSetting(data, "Manager", "DefaultLimitMEMLOCK")
+		as, errs, stopped := parseUnitSetting(data, "Manager", "DefaultLimitMEMLOCK")
 		for _, err := range errs {
-			c.fail(collector, f, err)
+			c.skipped(collector, f, err)
 		}
 		for _, a := range as {
-			if a.Value == "" {
-				limit = nil
-				continue
-			}
 			soft, hard, err := parseRlimitKB(a.Value)
 			if err != nil {
-				c.fail(collector, f, confLineErrorf(a.Line, "DefaultLimitMEMLOCK=%s: %v", a.Value, err))
+				c.skipped(collector, f, confLineErrorf(a.Line, "DefaultLimitMEMLOCK=%s: %v; systemd ignores the assignment", a.Value, err))
 				continue
 			}
 			limit, from = &snapshot.MemlockLimit{Soft: soft, Hard: hard}, c.at(f, a.Line)
+		}
+		if stopped {
+			break
 		}
 	}
 	return limit, from

@@ -4,20 +4,25 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseRlimitKB(t *testing.T) {
 	for value, want := range map[string][2]string{
-		"infinity":          {"unlimited", "unlimited"},
-		"64M":               {"65536", "65536"},
-		"8388608":           {"8192", "8192"},
-		"64K:infinity":      {"64", "unlimited"},
-		"1G:2G":             {"1048576", "2097152"},
-		"1.5G":              {"1572864", "1572864"},
-		"512KB":             {"512", "512"},
-		" 8M ":              {"8192", "8192"},
+		"infinity":     {"unlimited", "unlimited"},
+		"64M":          {"65536", "65536"},
+		"8388608":      {"8192", "8192"},
+		"64K:infinity": {"64", "unlimited"},
+		"1G:2G":        {"1048576", "2097152"},
+		"1.5G":         {"1572864", "1572864"},
+		" 8M":          {"8192", "8192"},
+		// parse_size's sums, smaller suffix after larger (systemd
+		// test-parse-util.c), and an empty hard half (rlimit_parse).
+		"3.5G3B":            {"3670016", "3670016"},
+		" 4 M 11.5K":        {"4107", "4107"},
+		"8M:":               {"8192", "8192"},
 		"1023":              {"0", "0"},
 		"infinity:infinity": {"unlimited", "unlimited"},
 	} {
@@ -26,7 +31,10 @@ func TestParseRlimitKB(t *testing.T) {
 			t.Errorf("parseRlimitKB(%q) = %q, %q, %v; want %v", value, soft, hard, err, want)
 		}
 	}
-	for _, value := range []string{"", "unlimited", "-1", "8Q", "8 M B", "1:2:3", "99999999999999999999", "16E", "0x10", ":"} {
+	// "512KB": after K only a smaller suffix may follow a number, and "B"
+	// has none; a blank before ":" ends the number with nothing after it;
+	// soft above hard is refused (-EILSEQ).
+	for _, value := range []string{"512KB", "8M :16M", "2G:1G", "3B3.5G", "12P12P", "", "unlimited", "-1", "8Q", "8 M B", "1:2:3", "99999999999999999999", "16E", "0x10", ":"} {
 		if _, _, err := parseRlimitKB(value); !errors.Is(err, ErrParse) {
 			t.Errorf("parseRlimitKB(%q): error %v, want ErrParse", value, err)
 		}
@@ -35,7 +43,10 @@ func TestParseRlimitKB(t *testing.T) {
 
 func TestParseUnitSetting(t *testing.T) {
 	unit := "# comment\n[Unit]\nLimitMEMLOCK=1M\n[Service]\nType=notify\n; LimitMEMLOCK=2M\nLimitMEMLOCK=\\\n  infinity\nLimitMEMLOCK=\nlimitmemlock=5M\nbroken line\n[Install\nLimitMEMLOCK=9M\n"
-	got, errs := parseUnitSetting([]byte(unit), "Service", "LimitMEMLOCK")
+	got, errs, stopped := parseUnitSetting([]byte(unit), "Service", "LimitMEMLOCK")
+	if !stopped {
+		t.Error("[Install without ']': systemd stops reading the file, not reported")
+	}
 	want := []unitAssignment{{Line: 7, Value: "infinity"}, {Line: 9, Value: ""}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("assignments (-want +got):\n%s", diff)
@@ -128,6 +139,7 @@ func FuzzServiceLimits(f *testing.F) {
 	for _, s := range []string{
 		"[Service]\nLimitMEMLOCK=infinity\n", "[Service]\nLimitMEMLOCK=64K:128M\n", "[Service]\nLimitMEMLOCK=\\\n8M\n",
 		"[Manager]\nDefaultLimitMEMLOCK=8M\n", "Max locked memory 65536 65536 bytes\n", "[Service\nx", "LimitMEMLOCK=1.5G",
+		"[Service]\nLimitMEMLOCK=3.5G3B\n", "[Service]\nLimitMEMLOCK= 4 M 11.5K:infinity\r\n",
 	} {
 		f.Add(s)
 	}
@@ -136,6 +148,9 @@ func FuzzServiceLimits(f *testing.F) {
 		for _, s := range realpkgSeeds(f, pkg, "lib/systemd/system/*") {
 			f.Add(string(s))
 		}
+	}
+	for _, data := range debroot.Files(f, "systemd", "etc/systemd/system.conf", "lib/systemd/system/systemd-logind.service", "lib/systemd/system/user@.service") {
+		f.Add(string(data))
 	}
 	ok := func(v string) bool {
 		if v == "unlimited" {
@@ -146,7 +161,7 @@ func FuzzServiceLimits(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, section := range []string{"Service", "Manager"} {
-			as, _ := parseUnitSetting([]byte(text), section, "LimitMEMLOCK")
+			as, _, _ := parseUnitSetting([]byte(text), section, "LimitMEMLOCK")
 			for _, a := range as {
 				if soft, hard, err := parseRlimitKB(a.Value); err == nil && (!ok(soft) || !ok(hard)) {
 					t.Errorf("parseRlimitKB(%q) = %q, %q", a.Value, soft, hard)

@@ -76,7 +76,9 @@ func collectSysctl(c *collection) {
 		s.Files = append(s.Files, file)
 		assignments, errs := parseSysctlConf(data)
 		for _, err := range errs {
-			c.fail(name, file, err)
+			// systemd-sysctl and procps "sysctl --system" both skip
+			// the line and apply the rest.
+			c.skipped(name, file, err)
 		}
 		for _, a := range assignments {
 			fact := "sysctl.configured." + a.Key

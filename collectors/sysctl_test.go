@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -207,9 +208,16 @@ func FuzzSysctlConf(f *testing.F) {
 	f.Add([]byte(systemdDefaultSysctlConf))
 	f.Add([]byte("kernel/domainname=x\n-net.ipv4.conf.*.rp_filter\n=\n-\n\r\n a.b..c/./d = \t v \n"))
 	f.Add([]byte("net/../../etc/passwd = 1\n[x]\nk=v=w"))
+	f.Add([]byte("a.b = 1\rc.d = 2\n\x00e.f = 3\n\r\x00"))
+	for _, data := range debroot.Files(f, "procps", "etc/sysctl.conf", "usr/lib/sysctl.d/*.conf") {
+		f.Add(data)
+	}
+	for _, data := range debroot.Files(f, "systemd", "usr/lib/sysctl.d/*.conf") {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, errs := parseSysctlConf(data)
-		lines := len(confFileLines(data))
+		lines := len(systemdLines(data))
 		for _, a := range got {
 			if a.Line < 1 || a.Line > lines {
 				t.Fatalf("assignment line %d outside 1..%d", a.Line, lines)

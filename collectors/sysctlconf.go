@@ -25,12 +25,15 @@ const sysctlWhitespace = " \t\n\r"
 // parseSysctlConf parses a sysctl.d(5) file as systemd-sysctl does: blank
 // lines and lines starting with "#" or ";" are skipped, "key = value" with
 // whitespace around both trimmed, a leading "-" marks a failure to ignore
-// (or, without "=", a glob exclusion). A line without "=" is an error and is
-// skipped; the rest of the file still counts.
+// (or, without "=", a glob exclusion). Every error is a line systemd-sysctl
+// skips while the rest of the file still applies: a line without "=" is
+// logged "Line is not an assignment, ignoring" (src/sysctl/sysctl.c:280
+// parse_file, v252), a name outside /proc/sys fails only its own write.
+// Lines end as read_line() ends them.
 func parseSysctlConf(data []byte) ([]sysctlAssignment, []error) {
 	var out []sysctlAssignment
 	var errs []error
-	for i, raw := range confFileLines(data) {
+	for i, raw := range systemdLines(data) {
 		n := i + 1
 		line := strings.Trim(raw, sysctlWhitespace)
 		if line == "" || line[0] == '#' || line[0] == ';' {

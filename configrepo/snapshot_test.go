@@ -71,6 +71,53 @@ func TestRenderedFleetNamesRepoFiles(t *testing.T) {
 	}
 }
 
+// The gate collects a rendered fleet with the host's readers: a line
+// systemd-sysctl, logind, systemd-modules-load, kmod or systemd's unit
+// parser skips is a skipped error naming the repo file, and the facts are
+// what those readers apply.
+func TestRenderedReaderSkippedLines(t *testing.T) {
+	co := checkoutOf(map[string]string{
+		"layers/gpu/etc/sysctl.d/60-a.conf":                           "vm.swappiness 1\nvm.swappiness = 1\n",
+		"layers/gpu/etc/systemd/logind.conf.d/10-hpc.conf":            "[Login]\nRemoveIPC\nRemoveIPC=no\n",
+		"layers/gpu/etc/modules-load.d/peermem.conf":                  "nvidia peermem\nnvidia-peermem\n",
+		"layers/gpu/etc/modprobe.d/peermem.conf":                      "blacklist\nblacklist nv_peer_mem\n",
+		"layers/gpu/usr/lib/systemd/system/slurmd.service":            "[Service]\nExecStart=/usr/sbin/slurmd\n",
+		"layers/gpu/etc/systemd/system/slurmd.service.d/memlock.conf": "[Service]\nLimitMEMLOCK=infinity\nLimitMEMLOCK=\n",
+	})
+	m := &Manifest{Fleets: map[string]*Fleet{"gpu": {Layers: []string{"gpu"}}}}
+	r, err := Render(context.Background(), co, m, "gpu", RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := collectors.Collect(context.Background(), r.Target(co), collectors.Options{Hostname: "gpu", ConfigOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Sysctl.Configured["vm.swappiness"] != "1" || snap.Logind.RemoveIPC != "no" ||
+		!snap.Modules.Configured["nvidia_peermem"] || !snap.Modules.Blacklisted["nv_peer_mem"] {
+		t.Errorf("facts: sysctl %v, logind %+v, modules %+v", snap.Sysctl.Configured, snap.Logind, snap.Modules)
+	}
+	if u := snap.Services.Units["slurmd.service"]; u.Memlock == nil || u.Memlock.Soft != "unlimited" {
+		t.Errorf("slurmd memlock %+v, want infinity (an empty LimitMEMLOCK= is ignored)", u.Memlock)
+	}
+	got := map[string]bool{}
+	for _, e := range snap.Errors {
+		if strings.HasPrefix(e.Path, "layers/") {
+			got[e.Path+strings.SplitN(e.Reason, ":", 3)[1]] = e.Skipped
+		}
+	}
+	want := map[string]bool{
+		"layers/gpu/etc/sysctl.d/60-a.conf line 1":                           true,
+		"layers/gpu/etc/systemd/logind.conf.d/10-hpc.conf line 2":            true,
+		"layers/gpu/etc/modules-load.d/peermem.conf line 1":                  true,
+		"layers/gpu/etc/modprobe.d/peermem.conf line 1":                      true,
+		"layers/gpu/etc/systemd/system/slurmd.service.d/memlock.conf line 3": true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (path line: skipped) (-want +got):\n%s", diff)
+	}
+}
+
 // withBaseline answers what a repo cannot know from the baseline without
 // changing either document, names the baseline in typed provenance (its
 // text as the gate has always printed it), keeps the repo's own facts
