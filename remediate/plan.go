@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/fleets"
@@ -34,8 +35,11 @@ type Options struct {
 	// Fleets are the fleet profiles; PolicyDirs user policy directories.
 	Fleets     *fleets.Set
 	PolicyDirs []string
-	Version    string
-	Log        *slog.Logger
+	// RuleTimeout is the gate's rule budget (configrepo.Options.RuleTimeout):
+	// a fix whose proof has a rule that runs past it is refused.
+	RuleTimeout time.Duration
+	Version     string
+	Log         *slog.Logger
 
 	// Set by MakePlan: the config repo's directory in its git repository
 	// and the branch Base names (see Proposal.Base).
@@ -223,6 +227,7 @@ func (opts Options) gate(base, head *configrepo.Checkout) configrepo.Options {
 		HeadCheckout: head,
 		Fleets:       opts.Fleets,
 		PolicyDirs:   opts.PolicyDirs,
+		RuleTimeout:  opts.RuleTimeout,
 		Version:      opts.Version,
 		Log:          opts.Log,
 	}
@@ -420,7 +425,9 @@ func judge(res *configrepo.Result, g *Group) []string {
 		}
 	}
 	for _, e := range res.Errors {
-		if e.Ref != res.Base.Ref && !baseErrs[e.Fleet+"\x00"+e.Error] {
+		// A rule that timed out with the fix may have a finding there,
+		// however it fared at base: nothing proves it introduces none.
+		if e.Ref != res.Base.Ref && (!baseErrs[e.Fleet+"\x00"+e.Error] || len(e.TimedOut) > 0) {
 			lines = append(lines, fmt.Sprintf("FAIL fleet %s cannot be audited with the fix: %s", e.Fleet, e.Error))
 		}
 	}

@@ -60,6 +60,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	addReportFlags(f, reports.GateFormats(), "exit 1 when the change introduces a finding at or above")
 	addWaiverFlags(f, waivers.DefaultFile+" at the --base commit")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
+	addRuleTimeoutFlag(f, "each rendered fleet is one host; a rule that runs past it is a collection-error finding and leaves the fleet not gated in full (exit 2)")
 	return cmd
 }
 
@@ -84,6 +85,10 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err := checkOutput(v.GetString("output"), gateInputs(v)); err != nil {
 		return err
 	}
+	ruleTimeout, err := a.ruleTimeout()
+	if err != nil {
+		return err
+	}
 	opts := configrepo.Options{
 		Inventory:          inv,
 		Repo:               repo,
@@ -92,6 +97,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		Fleets:             set,
 		PolicyDirs:         v.GetStringSlice("policies"),
 		AllowRenderCommand: v.GetBool("allow-render-command"),
+		RuleTimeout:        ruleTimeout,
 		Version:            version,
 		Log:                a.log,
 	}
