@@ -157,7 +157,10 @@ func MakePlan(ctx context.Context, opts Options) (*Plan, error) {
 	}
 	plan := &Plan{Schema: Schema, Base: opts.Base, BaseCommit: base.Commit, Groups: []*Group{}, Skipped: []Skipped{}}
 	for _, e := range now.Errors {
-		plan.Warnings = append(plan.Warnings, fmt.Sprintf("fleet %s could not be audited in full at %s: %s", e.Fleet, opts.Base, e.Error))
+		// Base is both sides of that gate: each error comes twice.
+		if w := fmt.Sprintf("fleet %s could not be audited in full at %s: %s", e.Fleet, opts.Base, e.Error); !slices.Contains(plan.Warnings, w) {
+			plan.Warnings = append(plan.Warnings, w)
+		}
 	}
 	var groups map[[2]string]*Group
 	if opts.Audit != nil {
