@@ -32,8 +32,12 @@ come from a fleet's baseline: snapshot, else they are absent and no rule fires o
 Symlinks and paths that leave the repo are refused. A render: command in fleetaudit.yaml
 runs code from the change under review and runs only with --allow-render-command.
 
+Each fleet is audited as audit audits a host, under the same --rule-timeout: a rule that runs
+past it at base or head is a collection-error finding and an error naming the rule, since
+whether the change adds a finding of it is unknown.
+
 Exit status: 0 when the change introduces no finding at or above --fail-on, 1 when it does,
-2 on a usage error or when a fleet could not be rendered or audited.`,
+2 on a usage error or when a fleet could not be rendered or audited in full.`,
 		Example: `  # What does my uncommitted change do to each fleet?
   fleetaudit gate --repo examples/config-repo --base HEAD
 
