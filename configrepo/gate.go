@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -47,8 +48,13 @@ type Options struct {
 	// checking out Base and Head: a change held in memory (a proposed
 	// fix) is gated without touching the user's repo.
 	BaseCheckout, HeadCheckout *Checkout
-	Version                    string
-	Log                        *slog.Logger
+	// RuleTimeout bounds the evaluation of one rendered fleet's host rules
+	// (and of its fleet-wide rules), as audit's: policies.DefaultHostTimeout
+	// when 0, no limit when negative. A rule that runs past it leaves its
+	// fleet's side not gated in full (a FleetError naming it).
+	RuleTimeout time.Duration
+	Version     string
+	Log         *slog.Logger
 }
 
 // Result is what a change does to each fleet.
@@ -100,6 +106,10 @@ type FleetError struct {
 	Fleet string `json:"fleet,omitempty"`
 	Ref   string `json:"ref"`
 	Error string `json:"error"`
+	// TimedOut are the rules that did not finish within the rule budget
+	// at this side: their findings are unknown, so the change cannot be
+	// shown to leave them as they were.
+	TimedOut []string `json:"timed_out,omitempty"`
 }
 
 // Summary counts the change's effect.
@@ -146,7 +156,9 @@ type fleetRun struct {
 	// pods names each "pods.<i>" fact by the pod's kind, namespace and
 	// name, which survive manifests being added or reordered.
 	pods map[string]string
-	err  error
+	// timedOut are the rules that did not finish within the budget.
+	timedOut []string
+	err      error
 }
 
 // Run gates the change from opts.Base to opts.Head.
@@ -284,29 +296,82 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 		run.err = fmt.Errorf("fleet %s: no fleet profile %q (known: %s); name one with profile: in %s or add it with --fleets", name, profile, strings.Join(known, ", "), ManifestFile)
 		return run
 	}
-	findings, err := g.engine.EvalHost(ctx, doc, profile)
-	if err != nil {
+	if err := g.evaluate(ctx, run, doc, name, profile); err != nil {
 		run.err = fmt.Errorf("fleet %s: %w", name, err)
 		return run
 	}
-	// Fleet-wide rules see the rendered fleet as its one host: job rules
-	// compare the pod templates of a job's roles, and skew rules compare
-	// the host with the profile's declared baseline.
-	fleetFindings, err := g.engine.EvalFleet(ctx, profile, []map[string]any{g.engine.Project(doc)})
-	if err != nil {
-		run.err = fmt.Errorf("fleet %s: %w", name, err)
-		return run
+	var why []string
+	if len(run.timedOut) > 0 {
+		why = append(why, fmt.Sprintf("%s %s did not finish within %s (--rule-timeout): %s findings are unknown, so the change is not gated in full",
+			plural(len(run.timedOut), "rule", "rules"), strings.Join(run.timedOut, ", "), g.budget(), plural(len(run.timedOut), "its", "their")))
 	}
-	findings = append(findings, fleetFindings...)
+	if len(r.Refused) > 0 {
+		why = append(why, "refused "+listSome(r.Refused, maxListed))
+	}
+	if len(why) > 0 {
+		run.err = fmt.Errorf("fleet %s: %s", name, strings.Join(why, "; "))
+	}
+	run.pods = policies.PodIDs(doc)
+	return run
+}
+
+// evaluate audits the rendered fleet as audit audits a host, through the
+// same runner with the same rule budget: its document is one host, and its
+// fleet-wide pass sees it as the fleet's one host (job rules compare the
+// pod templates of a job's roles, skew rules compare the host with the
+// profile's declared baseline). Rules that time out are run.timedOut, with
+// the collection-error findings audit reports for them, and a fleet-wide
+// rule that times out is one of them too; a rule that fails leaves the
+// fleet not audited (the error), as it did.
+func (g *gater) evaluate(ctx context.Context, run *fleetRun, doc map[string]any, name, profile string) error {
+	host := policies.HostInput{
+		Origin: name,
+		Name:   name,
+		Load:   func(context.Context) (map[string]any, error) { return doc, nil },
+	}
+	a, err := g.engine.RunAudit(ctx, func(yield func(policies.HostInput) bool) { yield(host) }, policies.RunOptions{
+		FleetOf:     func(string, map[string]any) string { return profile },
+		HostTimeout: g.opts.RuleTimeout,
+		// The gate evaluates its fleets side by side already.
+		Workers: 1,
+		Hosts:   1,
+	})
+	if err != nil {
+		return err
+	}
+	run.timedOut = slices.Clone(a.Host(0).TimedOut)
+	var errs []error
+	for _, f := range a.Failures {
+		if te, ok := f.Err.(*policies.TimeoutError); ok {
+			run.timedOut = append(run.timedOut, te.Rules...)
+			continue
+		}
+		errs = append(errs, f.Err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	findings := a.Findings()
 	for i := range findings {
 		findings[i].Fleet = name
 	}
 	run.findings, run.audited = findings, true
-	run.pods = policies.PodIDs(doc)
-	if len(r.Refused) > 0 {
-		run.err = fmt.Errorf("fleet %s: refused %s", name, listSome(r.Refused, maxListed))
+	return nil
+}
+
+// budget is the rule budget in effect, as a message names it.
+func (g *gater) budget() time.Duration {
+	if g.opts.RuleTimeout == 0 {
+		return policies.DefaultHostTimeout
 	}
-	return run
+	return g.opts.RuleTimeout
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // compare matches findings of base and head per fleet.
@@ -346,7 +411,7 @@ func (g *gater) compare(base, head *side, inv *inventory.Inventory) *Result {
 			s   *side
 		}{{b, base}, {h, head}} {
 			if x.run != nil && x.run.err != nil {
-				res.Errors = append(res.Errors, FleetError{Fleet: name, Ref: x.s.co.Label(), Error: x.run.err.Error()})
+				res.Errors = append(res.Errors, FleetError{Fleet: name, Ref: x.s.co.Label(), Error: x.run.err.Error(), TimedOut: x.run.timedOut})
 			}
 		}
 		fr.Changed = changedFiles(b, h)

@@ -260,6 +260,11 @@ func TestHostTimeout(t *testing.T) {
 	for _, f := range rep.Failures {
 		if f.File == "" && f.Fleet == "gpu-training" {
 			fleetErr = f.Err.Error()
+			// Nothing else failed: the error is the timeout alone, which
+			// says the fleet's other findings are complete.
+			if te, ok := f.Err.(*TimeoutError); !ok || !slices.Equal(te.Rules, []string{"slow-fleet"}) || te.Budget != time.Second {
+				t.Errorf("fleet failure %#v, want a *TimeoutError for slow-fleet", f.Err)
+			}
 		}
 	}
 	if !strings.Contains(fleetErr, "slow-fleet did not finish within 1s") {

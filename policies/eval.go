@@ -17,52 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// EvalHost evaluates the host rules enabled for fleet against one snapshot
-// document (see snapshot.Document; numbers as json.Number). Findings
-// come sorted by rule id, then in the rule's own (deterministic) order. A
-// rule whose facts were not collected on the host does not fire (see
-// coverage).
-func (e *Engine) EvalHost(ctx context.Context, doc map[string]any, fleet string) ([]Finding, error) {
-	ev, err := e.evalHost(ctx, doc, coverageOf(doc), fleet, 0)
-	return ev.findings, err
-}
-
-// hostEval is one host's evaluation.
-type hostEval struct {
-	findings []Finding
-	// skipped are rules that did not run for lack of data; timedOut rules
-	// that did not finish within the budget.
-	skipped, timedOut []string
-}
-
-// evalHost is EvalHost with an evaluation budget (0: none). When the
-// budget runs out, each rule is evaluated alone with the same budget, so
-// the findings of the rules that finish are kept and the ones that do not
-// are named. cov is the document's coverage.
-func (e *Engine) evalHost(ctx context.Context, doc map[string]any, cov *coverage, fleet string, budget time.Duration) (hostEval, error) {
-	if err := ctx.Err(); err != nil {
-		return hostEval{}, err
-	}
-	fq, ok := e.fleets[fleet]
-	if !ok {
-		return hostEval{}, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
-	}
-	if fq.host == nil {
-		return hostEval{}, nil
-	}
-	// Converted once: a budget that runs out re-evaluates each rule on it.
-	input, err := e.ruleInput(doc)
-	if err != nil {
-		return hostEval{}, fmt.Errorf("snapshot as Rego input: %w", err)
-	}
-	host, _ := doc["host"].(string)
-	of := func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }
-	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
-	ev := hostEval{skipped: cov.skipped(fq.host.rules)}
-	ev.findings, ev.timedOut, err = fq.evalWithin(ctx, fq.host, input, budget, of, fleet, admit)
-	return ev, err
-}
-
 // evalWithin evaluates a scope's rules in one query within budget (0:
 // none) and, when the budget runs out, each rule alone within it, returning
 // the rules that still do not finish.

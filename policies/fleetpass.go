@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -195,8 +194,12 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		g.Go(func() error {
 			slow, err := s.e.evalGroups(gctx, f.name, f.groups, s.budget, workers)
 			if len(slow) > 0 {
-				err = errors.Join(err, fmt.Errorf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
-					plural(len(slow), "rule", "rules"), strings.Join(slow, ", "), s.budget, plural(len(slow), "its", "their")))
+				te := &TimeoutError{Rules: slow, Budget: s.budget}
+				if err == nil {
+					err = te // alone: the fleet's other findings are complete
+				} else {
+					err = errors.Join(err, te)
+				}
 			}
 			errs[i] = err
 			return nil
@@ -222,40 +225,18 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	return dups, failures, nil
 }
 
-// EvalFleet evaluates the fleet-wide rules enabled for fleet over the
-// projections (see Project) of its hosts, each host a group of its own.
-// Host names must be unique. Findings come sorted by host, then rule id. A
-// finding about a host whose facts for the rule were not collected is
-// withheld, as in EvalHost.
-func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string]any) ([]Finding, error) {
-	groups := make([]*fleetGroup, len(hosts))
-	names := make([]string, len(hosts))
-	seen := make(map[string]bool, len(hosts))
-	for i, h := range hosts {
-		names[i], _ = h["host"].(string)
-		if seen[names[i]] {
-			return nil, fmt.Errorf("fleet %q: host name %q appears twice", fleet, names[i])
-		}
-		seen[names[i]] = true
-		doc := maps.Clone(h)
-		delete(doc, "host")
-		groups[i] = &fleetGroup{proj: &projection{doc: doc}, count: 1}
-	}
-	if _, err := e.evalGroups(ctx, fleet, groups, 0, 1); err != nil {
-		return nil, err
-	}
-	order := make([]int, len(hosts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return strings.Compare(names[x], names[y]) })
-	var out []Finding
-	for _, i := range order {
-		for j := range groups[i].findings {
-			out = append(out, forHost(&groups[i].findings[j], names[i]))
-		}
-	}
-	return out, nil
+// TimeoutError is a fleet's Failure for fleet-wide rules that did not
+// finish within the budget (RunOptions.HostTimeout): their findings are
+// unknown. When it is the Failure's error itself, not joined with another,
+// the fleet's other fleet-wide findings are complete.
+type TimeoutError struct {
+	Rules  []string
+	Budget time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("fleet-wide %s %s did not finish within %s; %s findings for this fleet are unknown",
+		plural(len(e.Rules), "rule", "rules"), strings.Join(e.Rules, ", "), e.Budget, plural(len(e.Rules), "its", "their"))
 }
 
 var (

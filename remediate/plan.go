@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/fleets"
@@ -34,8 +35,11 @@ type Options struct {
 	// Fleets are the fleet profiles; PolicyDirs user policy directories.
 	Fleets     *fleets.Set
 	PolicyDirs []string
-	Version    string
-	Log        *slog.Logger
+	// RuleTimeout is the gate's rule budget (configrepo.Options.RuleTimeout):
+	// a fix whose proof has a rule that runs past it is refused.
+	RuleTimeout time.Duration
+	Version     string
+	Log         *slog.Logger
 
 	// Set by MakePlan: the config repo's directory in its git repository
 	// and the branch Base names (see Proposal.Base).
@@ -153,7 +157,10 @@ func MakePlan(ctx context.Context, opts Options) (*Plan, error) {
 	}
 	plan := &Plan{Schema: Schema, Base: opts.Base, BaseCommit: base.Commit, Groups: []*Group{}, Skipped: []Skipped{}}
 	for _, e := range now.Errors {
-		plan.Warnings = append(plan.Warnings, fmt.Sprintf("fleet %s could not be audited in full at %s: %s", e.Fleet, opts.Base, e.Error))
+		// Base is both sides of that gate: each error comes twice.
+		if w := fmt.Sprintf("fleet %s could not be audited in full at %s: %s", e.Fleet, opts.Base, e.Error); !slices.Contains(plan.Warnings, w) {
+			plan.Warnings = append(plan.Warnings, w)
+		}
 	}
 	var groups map[[2]string]*Group
 	if opts.Audit != nil {
@@ -223,6 +230,7 @@ func (opts Options) gate(base, head *configrepo.Checkout) configrepo.Options {
 		HeadCheckout: head,
 		Fleets:       opts.Fleets,
 		PolicyDirs:   opts.PolicyDirs,
+		RuleTimeout:  opts.RuleTimeout,
 		Version:      opts.Version,
 		Log:          opts.Log,
 	}
@@ -420,7 +428,9 @@ func judge(res *configrepo.Result, g *Group) []string {
 		}
 	}
 	for _, e := range res.Errors {
-		if e.Ref != res.Base.Ref && !baseErrs[e.Fleet+"\x00"+e.Error] {
+		// A rule that timed out with the fix may have a finding there,
+		// however it fared at base: nothing proves it introduces none.
+		if e.Ref != res.Base.Ref && (!baseErrs[e.Fleet+"\x00"+e.Error] || len(e.TimedOut) > 0) {
 			lines = append(lines, fmt.Sprintf("FAIL fleet %s cannot be audited with the fix: %s", e.Fleet, e.Error))
 		}
 	}

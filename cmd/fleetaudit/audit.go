@@ -64,7 +64,7 @@ or when nothing could be audited.` + kubeHelp,
 	f.StringSlice("snapshots", nil, "snapshot file or directory of *.json snapshots (repeatable)")
 	f.StringSlice("root", nil, "directory to collect as one host's / (repeatable)")
 	f.Bool("no-exec", false, "run no command (nvidia-smi) when a --root is this machine's own /; only files are read, as collect --no-exec")
-	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); a rule that runs past it is a collection-error finding (0: no limit)")
+	addRuleTimeoutFlag(f, "a rule that runs past it is a collection-error finding")
 	addReportFlags(f, reports.Formats(), "exit 1 when a finding is at or above")
 	addSSHFlags(f)
 	addWaiverFlags(f, "./"+waivers.DefaultFile)
@@ -81,6 +81,25 @@ func addReportFlags(f *pflag.FlagSet, formats []string, failOnHelp string) {
 	f.String("fail-on", "high", failOnHelp+": "+strings.Join(failOnLevels, ", "))
 	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
+}
+
+// addRuleTimeoutFlag adds --rule-timeout, the rule budget audit, gate and
+// remediate share; past says what a rule that runs past it does.
+func addRuleTimeoutFlag(f *pflag.FlagSet, past string) {
+	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); "+past+" (0: no limit)")
+}
+
+// ruleTimeout is --rule-timeout as the options take it: 0 on the command
+// line is no limit, which the options spell as negative.
+func (a *app) ruleTimeout() (time.Duration, error) {
+	switch timeout := a.v.GetDuration("rule-timeout"); {
+	case timeout < 0:
+		return 0, usageError{fmt.Errorf("--rule-timeout %s: want a positive duration, or 0 for no limit", timeout)}
+	case timeout == 0:
+		return -1, nil
+	default:
+		return timeout, nil
+	}
 }
 
 // reportInputs checks --fail-on and loads --fleets and --inventory.
@@ -150,13 +169,8 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
 		return err
 	}
-	switch timeout := v.GetDuration("rule-timeout"); {
-	case timeout < 0:
-		return usageError{fmt.Errorf("--rule-timeout %s: want a positive duration, or 0 for no limit", timeout)}
-	case timeout == 0:
-		opts.RuleTimeout = -1 // no limit
-	default:
-		opts.RuleTimeout = timeout
+	if opts.RuleTimeout, err = a.ruleTimeout(); err != nil {
+		return err
 	}
 	if cmd.Flags().Changed("store") && !a.v.GetBool("record") {
 		// Without --record nothing is written to the store: saying so beats

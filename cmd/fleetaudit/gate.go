@@ -32,8 +32,12 @@ come from a fleet's baseline: snapshot, else they are absent and no rule fires o
 Symlinks and paths that leave the repo are refused. A render: command in fleetaudit.yaml
 runs code from the change under review and runs only with --allow-render-command.
 
+Each fleet is audited as audit audits a host, under the same --rule-timeout: a rule that runs
+past it at base or head is a collection-error finding and an error naming the rule, since
+whether the change adds a finding of it is unknown.
+
 Exit status: 0 when the change introduces no finding at or above --fail-on, 1 when it does,
-2 on a usage error or when a fleet could not be rendered or audited.`,
+2 on a usage error or when a fleet could not be rendered or audited in full.`,
 		Example: `  # What does my uncommitted change do to each fleet?
   fleetaudit gate --repo examples/config-repo --base HEAD
 
@@ -60,6 +64,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	addReportFlags(f, reports.GateFormats(), "exit 1 when the change introduces a finding at or above")
 	addWaiverFlags(f, waivers.DefaultFile+" at the --base commit")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
+	addRuleTimeoutFlag(f, "each rendered fleet is one host; a rule that runs past it is a collection-error finding and leaves the fleet not gated in full (exit 2)")
 	return cmd
 }
 
@@ -84,6 +89,10 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err := checkOutput(v.GetString("output"), gateInputs(v)); err != nil {
 		return err
 	}
+	ruleTimeout, err := a.ruleTimeout()
+	if err != nil {
+		return err
+	}
 	opts := configrepo.Options{
 		Inventory:          inv,
 		Repo:               repo,
@@ -92,6 +101,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		Fleets:             set,
 		PolicyDirs:         v.GetStringSlice("policies"),
 		AllowRenderCommand: v.GetBool("allow-render-command"),
+		RuleTimeout:        ruleTimeout,
 		Version:            version,
 		Log:                a.log,
 	}

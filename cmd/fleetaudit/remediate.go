@@ -85,6 +85,7 @@ not be read, or when a pull request could not be published.`,
 	f.Int("max-open-prs", 0, "open no new pull request while this many fleetaudit pull requests are open (0: no cap)")
 	f.StringSlice("fleets", nil, "fleet profile YAML file or directory of them, beside the built-in ones (repeatable)")
 	f.StringSlice("policies", nil, "directory of Rego policies and data files, beside the built-in library (repeatable)")
+	addRuleTimeoutFlag(f, "the gate's, each rendered fleet one host; a fix whose proof has a rule that runs past it is refused")
 	return cmd
 }
 
@@ -138,15 +139,20 @@ func (a *app) runRemediate(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
+	ruleTimeout, err := a.ruleTimeout()
+	if err != nil {
+		return err
+	}
 	opts := remediate.Options{
-		Repo:       repo,
-		Base:       v.GetString("base"),
-		Rule:       v.GetString("rule"),
-		Fleet:      v.GetString("fleet"),
-		Fleets:     set,
-		PolicyDirs: v.GetStringSlice("policies"),
-		Version:    version,
-		Log:        a.log,
+		Repo:        repo,
+		Base:        v.GetString("base"),
+		Rule:        v.GetString("rule"),
+		Fleet:       v.GetString("fleet"),
+		Fleets:      set,
+		PolicyDirs:  v.GetStringSlice("policies"),
+		RuleTimeout: ruleTimeout,
+		Version:     version,
+		Log:         a.log,
 	}
 	if file := v.GetString("findings"); file != "" {
 		if opts.Audit, err = remediate.ReadAudit(file); err != nil {
