@@ -19,9 +19,9 @@ const (
 var kernelCmdlineFiles = []string{"/etc/kernel/cmdline", "/usr/lib/kernel/cmdline"}
 
 // collectBoot reads the running kernel command line and the one the boot
-// loader configuration will pass at the next boot: the default boot entry's
-// where the boot loader reads entries, else the GRUB defaults, else
-// /etc/kernel/cmdline.
+// loader configuration will pass at the next boot. Which boot loader that
+// is comes from the evidence it leaves (see decideLoader); its default
+// entry gives the command line, or the GRUB defaults, or /etc/kernel/cmdline.
 func collectBoot(c *collection) {
 	boot := &c.snap.Boot
 	boot.Running = c.runningCmdline()
@@ -30,14 +30,18 @@ func collectBoot(c *collection) {
 	kernel := c.kernelCmdlineFile()
 	boot.Configured.Grub = grub
 	boot.Configured.KernelCmdline = kernel
-	entries := c.collectGrubBLS(eval)
-	if entries == nil && grub == nil {
-		entries = c.collectSdBoot()
+
+	lc := c.decideLoader(boot.Running)
+	var entries *bootEntries
+	if lc.sdBoot {
+		entries = lc.sd
+	} else {
+		entries = c.collectGrubBLS(eval)
 	}
 	switch {
 	case entries != nil:
 		c.useEntries(entries)
-	case grub != nil:
+	case grub != nil && !lc.sdBoot:
 		boot.Configured.Loader = "grub"
 		boot.Configured.Cmdline = snapshot.Cmdline{Present: true, Cmdline: grub.Cmdline, Params: grub.Params, InitArgs: grub.InitArgs}
 		c.copySources("boot.configured.grub.", "boot.configured.", grub.Params)
@@ -46,6 +50,7 @@ func collectBoot(c *collection) {
 		boot.Configured.Cmdline = *kernel
 		c.copySources("boot.configured.kernel_cmdline.", "boot.configured.", kernel.Params)
 	}
+	c.recordLoaderEvidence(lc, entries)
 }
 
 // copySources cites a params map's provenance again under another prefix.
