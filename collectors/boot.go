@@ -41,6 +41,10 @@ func collectBoot(c *collection) {
 	switch {
 	case entries != nil:
 		c.useEntries(entries)
+	case grub != nil && !lc.sdBoot && grub.Aborted != "":
+		// grub-mkconfig cannot run: the next boot keeps grub.cfg, which is
+		// not read here. The error says so.
+		boot.Configured.Loader = "grub"
 	case grub != nil && !lc.sdBoot:
 		boot.Configured.Loader = "grub"
 		boot.Configured.Cmdline = snapshot.Cmdline{Present: true, Cmdline: grub.Cmdline, Params: grub.Params, InitArgs: grub.InitArgs}
@@ -145,6 +149,9 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, *GrubEvaluation) {
 		c.fail(bootCollector, path, e)
 	}
 	grub := &snapshot.GrubDefaults{Files: []string{}}
+	if a := res.Aborted; a != nil {
+		grub.Aborted = ShellOrigin{File: a.File, Line: a.Line}.String()
+	}
 	for _, f := range files {
 		grub.Files = append(grub.Files, f.Name)
 	}
@@ -170,7 +177,10 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, *GrubEvaluation) {
 		}
 		*v.out = v.val.String()
 		segs = append(segs, v.val.Segments...)
-		if v.val.Set {
+		if at := v.val.AssignedAt; v.val.Set && at.File == "" && v.val.Unknown != nil {
+			// Unknown since grub-mkconfig stopped reading.
+			c.from(v.fact, v.val.Unknown.At.File, v.val.Unknown.At.Line)
+		} else if v.val.Set {
 			c.from(v.fact, v.val.AssignedAt.File, v.val.AssignedAt.Line)
 		} else {
 			c.defaulted(v.fact, "not set in the GRUB defaults")

@@ -240,12 +240,13 @@ func TestCollectBootFixtures(t *testing.T) {
 				Configured: snapshot.BootConfig{
 					Loader:         "grub",
 					LoaderEvidence: grubEvidence,
-					Cmdline:        snapshot.Cmdline{Present: true, Cmdline: " ", Params: map[string]string{}},
+					// grub-mkconfig exits at 70-broken.cfg's unterminated
+					// quote: no configured command line.
 					Grub: &snapshot.GrubDefaults{
 						Cmdline: " ",
-						Default: "0",
 						Files:   []string{grubMain, "/etc/default/grub.d/70-broken.cfg"},
 						Unknown: []string{"GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"},
+						Aborted: "/etc/default/grub.d/70-broken.cfg:2",
 					},
 				},
 			},
@@ -256,13 +257,12 @@ func TestCollectBootFixtures(t *testing.T) {
 				"boot.running.params.root":       "/proc/cmdline",
 				"boot.running.params.ro":         "/proc/cmdline",
 				"boot.running.params.console":    "/proc/cmdline",
-				// Unknown values still name the assignment that made them so.
-				"boot.configured.grub.cmdline_linux":         grubMain + ":5",
+				// Unknown values name where grub-mkconfig stops.
+				"boot.configured.grub.cmdline_linux":         "/etc/default/grub.d/70-broken.cfg:2",
 				"boot.configured.grub.cmdline_linux_default": "/etc/default/grub.d/70-broken.cfg:2",
 			},
 			errors: []snapshot.CollectionError{
-				{Collector: "boot", Path: grubMain, Reason: "parse error: line 5: GRUB_CMDLINE_LINUX cannot be evaluated: command substitution $(...) at line 5"},
-				{Collector: "boot", Path: "/etc/default/grub.d/70-broken.cfg", Reason: "parse error: line 2: unterminated double quote"},
+				{Collector: "boot", Path: "/etc/default/grub.d/70-broken.cfg", Reason: "parse error: line 2: unterminated double quote; " + grubAborts},
 				{Collector: "boot", Path: "/etc/default/grub.d/80-dir.cfg", Reason: "is a directory"},
 				{Collector: "boot", Path: "/proc/cmdline", Reason: "parse error: line 1: NUL byte at offset 87"},
 			},

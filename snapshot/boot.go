@@ -112,4 +112,8 @@ type GrubDefaults struct {
 	// running the shell; they are left out of the configured params and
 	// reported in errors.
 	Unknown []string `json:"unknown,omitempty"`
+	// Aborted is the file:line of a syntax error, where grub-mkconfig's
+	// /bin/sh exits: update-grub fails, grub.cfg keeps what its last run
+	// wrote, and the configured command line is unknown (not present).
+	Aborted string `json:"aborted,omitempty"`
 }
