@@ -576,7 +576,7 @@ divergence_evidence(p) := {path |
 }
 
 # METADATA
-# title: Two boot loaders installed, and the running kernel came from the other
+# title: Another boot loader is installed beside the one that boots the host
 # description: >-
 #   The boot loader that started the running kernel (the LoaderInfo EFI
 #   variable systemd-boot sets, BOOT_IMAGE= which GRUB's linux command adds,
