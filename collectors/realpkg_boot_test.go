@@ -91,39 +91,76 @@ func sdBootDebianRoot(t *testing.T) sdBootHost {
 	return h
 }
 
-// kernelInstall runs the package's own 90-loaderentry.install for version,
-// as kernel-install add does on Debian (layout bls, entry token = machine
-// id, $BOOT = the ESP), with the configuration directory of the root.
+// kernelInstall runs the package's own 90-loaderentry.install for version.
 func (h sdBootHost) kernelInstall(t *testing.T, version string) {
 	t.Helper()
+	runLoaderEntryScript(t, filepath.Join(h.root, "usr/lib/kernel/install.d/90-loaderentry.install"),
+		filepath.Join(h.root, "etc/kernel"), filepath.Join(h.root, "efi"), version)
+}
+
+// runLoaderEntryScript runs 90-loaderentry.install as kernel-install add
+// does on Debian (layout bls, entry token = machine id, $BOOT = the ESP at
+// boot), with the kernel-install configuration of confRoot.
+func runLoaderEntryScript(tb testing.TB, script, confRoot, boot, version string) {
+	tb.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh to run 90-loaderentry.install")
+		tb.Skip("no sh to run 90-loaderentry.install")
 	}
-	tmp := t.TempDir()
+	tmp := tb.TempDir()
 	for _, f := range []string{"vmlinuz-" + version, "initrd.img-" + version} {
-		writeFile(t, tmp, f, "not a real "+f)
-	}
-	staging := filepath.Join(tmp, "staging")
-	entryDir := filepath.Join(h.root, "efi", sdbMID, version)
-	for _, d := range []string{staging, entryDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(tmp, f), []byte("not a real "+f), 0o644); err != nil {
+			tb.Fatal(err)
 		}
 	}
-	script := filepath.Join(h.root, "usr/lib/kernel/install.d/90-loaderentry.install")
+	staging := filepath.Join(tmp, "staging")
+	entryDir := filepath.Join(boot, sdbMID, version)
+	for _, d := range []string{staging, entryDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	cmd := exec.Command("sh", script, "add", version, entryDir, filepath.Join(tmp, "vmlinuz-"+version), filepath.Join(tmp, "initrd.img-"+version))
 	cmd.Env = append(os.Environ(),
 		"KERNEL_INSTALL_LAYOUT=bls",
 		"KERNEL_INSTALL_MACHINE_ID="+sdbMID,
 		"KERNEL_INSTALL_ENTRY_TOKEN="+sdbMID,
-		"KERNEL_INSTALL_BOOT_ROOT="+filepath.Join(h.root, "efi"),
-		"KERNEL_INSTALL_CONF_ROOT="+filepath.Join(h.root, "etc/kernel"),
+		"KERNEL_INSTALL_BOOT_ROOT="+boot,
+		"KERNEL_INSTALL_CONF_ROOT="+confRoot,
 		"KERNEL_INSTALL_STAGING_AREA="+staging,
 		"KERNEL_INSTALL_VERBOSE=0",
 	)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("90-loaderentry.install add %s: %v\n%s", version, err, out)
+		tb.Fatalf("90-loaderentry.install add %s: %v\n%s", version, err, out)
 	}
+}
+
+// realLoaderEntry is the entry the systemd package's 90-loaderentry.install
+// writes for cmdline: a fuzz seed. Nil when the package is not available.
+func realLoaderEntry(tb testing.TB, cmdline string) []byte {
+	tb.Helper()
+	files := debroot.Files(tb, "systemd", "usr/lib/kernel/install.d/90-loaderentry.install")
+	script, ok := files["usr/lib/kernel/install.d/90-loaderentry.install"]
+	if !ok {
+		return nil
+	}
+	dir := tb.TempDir()
+	for _, d := range []string{"conf", "boot"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "90-loaderentry.install"), script, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conf/cmdline"), []byte(cmdline), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	runLoaderEntryScript(tb, filepath.Join(dir, "90-loaderentry.install"), filepath.Join(dir, "conf"), filepath.Join(dir, "boot"), sdbKernel)
+	data, err := os.ReadFile(filepath.Join(dir, "boot/loader/entries", sdbMID+"-"+sdbKernel+".conf"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }
 
 // entryPath is the entry 90-loaderentry.install writes for version (line
@@ -291,5 +328,98 @@ func TestRealSdBootHugetlbCMAPlanted(t *testing.T) {
 	}
 	if len(fired["boot-entry-divergent"]) > 0 {
 		t.Errorf("boot-entry-divergent fired on an entry kernel-install wrote: %s", fired["boot-entry-divergent"][0].Message)
+	}
+}
+
+// TestRealSdBootEntriesOnAGrubBootedHost: the same host booted by GRUB
+// (BOOT_IMAGE= on the command line, no LoaderInfo: the firmware started
+// another boot entry): the configuration is GRUB's, and systemd-boot's
+// entries, which /etc/kernel/cmdline feeds, are reported as a second
+// loader.
+func TestRealSdBootEntriesOnAGrubBootedHost(t *testing.T) {
+	h := sdBootDebianRoot(t)
+	remove(t, h.root, "sys/firmware/efi/efivars/LoaderInfo-"+loaderVendor)
+	writeFile(t, h.root, "proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+sdbKernel+" "+sdbRoot+"\n")
+	snap, fired := collectBootRules(t, h.root)
+	cfg := snap.Boot.Configured
+	if cfg.Loader != "grub" || !slices.Equal(cfg.LoaderEvidence, []string{"BOOT_IMAGE= in /proc/cmdline", "GRUB defaults: /etc/default/grub"}) {
+		t.Errorf("loader %q from %q, want grub from BOOT_IMAGE=", cfg.Loader, cfg.LoaderEvidence)
+	}
+	c := fired["boot-loader-conflict"]
+	if len(c) != 1 {
+		t.Fatalf("boot-loader-conflict fired %d times, want once", len(c))
+	}
+	if !strings.HasSuffix(c[0].Message, "evidence of another boot loader: systemd-boot entries: /efi/loader/entries") {
+		t.Errorf("message %q", c[0].Message)
+	}
+	if got := evidenceSource(c[0], "boot.configured.loader_conflict"); got != "/efi/loader/entries" {
+		t.Errorf("conflict cited at %q, want /efi/loader/entries", got)
+	}
+	if len(fired["boot-config-pending"]) > 0 {
+		t.Errorf("boot-config-pending: %s", fired["boot-config-pending"][0].Message)
+	}
+}
+
+// TestRealGrubDebianDefaults: Debian's GRUB defaults as grub-pc's postinst
+// installs them (/usr/share/grub/default/grub copied by ucf) on a host GRUB
+// boots: no error (GRUB_DISTRIBUTOR's backquotes are not a command-line
+// variable), the command line GRUB_CMDLINE_LINUX_DEFAULT="quiet" gives, and
+// nothing pending. Then a drop-in, which grub-mkconfig sources after it
+// (/etc/default/grub.d/*.cfg), plants hugetlb_cma=6G for the next boot.
+func TestRealGrubDebianDefaults(t *testing.T) {
+	root, pkgs := debroot.Root(t, "grub2-common")
+	t.Logf("grub2-common %s", pkgs[0].Version)
+	data, err := os.ReadFile(filepath.Join(root, "usr/share/grub/default/grub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"etc/default/grub.d", "proc"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, root, "etc/default/grub", string(data))
+	// 10_linux: linux <kernel> root=<device> ro ${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}.
+	writeFile(t, root, "proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+sdbKernel+" root=UUID=5c2e8a1f-7b3d-4c9e-a6f5-0d1e2f3a4b5c ro quiet\n")
+
+	snap, fired := collectBootRules(t, root)
+	if errs := bootErrors(snap); len(errs) > 0 {
+		t.Errorf("boot collection errors: %q", errs)
+	}
+	cfg := snap.Boot.Configured
+	if cfg.Loader != "grub" || cfg.Grub == nil || cfg.Grub.Default != "0" || len(cfg.Params) != 1 || cfg.Params["quiet"] != "" {
+		t.Errorf("loader %q, params %v, GRUB defaults %+v: want grub, quiet, GRUB_DEFAULT=0", cfg.Loader, cfg.Params, cfg.Grub)
+	}
+	if at := snap.Sources["boot.configured.params.quiet"]; at.File != "/etc/default/grub" || at.Line == 0 {
+		t.Errorf("quiet cited at %v, want the GRUB_CMDLINE_LINUX_DEFAULT line of /etc/default/grub", at)
+	}
+	for rule, fs := range fired {
+		t.Errorf("%s fired on the defaults as installed: %s", rule, fs[0].Message)
+	}
+
+	writeFile(t, root, "etc/default/grub.d/60-hugetlb.cfg", "# GPU fleet\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX hugetlb_cma=6G\"\n")
+	_, fired = collectBootRules(t, root)
+	pend := fired["boot-config-pending"]
+	if len(pend) != 1 || !strings.HasSuffix(pend[0].Message, "(grub loader): +hugetlb_cma") {
+		t.Fatalf("boot-config-pending %+v, want +hugetlb_cma", pend)
+	}
+	if got := evidenceSource(pend[0], "boot.configured.params.hugetlb_cma"); got != "/etc/default/grub.d/60-hugetlb.cfg:2" {
+		t.Errorf("hugetlb_cma cited at %q, want /etc/default/grub.d/60-hugetlb.cfg:2", got)
+	}
+
+	// A syntax error in a drop-in: grub-mkconfig's sh exits there, so the
+	// next boot keeps grub.cfg: the error is reported and the configured
+	// command line is unknown, not a pending change.
+	writeFile(t, root, "etc/default/grub.d/70-broken.cfg", "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT nosmt\n")
+	snap, fired = collectBootRules(t, root)
+	want := []string{"/etc/default/grub.d/70-broken.cfg: parse error: line 1: unterminated double quote; " + grubAborts}
+	if errs := bootErrors(snap); !slices.Equal(errs, want) {
+		t.Errorf("errors %q, want %q", errs, want)
+	}
+	if cfg := snap.Boot.Configured; cfg.Present || cfg.Grub.Aborted != "/etc/default/grub.d/70-broken.cfg:1" {
+		t.Errorf("configured present %v, aborted %q: want absent, aborted at 70-broken.cfg:1", cfg.Present, cfg.Grub.Aborted)
+	}
+	if len(fired["boot-config-pending"]) > 0 {
+		t.Errorf("boot-config-pending fired on an unknown next command line: %s", fired["boot-config-pending"][0].Message)
 	}
 }
