@@ -21,7 +21,10 @@ import (
 const (
 	blsEntriesDir = "/boot/loader/entries"
 	grubenvFile   = "/boot/grub2/grubenv"
-	efiDir        = "/boot/efi/EFI"
+	// debianGrubenvFile is grubenv where Debian and Ubuntu keep GRUB
+	// (/boot/grub); only its presence is read, as evidence of GRUB.
+	debianGrubenvFile = "/boot/grub/grubenv"
+	efiDir            = "/boot/efi/EFI"
 	// efivarsDir holds EFI variables as files: 4 bytes of attributes, then
 	// the value (systemd-boot's are NUL-terminated UTF-16LE strings).
 	efivarsDir = "/sys/firmware/efi/efivars"
@@ -44,7 +47,7 @@ var sdBootRoots = []string{"/efi", "/boot", "/boot/efi"}
 func BootPaths() []string {
 	paths := []string{procCmdline, grubDefaultFile, grubDefaultDir}
 	paths = append(paths, kernelCmdlineFiles...)
-	paths = append(paths, blsEntriesDir, grubenvFile, efiDir)
+	paths = append(paths, blsEntriesDir, grubenvFile, debianGrubenvFile, efiDir)
 	paths = append(paths, grubCfgFiles...)
 	for _, r := range sdBootRoots {
 		paths = append(paths, r+"/loader/loader.conf", r+"/loader/entries", r+"/EFI/systemd")

@@ -13,10 +13,11 @@ import (
 // the presence of a loader's files is weaker evidence than what the loader
 // that started the running kernel left:
 //   - systemd-boot sets the LoaderInfo EFI variable at every boot
-//     ("systemd-boot 252.39-1~deb12u2"; sd-boot's boot.c, export_variables);
+//     ("systemd-boot 252.39-1~deb12u2", a string of Debian's systemd-bootx64.efi);
 //   - GRUB's linux command puts BOOT_IMAGE= first on the command line;
-//   - systemd-boot (up to v253) passes a type #1 entry's initrds as
-//     initrd=\path\on\the\ESP, a form GRUB never writes.
+//   - systemd-boot 252 passes a type #1 entry's initrds on the command line
+//     as initrd=\path\on\the\ESP (boot.c: L"%s initrd=%s"), a form GRUB
+//     never writes.
 // Files on disk decide only when the running kernel says nothing (an image,
 // a rendered config repo, a host without efivars).
 
@@ -28,8 +29,6 @@ type bootEvidence struct {
 	what string
 	file string
 }
-
-func (e bootEvidence) String() string { return e.what }
 
 // loaderChoice is the decided loader and the evidence on each side.
 type loaderChoice struct {
@@ -157,7 +156,7 @@ func (c *collection) grubMenuFiles() []bootEvidence {
 			ev = append(ev, bootEvidence{"GRUB config: " + name, name})
 		}
 	}
-	for _, name := range []string{grubenvFile, "/boot/grub/grubenv"} {
+	for _, name := range []string{grubenvFile, debianGrubenvFile} {
 		if c.exists(name) {
 			ev = append(ev, bootEvidence{"GRUB environment block: " + name, name})
 		}
