@@ -30,7 +30,7 @@ const (
 )
 
 // bootRules are the rules this file checks.
-var bootRules = []string{"boot-config-pending", "boot-entry-divergent", "boot-loader-conflict"}
+var bootRules = []string{"boot-config-pending", "boot-entry-divergent", "boot-loader-conflict", "hugetlb-cma-on-gpu"}
 
 type sdBootHost struct {
 	root    string
@@ -302,6 +302,13 @@ func TestRealSdBootHugetlbCMAPlanted(t *testing.T) {
 	if got := evidenceSource(div[0], "boot.configured.kernel_cmdline.params.hugetlb_cma"); got != "/etc/kernel/cmdline:2" {
 		t.Errorf("hugetlb_cma cited at %q, want /etc/kernel/cmdline:2", got)
 	}
+	cma := fired["hugetlb-cma-on-gpu"]
+	if len(cma) != 1 || !strings.HasPrefix(cma[0].Message, "hugetlb_cma=6G in /etc/kernel/cmdline, which the next kernel install writes") {
+		t.Fatalf("hugetlb-cma-on-gpu %+v, want it planted in /etc/kernel/cmdline", cma)
+	}
+	if got := evidenceSource(cma[0], "boot.configured.kernel_cmdline.params.hugetlb_cma"); got != "/etc/kernel/cmdline:2" {
+		t.Errorf("hugetlb-cma-on-gpu cites %q, want /etc/kernel/cmdline:2", got)
+	}
 
 	// A kernel upgrade: Debian's /etc/kernel/postinst.d/zz-systemd-boot
 	// runs kernel-install add, and the newer entry is the default.
@@ -328,6 +335,13 @@ func TestRealSdBootHugetlbCMAPlanted(t *testing.T) {
 	}
 	if len(fired["boot-entry-divergent"]) > 0 {
 		t.Errorf("boot-entry-divergent fired on an entry kernel-install wrote: %s", fired["boot-entry-divergent"][0].Message)
+	}
+	cma = fired["hugetlb-cma-on-gpu"]
+	if len(cma) != 1 || !strings.HasPrefix(cma[0].Message, "hugetlb_cma=6G on the configured kernel command line") {
+		t.Fatalf("hugetlb-cma-on-gpu %+v, want it on the configured command line", cma)
+	}
+	if got := evidenceSource(cma[0], "boot.configured.params.hugetlb_cma"); got != want {
+		t.Errorf("hugetlb-cma-on-gpu cites %q, want %q", got, want)
 	}
 }
 

@@ -54,7 +54,9 @@ below(v, before) if version.less(v, before)
 # title: CMA area reserved on a GPU training host
 # description: >-
 #   hugetlb_cma (or cma) is non-zero on the running or configured kernel command
-#   line, or /proc/meminfo shows a CMA area no boot parameter explains (a
+#   line, or in the one the next kernel install writes into a new boot entry
+#   (/etc/kernel/cmdline on systemd-boot, the GRUB defaults where GRUB reads
+#   boot entries), or /proc/meminfo shows a CMA area no boot parameter explains (a
 #   distribution kernel's CONFIG_CMA_SIZE_MBYTES or CONFIG_CMA_SIZE_PERCENTAGE
 #   default). The kernel then serves movable allocations, NCCL host buffers
 #   among them, from MIGRATE_CMA pageblocks. When the NVIDIA driver pins such a
@@ -108,6 +110,8 @@ below(v, before) if version.less(v, before)
 #   - nvidia.present
 #   - kernel.arch
 #   - memory.cma_total_kb
+#   - boot.configured.kernel_cmdline.params.hugetlb_cma
+#   - boot.configured.grub.params.hugetlb_cma
 hugetlb_cma_on_gpu contains f if {
 	not data.fleetaudit.params.hugetlb_cma_allowed
 	some param in cma_params
@@ -122,6 +126,29 @@ hugetlb_cma_on_gpu contains f if {
 		},
 		boot_fix(where, {"kind": "boot-param", "set": {param: "0"}}),
 	)
+}
+
+# Planted for the next kernel: in /etc/kernel/cmdline on systemd-boot (or
+# the GRUB defaults with BLS entries), which the next kernel install writes
+# into the new default entry, while the running and the default entry's
+# command lines do not reserve it yet.
+hugetlb_cma_on_gpu contains f if {
+	not data.fleetaudit.params.hugetlb_cma_allowed
+	some param in cma_params
+	value := next_install.params[param]
+	reserves(param, value)
+	not reserves_now(param)
+	f := {
+		"msg": sprintf("%s=%s in %s, which the next kernel install writes into the new default boot entry: NCCL host buffers can land in CMA pageblocks and RDMA registration then fails with ENOMEM%s", [param, value, next_install.what, reasons_text]),
+		"evidence": array.concat([sprintf("boot.configured.%s.params.%s", [next_install.section, param])], pin_evidence),
+		"severity": cma_severity,
+		"fix": {"kind": "boot-param", "set": {param: "0"}},
+	}
+}
+
+reserves_now(param) if {
+	some w in ["running", "configured"]
+	reserves(param, input.boot[w].params[param])
 }
 
 # A CMA area no boot parameter explains: the kernel's build-time default

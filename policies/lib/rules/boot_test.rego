@@ -505,3 +505,24 @@ test_boot_loader_conflict_not_without_one if {
 	count(boot.boot_loader_conflict) == 0 with input as h
 	count(boot.boot_loader_conflict) == 0 with input as {}
 }
+
+test_hugetlb_cma_planted_in_kernel_cmdline if {
+	h := object.union(sdboot_host({"root": "UUID=1", "systemd.machine_id": sdboot_mid}, {"root": "UUID=1", "hugetlb_cma": "6G"}), {"nvidia": {"present": true, "driver_version": "550.90.07"}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as h]
+	startswith(f.msg, "hugetlb_cma=6G in /etc/kernel/cmdline, which the next kernel install writes into the new default boot entry")
+	f.evidence[0] == "boot.configured.kernel_cmdline.params.hugetlb_cma"
+	f.severity == "high"
+	f.fix == {"kind": "boot-param", "set": {"hugetlb_cma": "0"}}
+}
+
+test_hugetlb_cma_in_the_entry_is_reported_once if {
+	p := {"root": "UUID=1", "hugetlb_cma": "6G", "systemd.machine_id": sdboot_mid}
+	h := sdboot_host(p, {"root": "UUID=1", "hugetlb_cma": "6G"})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as h]
+	startswith(f.msg, "hugetlb_cma=6G on the running and configured kernel command line")
+}
+
+test_hugetlb_cma_zero_in_kernel_cmdline_passes if {
+	h := sdboot_host({"root": "UUID=1"}, {"root": "UUID=1", "hugetlb_cma": "0"})
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as h
+}
