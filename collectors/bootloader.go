@@ -127,41 +127,54 @@ func entryDirs(be *bootEntries) []bootEvidence {
 func (c *collection) sdBootInstalled() (ev []bootEvidence, conf string) {
 	for _, r := range sdBootRoots {
 		name := r + "/loader/loader.conf"
-		if _, ok := c.read(bootCollector, name); ok {
+		if c.present(name) {
 			ev = append(ev, bootEvidence{"systemd-boot loader.conf: " + name, name})
 			if conf == "" {
 				conf = name
 			}
 		}
-		if dir := r + "/EFI/systemd"; len(c.readDir(bootCollector, dir)) > 0 {
-			ev = append(ev, bootEvidence{"systemd-boot EFI binary: " + dir, dir})
+		if dir := r + "/EFI/systemd"; c.present(dir) {
+			if entries, err := c.src.ReadDir(rel(dir)); err == nil && len(entries) > 0 {
+				ev = append(ev, bootEvidence{"systemd-boot EFI binary: " + dir, dir})
+			}
 		}
 	}
 	return ev, conf
 }
 
 // grubMenuFiles are GRUB's own files, which grub-install and grub-mkconfig
-// write (the defaults in /etc/default are only grub-mkconfig's input). They
-// are looked up, not read: on RHEL grub.cfg is mode 0600.
+// write (the defaults in /etc/default are only grub-mkconfig's input).
 func (c *collection) grubMenuFiles() []bootEvidence {
 	var ev []bootEvidence
 	names := slices.Clone(grubCfgFiles)
-	for _, e := range c.readDir(bootCollector, efiDir) {
-		if e.IsDir() && !strings.EqualFold(e.Name(), "boot") {
-			names = append(names, efiDir+"/"+e.Name()+"/grub.cfg")
+	if entries, err := c.src.ReadDir(rel(efiDir)); err == nil {
+		for _, e := range entries {
+			if e.IsDir() && !strings.EqualFold(e.Name(), "boot") {
+				names = append(names, efiDir+"/"+e.Name()+"/grub.cfg")
+			}
 		}
 	}
+	slices.Sort(names[len(grubCfgFiles):])
 	for _, name := range names {
-		if c.exists(name) {
+		if c.present(name) {
 			ev = append(ev, bootEvidence{"GRUB config: " + name, name})
 		}
 	}
 	for _, name := range []string{grubenvFile, debianGrubenvFile} {
-		if c.exists(name) {
+		if c.present(name) {
 			ev = append(ev, bootEvidence{"GRUB environment block: " + name, name})
 		}
 	}
 	return ev
+}
+
+// present says whether name is there, for evidence only: it is looked up,
+// not read (grub.cfg is mode 0600 on RHEL), and a boot partition an
+// unprivileged collection cannot enter (vfat mounted with umask=0077) is
+// no evidence and no error.
+func (c *collection) present(name string) bool {
+	_, err := c.src.Stat(rel(name))
+	return err == nil
 }
 
 // recordLoaderEvidence writes what decided the loader, and the conflicting

@@ -1,6 +1,9 @@
 package collectors
 
 import (
+	"context"
+	"io/fs"
+	"path"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -130,5 +133,72 @@ func TestBootLoaderEvidence(t *testing.T) {
 				t.Errorf("errors: %s", strings.Join(errs, "\n"))
 			}
 		})
+	}
+}
+
+// deniedUnder is a Source where everything below dir cannot be opened, as
+// for an unprivileged collection of an ESP mounted with umask=0077.
+type deniedUnder struct {
+	Source
+	dir string
+}
+
+func (d deniedUnder) denied(op, name string) error {
+	if name == d.dir || strings.HasPrefix(name, d.dir+"/") {
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
+	}
+	return nil
+}
+
+func (d deniedUnder) Open(name string) (fs.File, error) {
+	if err := d.denied("open", name); err != nil {
+		return nil, err
+	}
+	return d.Source.Open(name)
+}
+
+func (d deniedUnder) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := d.denied("open", name); err != nil {
+		return nil, err
+	}
+	return d.Source.ReadDir(name)
+}
+
+func (d deniedUnder) Stat(name string) (fs.FileInfo, error) {
+	if err := d.denied("stat", path.Dir(name)); err != nil {
+		return nil, err
+	}
+	return d.Source.Stat(name)
+}
+
+func (d deniedUnder) Lstat(name string) (fs.FileInfo, error) {
+	if err := d.denied("lstat", path.Dir(name)); err != nil {
+		return nil, err
+	}
+	return d.Source.Lstat(name)
+}
+
+// TestBootLoaderEvidenceUnprivileged: looking for a loader's files on an
+// ESP the collection cannot enter is no error on a GRUB host (Ubuntu's
+// /boot/efi is mounted with umask=0077).
+func TestBootLoaderEvidenceUnprivileged(t *testing.T) {
+	files := fstest.MapFS{
+		"etc/default/grub":               {Data: []byte("GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\n")},
+		"proc/cmdline":                   {Data: []byte("BOOT_IMAGE=/boot/vmlinuz-6.8.0-45-generic root=UUID=1 ro quiet splash\n")},
+		"boot/grub/grub.cfg":             {Data: []byte("menuentry 'Ubuntu' {\n}\n")},
+		"boot/efi/EFI/ubuntu/grub.cfg":   {Data: []byte("configfile $prefix/grub.cfg\n")},
+		"boot/efi/loader/loader.conf":    {Data: []byte("timeout 3\n")},
+		"boot/efi/loader/entries/a.conf": {Data: []byte("linux /a\noptions a=1\n")},
+	}
+	snap, err := Collect(context.Background(), Target{Files: deniedUnder{FS(files), "boot/efi"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := snap.Boot.Configured
+	if cfg.Loader != "grub" || len(cfg.LoaderConflict) > 0 {
+		t.Errorf("loader %q, conflict %q: want grub, nothing unreadable counted", cfg.Loader, cfg.LoaderConflict)
+	}
+	if errs := bootErrors(snap); len(errs) > 0 {
+		t.Errorf("errors: %q", errs)
 	}
 }
