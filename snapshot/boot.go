@@ -38,10 +38,11 @@ type BootConfig struct {
 	// /etc/default/grub", ...). The running loader's evidence wins over
 	// files a previous loader or an installer left behind.
 	LoaderEvidence []string `json:"loader_evidence,omitempty"`
-	// LoaderConflict is evidence of another boot loader, installed with a
-	// boot menu of its own, that the running loader's evidence overruled:
-	// editing that loader's configuration changes nothing at the next boot
-	// unless the firmware starts it instead. Leftover defaults alone
+	// LoaderConflict is evidence for a loader other than Loader: another
+	// loader installed with a boot menu of its own (systemd-boot entries,
+	// a grub.cfg), or a running kernel another loader started. Editing
+	// that loader's configuration changes nothing at the next boot unless
+	// the firmware starts it instead. Leftover defaults alone
 	// (/etc/default/grub without grub.cfg) are not a conflict.
 	LoaderConflict []string `json:"loader_conflict,omitempty"`
 	Cmdline
