@@ -277,6 +277,9 @@ func fixtureEntries(t testing.TB, pattern string) [][]byte {
 func FuzzBLSEntry(f *testing.F) {
 	f.Add([]byte(rhel8Entry))
 	f.Add([]byte(sdbootEntry))
+	if entry := realLoaderEntry(f, sdbRoot+"\nhugetlb_cma=6G\n"); entry != nil {
+		f.Add(entry)
+	}
 	for _, pattern := range []string{"boot/loader/entries/*.conf", "efi/loader/entries/*.conf", "efi/loader/loader.conf"} {
 		for _, data := range fixtureEntries(f, pattern) {
 			f.Add(data)

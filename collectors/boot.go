@@ -19,9 +19,9 @@ const (
 var kernelCmdlineFiles = []string{"/etc/kernel/cmdline", "/usr/lib/kernel/cmdline"}
 
 // collectBoot reads the running kernel command line and the one the boot
-// loader configuration will pass at the next boot: the default boot entry's
-// where the boot loader reads entries, else the GRUB defaults, else
-// /etc/kernel/cmdline.
+// loader configuration will pass at the next boot. Which boot loader that
+// is comes from the evidence it leaves (see decideLoader); its default
+// entry gives the command line, or the GRUB defaults, or /etc/kernel/cmdline.
 func collectBoot(c *collection) {
 	boot := &c.snap.Boot
 	boot.Running = c.runningCmdline()
@@ -30,14 +30,22 @@ func collectBoot(c *collection) {
 	kernel := c.kernelCmdlineFile()
 	boot.Configured.Grub = grub
 	boot.Configured.KernelCmdline = kernel
-	entries := c.collectGrubBLS(eval)
-	if entries == nil && grub == nil {
-		entries = c.collectSdBoot()
+
+	lc := c.decideLoader(boot.Running)
+	var entries *bootEntries
+	if lc.sdBoot {
+		entries = lc.sd
+	} else {
+		entries = c.collectGrubBLS(eval)
 	}
 	switch {
 	case entries != nil:
 		c.useEntries(entries)
-	case grub != nil:
+	case grub != nil && !lc.sdBoot && grub.Aborted != "":
+		// grub-mkconfig cannot run: the next boot keeps grub.cfg, which is
+		// not read here. The error says so.
+		boot.Configured.Loader = "grub"
+	case grub != nil && !lc.sdBoot:
 		boot.Configured.Loader = "grub"
 		boot.Configured.Cmdline = snapshot.Cmdline{Present: true, Cmdline: grub.Cmdline, Params: grub.Params, InitArgs: grub.InitArgs}
 		c.copySources("boot.configured.grub.", "boot.configured.", grub.Params)
@@ -46,6 +54,7 @@ func collectBoot(c *collection) {
 		boot.Configured.Cmdline = *kernel
 		c.copySources("boot.configured.kernel_cmdline.", "boot.configured.", kernel.Params)
 	}
+	c.recordLoaderEvidence(lc, entries)
 }
 
 // copySources cites a params map's provenance again under another prefix.
@@ -140,6 +149,9 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, *GrubEvaluation) {
 		c.fail(bootCollector, path, e)
 	}
 	grub := &snapshot.GrubDefaults{Files: []string{}}
+	if a := res.Aborted; a != nil {
+		grub.Aborted = ShellOrigin{File: a.File, Line: a.Line}.String()
+	}
 	for _, f := range files {
 		grub.Files = append(grub.Files, f.Name)
 	}
@@ -165,7 +177,10 @@ func (c *collection) grubCmdline() (*snapshot.GrubDefaults, *GrubEvaluation) {
 		}
 		*v.out = v.val.String()
 		segs = append(segs, v.val.Segments...)
-		if v.val.Set {
+		if at := v.val.AssignedAt; v.val.Set && at.File == "" && v.val.Unknown != nil {
+			// Unknown since grub-mkconfig stopped reading.
+			c.from(v.fact, v.val.Unknown.At.File, v.val.Unknown.At.Line)
+		} else if v.val.Set {
 			c.from(v.fact, v.val.AssignedAt.File, v.val.AssignedAt.Line)
 		} else {
 			c.defaulted(v.fact, "not set in the GRUB defaults")

@@ -16,6 +16,8 @@ func TestCollectBootFixtures(t *testing.T) {
 		grubMain = "/etc/default/grub"
 		hugetlb  = "/etc/default/grub.d/60-hugetlb.cfg"
 	)
+	// GRUB's linux command wrote BOOT_IMAGE= on each fixture's /proc/cmdline.
+	grubEvidence := []string{"BOOT_IMAGE= in /proc/cmdline", "GRUB defaults: /etc/default/grub"}
 	tests := []struct {
 		root    string
 		boot    snapshot.Boot
@@ -34,7 +36,8 @@ func TestCollectBootFixtures(t *testing.T) {
 					},
 				},
 				Configured: snapshot.BootConfig{
-					Loader: "grub",
+					Loader:         "grub",
+					LoaderEvidence: grubEvidence,
 					Cmdline: snapshot.Cmdline{
 						Present: true,
 						Cmdline: " hugetlb_cma=6G  iommu=pt",
@@ -51,6 +54,7 @@ func TestCollectBootFixtures(t *testing.T) {
 				},
 			},
 			sources: map[string]string{
+				"boot.configured.loader":                     "/proc/cmdline",
 				"boot.running.cmdline":                       "/proc/cmdline",
 				"boot.running.params.BOOT_IMAGE":             "/proc/cmdline",
 				"boot.running.params.root":                   "/proc/cmdline",
@@ -77,7 +81,8 @@ func TestCollectBootFixtures(t *testing.T) {
 					},
 				},
 				Configured: snapshot.BootConfig{
-					Loader: "grub",
+					Loader:         "grub",
+					LoaderEvidence: grubEvidence,
 					Cmdline: snapshot.Cmdline{
 						Present: true,
 						Cmdline: " hugetlb_cma=6G console=tty1 console=ttyS0",
@@ -94,6 +99,7 @@ func TestCollectBootFixtures(t *testing.T) {
 				},
 			},
 			sources: map[string]string{
+				"boot.configured.loader":                     "/proc/cmdline",
 				"boot.running.cmdline":                       "/proc/cmdline",
 				"boot.running.params.BOOT_IMAGE":             "/proc/cmdline",
 				"boot.running.params.root":                   "/proc/cmdline",
@@ -120,7 +126,8 @@ func TestCollectBootFixtures(t *testing.T) {
 					},
 				},
 				Configured: snapshot.BootConfig{
-					Loader: "grub",
+					Loader:         "grub",
+					LoaderEvidence: grubEvidence,
 					Cmdline: snapshot.Cmdline{
 						Present: true,
 						Cmdline: "iommu=pt numa_balancing=disable hugetlb_cma=2G hugetlb_cma=0  init_on_alloc=0",
@@ -137,6 +144,7 @@ func TestCollectBootFixtures(t *testing.T) {
 				},
 			},
 			sources: map[string]string{
+				"boot.configured.loader":                     "/proc/cmdline",
 				"boot.running.cmdline":                       "/proc/cmdline",
 				"boot.running.params.BOOT_IMAGE":             "/proc/cmdline",
 				"boot.running.params.root":                   "/proc/cmdline",
@@ -168,7 +176,8 @@ func TestCollectBootFixtures(t *testing.T) {
 					},
 				},
 				Configured: snapshot.BootConfig{
-					Loader: "grub",
+					Loader:         "grub",
+					LoaderEvidence: grubEvidence,
 					Cmdline: snapshot.Cmdline{
 						Present: true,
 						Cmdline: "crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rl-swap rd.lvm.lv=rl/root rd.lvm.lv=rl/swap ",
@@ -193,6 +202,7 @@ func TestCollectBootFixtures(t *testing.T) {
 				},
 			},
 			sources: map[string]string{
+				"boot.configured.loader":                            "/proc/cmdline",
 				"boot.running.cmdline":                              "/proc/cmdline",
 				"boot.running.params.BOOT_IMAGE":                    "/proc/cmdline",
 				"boot.running.params.root":                          "/proc/cmdline",
@@ -228,29 +238,31 @@ func TestCollectBootFixtures(t *testing.T) {
 					},
 				},
 				Configured: snapshot.BootConfig{
-					Loader:  "grub",
-					Cmdline: snapshot.Cmdline{Present: true, Cmdline: " ", Params: map[string]string{}},
+					Loader:         "grub",
+					LoaderEvidence: grubEvidence,
+					// grub-mkconfig exits at 70-broken.cfg's unterminated
+					// quote: no configured command line.
 					Grub: &snapshot.GrubDefaults{
 						Cmdline: " ",
-						Default: "0",
 						Files:   []string{grubMain, "/etc/default/grub.d/70-broken.cfg"},
 						Unknown: []string{"GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"},
+						Aborted: "/etc/default/grub.d/70-broken.cfg:2",
 					},
 				},
 			},
 			sources: map[string]string{
+				"boot.configured.loader":         "/proc/cmdline",
 				"boot.running.cmdline":           "/proc/cmdline",
 				"boot.running.params.BOOT_IMAGE": "/proc/cmdline",
 				"boot.running.params.root":       "/proc/cmdline",
 				"boot.running.params.ro":         "/proc/cmdline",
 				"boot.running.params.console":    "/proc/cmdline",
-				// Unknown values still name the assignment that made them so.
-				"boot.configured.grub.cmdline_linux":         grubMain + ":5",
+				// Unknown values name where grub-mkconfig stops.
+				"boot.configured.grub.cmdline_linux":         "/etc/default/grub.d/70-broken.cfg:2",
 				"boot.configured.grub.cmdline_linux_default": "/etc/default/grub.d/70-broken.cfg:2",
 			},
 			errors: []snapshot.CollectionError{
-				{Collector: "boot", Path: grubMain, Reason: "parse error: line 5: GRUB_CMDLINE_LINUX cannot be evaluated: command substitution $(...) at line 5"},
-				{Collector: "boot", Path: "/etc/default/grub.d/70-broken.cfg", Reason: "parse error: line 2: unterminated double quote"},
+				{Collector: "boot", Path: "/etc/default/grub.d/70-broken.cfg", Reason: "parse error: line 2: unterminated double quote; " + grubAborts},
 				{Collector: "boot", Path: "/etc/default/grub.d/80-dir.cfg", Reason: "is a directory"},
 				{Collector: "boot", Path: "/proc/cmdline", Reason: "parse error: line 1: NUL byte at offset 87"},
 			},
@@ -322,6 +334,7 @@ func TestCollectBootLoaders(t *testing.T) {
 			loader: "kernel-cmdline",
 			params: map[string]string{"root": "UUID=1", "ro": "", "hugetlb_cma": "4G"},
 			sources: map[string]string{
+				"boot.configured.loader":                            "/etc/kernel/cmdline",
 				"boot.configured.cmdline":                           "/etc/kernel/cmdline",
 				"boot.configured.params.root":                       "/etc/kernel/cmdline:1",
 				"boot.configured.params.ro":                         "/etc/kernel/cmdline:1",
@@ -338,6 +351,7 @@ func TestCollectBootLoaders(t *testing.T) {
 			loader: "kernel-cmdline",
 			params: map[string]string{"quiet": ""},
 			sources: map[string]string{
+				"boot.configured.loader":                      "/usr/lib/kernel/cmdline",
 				"boot.configured.cmdline":                     "/usr/lib/kernel/cmdline",
 				"boot.configured.params.quiet":                "/usr/lib/kernel/cmdline:1",
 				"boot.configured.kernel_cmdline.cmdline":      "/usr/lib/kernel/cmdline",
@@ -354,6 +368,7 @@ func TestCollectBootLoaders(t *testing.T) {
 			loader: "grub",
 			params: map[string]string{"nosmt": ""},
 			sources: map[string]string{
+				"boot.configured.loader":                     "/etc/default/grub.d/10-a.cfg",
 				"boot.configured.params.nosmt":               "/etc/default/grub.d/10-a.cfg:1",
 				"boot.configured.grub.params.nosmt":          "/etc/default/grub.d/10-a.cfg:1",
 				"boot.configured.grub.cmdline_linux":         "/etc/default/grub.d/10-a.cfg:1",

@@ -21,7 +21,10 @@ import (
 const (
 	blsEntriesDir = "/boot/loader/entries"
 	grubenvFile   = "/boot/grub2/grubenv"
-	efiDir        = "/boot/efi/EFI"
+	// debianGrubenvFile is grubenv where Debian and Ubuntu keep GRUB
+	// (/boot/grub); only its presence is read, as evidence of GRUB.
+	debianGrubenvFile = "/boot/grub/grubenv"
+	efiDir            = "/boot/efi/EFI"
 	// efivarsDir holds EFI variables as files: 4 bytes of attributes, then
 	// the value (systemd-boot's are NUL-terminated UTF-16LE strings).
 	efivarsDir = "/sys/firmware/efi/efivars"
@@ -44,12 +47,12 @@ var sdBootRoots = []string{"/efi", "/boot", "/boot/efi"}
 func BootPaths() []string {
 	paths := []string{procCmdline, grubDefaultFile, grubDefaultDir}
 	paths = append(paths, kernelCmdlineFiles...)
-	paths = append(paths, blsEntriesDir, grubenvFile, efiDir)
+	paths = append(paths, blsEntriesDir, grubenvFile, debianGrubenvFile, efiDir)
 	paths = append(paths, grubCfgFiles...)
 	for _, r := range sdBootRoots {
 		paths = append(paths, r+"/loader/loader.conf", r+"/loader/entries", r+"/EFI/systemd")
 	}
-	for _, v := range sdBootVars {
+	for _, v := range append([]string{loaderInfoVar}, sdBootVars...) {
 		paths = append(paths, efivarsDir+"/"+v+"-"+loaderVendor)
 	}
 	return slices.Compact(slices.Sorted(slices.Values(paths)))
@@ -457,25 +460,10 @@ func (c *collection) entryCmdline(file string, pieces []ExpandedPiece, origin sn
 // sdBootVars are systemd-boot's EFI variables that choose the default.
 var sdBootVars = []string{"LoaderEntryOneShot", "LoaderEntryDefault", "LoaderEntryLastBooted"}
 
-// collectSdBoot reads systemd-boot's entries when systemd-boot is installed
-// (loader.conf or its EFI binary on a boot partition) and has entries.
-func (c *collection) collectSdBoot() *bootEntries {
-	installed := false
-	var conf string
-	for _, r := range sdBootRoots {
-		if _, ok := c.read(bootCollector, r+"/loader/loader.conf"); ok {
-			installed = true
-			if conf == "" {
-				conf = r + "/loader/loader.conf"
-			}
-		}
-		if len(c.readDir(bootCollector, r+"/EFI/systemd")) > 0 {
-			installed = true
-		}
-	}
-	if !installed {
-		return nil
-	}
+// collectSdBoot reads systemd-boot's entries, once it is known to be
+// installed; conf is its loader.conf ("" when there is none). It returns nil
+// when there are no type #1 entries with a linux key.
+func (c *collection) collectSdBoot(conf string) *bootEntries {
 	be := &bootEntries{loader: "systemd-boot", def: -1, sources: map[string]snapshot.Provenance{}}
 	type parsed struct {
 		entry snapshot.BootEntry

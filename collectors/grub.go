@@ -93,6 +93,10 @@ type GrubEvaluation struct {
 	// evaluated. Other unknown variables (GRUB_DISTRIBUTOR=`lsb_release ...`)
 	// are not errors.
 	Errors []*GrubError
+	// Aborted is the syntax error at which grub-mkconfig exits, nil when
+	// there is none. Every variable is then unknown: grub-mkconfig writes
+	// no new grub.cfg from these files.
+	Aborted *GrubError
 }
 
 // grubRuntimeVars are set by grub-mkconfig from probing the running system
@@ -107,8 +111,14 @@ var grubRuntimeVars = []string{
 	"HOME", "PATH", "LANG", "LC_ALL", "PWD", "USER",
 }
 
-// maxGrubErrorsPerFile stops reading a file that is not shell at all.
-const maxGrubErrorsPerFile = 10
+// grubAborts is what a syntax error in the defaults does: grub-mkconfig
+// (#!/bin/sh, set -e) sources them before it opens grub.cfg.new, and a
+// non-interactive sh (dash, bash --posix) exits at a syntax error in a
+// file read with ".", so nothing is written.
+const grubAborts = "grub-mkconfig's /bin/sh exits here: update-grub fails and grub.cfg keeps what its last run wrote"
+
+// maxGrubBashisms stops reading a file that is not POSIX shell at all.
+const maxGrubBashisms = 10
 
 // EvalGrubDefaults sources files in order, as grub-mkconfig does, and
 // returns the two command-line variables that 10_linux passes to Linux.
@@ -130,6 +140,7 @@ func EvalGrubDefaults(files []GrubFile, root GrubFileTester) GrubEvaluation {
 		Default:      env.lookup("GRUB_DEFAULT"),
 		EnableBLSCfg: env.lookup("GRUB_ENABLE_BLSCFG"),
 		Errors:       env.errors,
+		Aborted:      env.aborted,
 	}
 	for _, v := range []struct {
 		name string
@@ -155,6 +166,8 @@ type shellEnv struct {
 	// or eval could have set anything.
 	opaque *ShellUnknown
 	errors []*GrubError
+	// aborted is the syntax error that ends the evaluation.
+	aborted *GrubError
 
 	// files answers file tests in conditions; nil makes them unknown.
 	files GrubFileTester
@@ -208,26 +221,42 @@ func (env *shellEnv) source(file string, data []byte) bool {
 	// grub-mkconfig is a /bin/sh script (dash on Debian and Ubuntu): the
 	// defaults must be POSIX shell, and a bash-only construct is an error.
 	script := shellparse.New(data, syntax.LangPOSIX)
-	errs := 0
+	bashisms := 0
 	for {
 		cmd, err := script.Next()
-		if err != nil {
-			if errs++; errs > maxGrubErrorsPerFile || err.Stop {
-				msg := err.Msg
-				if !err.Stop {
-					msg = fmt.Sprintf("more than %d syntax errors; the rest of the file is not read", maxGrubErrorsPerFile)
-				}
-				env.errors = append(env.errors, newGrubError(file, err.Line, "%s", msg))
-				env.makeOpaque(fmt.Sprintf("may be set after line %d, where reading stopped", err.Line), err.Line)
-				env.opaque.reported = true
-				return false
+		if err != nil && !err.Stop && err.Lang == "bash" {
+			if bashisms++; bashisms > maxGrubBashisms {
+				err.Msg, err.Limit = fmt.Sprintf("more than %d lines that are not POSIX shell; the rest of the file is not read", maxGrubBashisms), true
 			}
+		}
+		if err != nil && err.Limit {
+			// Beyond this reader's bounds, not the shell's.
 			env.errors = append(env.errors, newGrubError(file, err.Line, "%s", err.Msg))
-			unk := &ShellUnknown{Why: "line is not valid shell", At: env.origin(err.Line), reported: true}
+			env.makeOpaque(fmt.Sprintf("may be set after line %d, where reading stopped", err.Line), err.Line)
+			env.opaque.reported = true
+			return false
+		}
+		if err != nil && !err.Stop && err.Lang == "bash" {
+			// dash (/bin/sh on Debian and Ubuntu) exits at it, bash (/bin/sh
+			// on RHEL and SUSE) runs it: what the line sets is unknown, and
+			// the rest is read.
+			env.errors = append(env.errors, newGrubError(file, err.Line, "%s", err.Msg))
+			unk := &ShellUnknown{Why: "line is not POSIX shell", At: env.origin(err.Line), reported: true}
 			for _, name := range err.Names {
 				env.vars[name] = ShellValue{Set: true, Unknown: unk, AssignedAt: unk.At}
 			}
 			continue
+		}
+		if err != nil {
+			// The shell runs the file command by command and exits at the
+			// first syntax error: what came before ran, nothing after, and
+			// grub-mkconfig stops.
+			e := newGrubError(file, err.Line, "%s; %s", err.Msg, grubAborts)
+			env.errors = append(env.errors, e)
+			env.aborted = e
+			env.makeOpaque(fmt.Sprintf("grub-mkconfig exits at line %d, a syntax error", err.Line), err.Line)
+			env.opaque.reported = true
+			return true
 		}
 		if cmd == nil {
 			return false

@@ -9,6 +9,8 @@ import (
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/internal/debroot"
 )
 
 // Real GRUB defaults, as shipped.
@@ -128,6 +130,8 @@ func TestEvalGrubDefaults(t *testing.T) {
 		linux        string
 		linuxDefault string
 		errs         []string
+		// aborted is where grub-mkconfig exits, "" when it runs through.
+		aborted string
 	}{
 		{
 			name:         "ubuntu 22.04 with a backquoted distributor is not an error",
@@ -272,36 +276,51 @@ GRUB_CMDLINE_LINUX="${E:-colon} ${E-nocolon} ${U:-unset} ${U-unset2} ${E:+alt} $
 			errs:         []string{"/etc/default/grub: parse error: line 1: GRUB_CMDLINE_LINUX cannot be evaluated: reads GRUB_DEVICE, which grub-mkconfig sets at run time (line 1)"},
 		},
 		{
-			name: "unterminated quote: one error, the rest of the file is still read",
-			files: grubFiles(gd, "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\nGRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=ro\n",
-				gd1, "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX 'x\"\n"),
-			linux:        `[/etc/default/grub:3 "ro", /etc/default/grub.d/40-a.cfg:1 " 'x"]`,
-			linuxDefault: "unknown at /etc/default/grub:1: line is not valid shell",
-			errs:         []string{"/etc/default/grub: parse error: line 1: unterminated double quote"},
+			// dash and bash --posix exit at a syntax error in a file read
+			// with ".": grub-mkconfig writes no grub.cfg from these files.
+			name: "unterminated quote: grub-mkconfig exits there, nothing after it is read",
+			files: grubFiles(gd, "GRUB_CMDLINE_LINUX=ro\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\nGRUB_TIMEOUT=5\n",
+				gd1, "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX x\"\n"),
+			linux:        "unknown at /etc/default/grub:2: grub-mkconfig exits at line 2, a syntax error",
+			linuxDefault: "unknown at /etc/default/grub:2: grub-mkconfig exits at line 2, a syntax error",
+			errs:         []string{"/etc/default/grub: parse error: line 2: unterminated double quote; " + grubAborts},
+			aborted:      "/etc/default/grub:2",
 		},
 		{
-			name:         "other syntax errors",
-			files:        grubFiles(gd, "GRUB_CMDLINE_LINUX=(a b)\nfi\nGRUB_CMDLINE_LINUX_DEFAULT=${a b}\nif true; then\n"),
-			linux:        "unknown at /etc/default/grub:1: line is not valid shell",
-			linuxDefault: "unknown at /etc/default/grub:3: line is not valid shell",
-			errs: []string{
-				`/etc/default/grub: parse error: line 1: "(" unexpected`,
-				`/etc/default/grub: parse error: line 2: "fi" unexpected`,
-				`/etc/default/grub: parse error: line 3: bad substitution`,
-				`/etc/default/grub: parse error: line 4: "if" is not closed (expecting "fi")`,
-			},
+			name:         "a syntax error in a drop-in ends all files",
+			files:        grubFiles(gd, "GRUB_CMDLINE_LINUX=ro\n", gd1, "GRUB_CMDLINE_LINUX=x\nfi\n", gd2, "GRUB_CMDLINE_LINUX=late\n"),
+			linux:        "unknown at /etc/default/grub.d/40-a.cfg:2: grub-mkconfig exits at line 2, a syntax error",
+			linuxDefault: "unknown at /etc/default/grub.d/40-a.cfg:2: grub-mkconfig exits at line 2, a syntax error",
+			errs:         []string{`/etc/default/grub.d/40-a.cfg: parse error: line 2: "fi" unexpected; ` + grubAborts},
+			aborted:      "/etc/default/grub.d/40-a.cfg:2",
 		},
 		{
-			name:         "a file that is not shell stops being read after 10 errors",
-			files:        grubFiles(gd, strings.Repeat("fi\n", 12)+"GRUB_CMDLINE_LINUX=late\n"),
+			name:         "other syntax errors: the first one counts",
+			files:        grubFiles(gd, "GRUB_CMDLINE_LINUX=a\nfi\nGRUB_CMDLINE_LINUX_DEFAULT=${a b}\nif true; then\n"),
+			linux:        "unknown at /etc/default/grub:2: grub-mkconfig exits at line 2, a syntax error",
+			linuxDefault: "unknown at /etc/default/grub:2: grub-mkconfig exits at line 2, a syntax error",
+			errs:         []string{`/etc/default/grub: parse error: line 2: "fi" unexpected; ` + grubAborts},
+			aborted:      "/etc/default/grub:2",
+		},
+		{
+			// bash, /bin/sh on RHEL and SUSE, runs it; dash does not.
+			name:         "a bash feature: that line is unknown, the rest is read",
+			files:        grubFiles(gd, "GRUB_CMDLINE_LINUX_DEFAULT=${x/a/b}\nGRUB_CMDLINE_LINUX=ro\n"),
+			linux:        `[/etc/default/grub:2 "ro"]`,
+			linuxDefault: "unknown at /etc/default/grub:1: line is not POSIX shell",
+			errs:         []string{"/etc/default/grub: parse error: line 1: search and replace: a bash feature; /bin/sh does not accept it"},
+		},
+		{
+			name:         "a file of bash features stops being read after 10",
+			files:        grubFiles(gd, strings.Repeat("A=${x/a/b}\n", 12)+"GRUB_CMDLINE_LINUX=late\n"),
 			linux:        "unknown at /etc/default/grub:11: may be set after line 11, where reading stopped",
 			linuxDefault: "unknown at /etc/default/grub:11: may be set after line 11, where reading stopped",
 			errs: append(func() (errs []string) {
 				for i := 1; i <= 10; i++ {
-					errs = append(errs, fmt.Sprintf(`/etc/default/grub: parse error: line %d: "fi" unexpected`, i))
+					errs = append(errs, fmt.Sprintf(`/etc/default/grub: parse error: line %d: search and replace: a bash feature; /bin/sh does not accept it`, i))
 				}
 				return errs
-			}(), "/etc/default/grub: parse error: line 11: more than 10 syntax errors; the rest of the file is not read"),
+			}(), "/etc/default/grub: parse error: line 11: more than 10 lines that are not POSIX shell; the rest of the file is not read"),
 		},
 		{
 			name:         "values that grow without bound are capped",
@@ -336,6 +355,13 @@ GRUB_CMDLINE_LINUX="${E:-colon} ${E-nocolon} ${U:-unset} ${U-unset2} ${E:+alt} $
 			if diff := cmp.Diff(tt.errs, errs); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
+			aborted := ""
+			if got.Aborted != nil {
+				aborted = ShellOrigin{got.Aborted.File, got.Aborted.Line}.String()
+			}
+			if aborted != tt.aborted {
+				t.Errorf("aborted at %q, want %q", aborted, tt.aborted)
+			}
 		})
 	}
 }
@@ -351,6 +377,12 @@ func FuzzGrubDefaults(f *testing.F) {
 		{"cat <<-EOF\n\tx\n\tEOF\nGRUB_CMDLINE_LINUX=\"unterminated\n", "if a; then b; elif c; then d; else e; fi\ncase x in (a) ;; esac\n"},
 	} {
 		f.Add(seed[0], seed[1])
+	}
+	// Debian's template, which grub-pc's and grub-efi-amd64's postinst copy
+	// to /etc/default/grub.
+	for _, data := range debroot.Files(f, "grub2-common", "usr/share/grub/default/grub") {
+		f.Add(string(data), "")
+		f.Add(grubRHEL9, string(data))
 	}
 	f.Fuzz(func(t *testing.T, main, dropin string) {
 		files := grubFiles(gd, main, gd1, dropin)

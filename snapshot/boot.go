@@ -29,6 +29,22 @@ type BootConfig struct {
 	// "" when none is present. With entries, the params are the default
 	// entry's, as the boot loader expands them.
 	Loader string `json:"loader"`
+	// LoaderEvidence is what decided Loader, strongest first: the loader
+	// that started the running kernel ("LoaderInfo EFI variable:
+	// systemd-boot 252.39-1~deb12u2", "BOOT_IMAGE= in /proc/cmdline",
+	// "initrd=\... in /proc/cmdline without BOOT_IMAGE="), then what is
+	// installed ("systemd-boot loader.conf: /efi/loader/loader.conf",
+	// "GRUB config: /boot/grub/grub.cfg", "GRUB defaults:
+	// /etc/default/grub", ...). The running loader's evidence wins over
+	// files a previous loader or an installer left behind.
+	LoaderEvidence []string `json:"loader_evidence,omitempty"`
+	// LoaderConflict is evidence for a loader other than Loader: another
+	// loader installed with a boot menu of its own (systemd-boot entries,
+	// a grub.cfg), or a running kernel another loader started. Editing
+	// that loader's configuration changes nothing at the next boot unless
+	// the firmware starts it instead. Leftover defaults alone
+	// (/etc/default/grub without grub.cfg) are not a conflict.
+	LoaderConflict []string `json:"loader_conflict,omitempty"`
 	Cmdline
 	// Grub holds the GRUB variables after sourcing /etc/default/grub and grub.d.
 	Grub *GrubDefaults `json:"grub,omitempty"`
@@ -97,4 +113,8 @@ type GrubDefaults struct {
 	// running the shell; they are left out of the configured params and
 	// reported in errors.
 	Unknown []string `json:"unknown,omitempty"`
+	// Aborted is the file:line of a syntax error, where grub-mkconfig's
+	// /bin/sh exits: update-grub fails, grub.cfg keeps what its last run
+	// wrote, and the configured command line is unknown (not present).
+	Aborted string `json:"aborted,omitempty"`
 }

@@ -54,6 +54,12 @@ type Error struct {
 	Names []string
 	// Stop is set when nothing after the error is read.
 	Stop bool
+	// Lang is the shell whose feature the line uses ("bash", "mksh"), ""
+	// for an error in every shell.
+	Lang string
+	// Limit is set when the file exceeds this parser's bounds: a shell may
+	// read it.
+	Limit bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
@@ -87,7 +93,7 @@ func New(src []byte, lang syntax.LangVariant) *Script {
 	if off := tooDeep(s.src); off >= 0 {
 		line := s.lineOf(off)
 		s.end = s.lines[line-1]
-		s.deep = &Error{Line: line, Msg: "nested too deeply; the rest of the file is not read", Stop: true}
+		s.deep = &Error{Line: line, Msg: "nested too deeply; the rest of the file is not read", Stop: true, Limit: true}
 	}
 	return s
 }
@@ -226,7 +232,7 @@ var (
 // open at the end of the file, which swallows the rest.
 func (s *Script) syntaxError(err error, base, start int) (*Error, int) {
 	var pos syntax.Pos
-	var msg string
+	var msg, featureOf string
 	incomplete := false
 	switch e := err.(type) {
 	case syntax.ParseError:
@@ -237,6 +243,7 @@ func (s *Script) syntaxError(err error, base, start int) (*Error, int) {
 		if len(e.Langs) > 0 {
 			lang = e.Langs[0].String()
 		}
+		featureOf = lang
 		msg = fmt.Sprintf("%s: a %s feature; /bin/sh does not accept it", e.Feature, lang)
 		if e.Feature == "arrays" {
 			msg = `"(" unexpected`
@@ -276,7 +283,7 @@ func (s *Script) syntaxError(err error, base, start int) (*Error, int) {
 			msg = "unterminated " + m[1]
 		}
 	}
-	return &Error{Line: line, Msg: msg, Names: s.names(start, cut)}, resume
+	return &Error{Line: line, Msg: msg, Names: s.names(start, cut), Lang: featureOf}, resume
 }
 
 type openCompound struct {

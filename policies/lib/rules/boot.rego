@@ -54,7 +54,9 @@ below(v, before) if version.less(v, before)
 # title: CMA area reserved on a GPU training host
 # description: >-
 #   hugetlb_cma (or cma) is non-zero on the running or configured kernel command
-#   line, or /proc/meminfo shows a CMA area no boot parameter explains (a
+#   line, or in the one the next kernel install writes into a new boot entry
+#   (/etc/kernel/cmdline on systemd-boot, the GRUB defaults where GRUB reads
+#   boot entries), or /proc/meminfo shows a CMA area no boot parameter explains (a
 #   distribution kernel's CONFIG_CMA_SIZE_MBYTES or CONFIG_CMA_SIZE_PERCENTAGE
 #   default). The kernel then serves movable allocations, NCCL host buffers
 #   among them, from MIGRATE_CMA pageblocks. When the NVIDIA driver pins such a
@@ -108,6 +110,8 @@ below(v, before) if version.less(v, before)
 #   - nvidia.present
 #   - kernel.arch
 #   - memory.cma_total_kb
+#   - boot.configured.kernel_cmdline.params.hugetlb_cma
+#   - boot.configured.grub.params.hugetlb_cma
 hugetlb_cma_on_gpu contains f if {
 	not data.fleetaudit.params.hugetlb_cma_allowed
 	some param in cma_params
@@ -122,6 +126,29 @@ hugetlb_cma_on_gpu contains f if {
 		},
 		boot_fix(where, {"kind": "boot-param", "set": {param: "0"}}),
 	)
+}
+
+# Planted for the next kernel: in /etc/kernel/cmdline on systemd-boot (or
+# the GRUB defaults with BLS entries), which the next kernel install writes
+# into the new default entry, while the running and the default entry's
+# command lines do not reserve it yet.
+hugetlb_cma_on_gpu contains f if {
+	not data.fleetaudit.params.hugetlb_cma_allowed
+	some param in cma_params
+	value := next_install.params[param]
+	reserves(param, value)
+	not reserves_now(param)
+	f := {
+		"msg": sprintf("%s=%s in %s, which the next kernel install writes into the new default boot entry: NCCL host buffers can land in CMA pageblocks and RDMA registration then fails with ENOMEM%s", [param, value, next_install.what, reasons_text]),
+		"evidence": array.concat([sprintf("boot.configured.%s.params.%s", [next_install.section, param])], pin_evidence),
+		"severity": cma_severity,
+		"fix": {"kind": "boot-param", "set": {param: "0"}},
+	}
+}
+
+reserves_now(param) if {
+	some w in ["running", "configured"]
+	reserves(param, input.boot[w].params[param])
 }
 
 # A CMA area no boot parameter explains: the kernel's build-time default
@@ -286,7 +313,24 @@ describe_change(p) := sprintf("%s: %s -> %s", [p, input.boot.running.params[p], 
 	input.boot.running.params[p] != input.boot.configured.params[p]
 }
 
-pending_params := {p | some p, _ in object.union(input.boot.configured.params, input.boot.running.params); not p in loader_params; differs(p)}
+# Params a loader's install tooling writes into an entry by itself: systemd's
+# kernel-install (90-loaderentry.install, systemd 252 lines 84-90) appends
+# "systemd.machine_id=$MACHINE_ID" to the options of an entry named after
+# the machine id ($ENTRY_TOKEN = $MACHINE_ID, the file
+# <machine-id>-<version>.conf) unless the command line it was given already
+# sets systemd.machine_id. Expected there, not drift.
+tooling_added("systemd.machine_id") if {
+	input.boot.configured.loader == "systemd-boot"
+	id := lower(input.boot.configured.params["systemd.machine_id"])
+	startswith(lower(default_entry.id), concat("", [id, "-"]))
+}
+
+pending_params := {p |
+	some p, _ in object.union(input.boot.configured.params, input.boot.running.params)
+	not p in loader_params
+	not tooling_added(p)
+	differs(p)
+}
 
 differs(p) if input.boot.configured.params[p] != input.boot.running.params[p]
 
@@ -298,11 +342,14 @@ differs(p) if not p in object.keys(input.boot.configured.params)
 # title: Boot configuration differs from the running kernel command line
 # description: >-
 #   The command line the boot loader configuration will pass at the next boot
-#   (GRUB defaults, or /etc/kernel/cmdline) differs from the one the kernel
-#   runs with, ignoring what the boot loader adds per entry (BOOT_IMAGE, root,
-#   ro/rw, initrd). The change takes effect silently at the next reboot, for
-#   better or worse. Not evaluated for rendered config repositories, which have
-#   no running state.
+#   (the default boot entry where the loader reads entries, the GRUB
+#   defaults, or /etc/kernel/cmdline; the loader is the one the running
+#   kernel's evidence names, see boot.configured.loader_evidence) differs
+#   from the one the kernel runs with, ignoring what the boot loader adds per
+#   entry (BOOT_IMAGE, root, ro/rw, initrd) and what kernel-install adds by
+#   itself (systemd.machine_id on an entry named after the machine id). The
+#   change takes effect silently at the next reboot, for better or worse. Not
+#   evaluated for rendered config repositories, which have no running state.
 # related_resources:
 # - ref: https://www.gnu.org/software/grub/manual/grub/html_node/Simple-configuration.html
 #   description: GRUB_CMDLINE_LINUX and GRUB_CMDLINE_LINUX_DEFAULT
@@ -456,7 +503,14 @@ divergent_params := {p |
 	some p, _ in object.union(input.boot.configured.params, next_install.params)
 	not p in loader_params
 	not object.get(default_entry, ["vars", p], "") in entry_managed_vars
+	not added_by_install(p)
 	entry_differs(p)
+}
+
+# The kernel install added it because the defaults do not set it.
+added_by_install(p) if {
+	tooling_added(p)
+	not p in object.keys(next_install.params)
 }
 
 entry_differs(p) if input.boot.configured.params[p] != next_install.params[p]
@@ -493,10 +547,16 @@ describe_divergence(p) := sprintf("%s: %q in the entry, %q in %s", [p, input.boo
 #   behind, and the next grub2-mkconfig (which rewrites kernelopts or the
 #   entries) or kernel install silently changes the boot command line back.
 #   With systemd-boot the defaults are /etc/kernel/cmdline, which
-#   kernel-install writes into the next kernel's entry.
+#   kernel-install writes into the next kernel's entry; the
+#   systemd.machine_id=<machine id> its 90-loaderentry.install appends to an
+#   entry named after the machine id is expected there, not drift.
 # related_resources:
 # - ref: https://uapi-group.org/specifications/specs/boot_loader_specification/
 #   description: Boot Loader Specification, type #1 entries and their options
+# - ref: https://github.com/systemd/systemd/tree/v252/src/kernel-install
+#   description: >-
+#     90-loaderentry.install (Debian 12's systemd 252 ships it in /usr/lib/kernel/install.d, lines 84-90)
+#     appends systemd.machine_id= to entries named after the machine id
 # - ref: https://docs.redhat.com/en/documentation/red_hat_enterprise_linux/9/html/managing_monitoring_and_updating_the_kernel/configuring-kernel-command-line-parameters_managing-monitoring-and-updating-the-kernel
 #   description: grubby, boot entries and GRUB_CMDLINE_LINUX on RHEL
 # custom:
@@ -541,3 +601,53 @@ divergence_evidence(p) := {path |
 	p in object.keys(next_install.params)
 	path := sprintf("boot.configured.%s.params.%s", [next_install.section, p])
 }
+
+# METADATA
+# title: Another boot loader is installed beside the one that boots the host
+# description: >-
+#   The boot loader that started the running kernel (the LoaderInfo EFI
+#   variable systemd-boot sets, BOOT_IMAGE= which GRUB's linux command adds,
+#   or systemd-boot's initrd=\path form) is not the one whose installed menu
+#   the configuration would otherwise come from, or another loader is
+#   installed with a menu of its own: systemd-boot entries on a host GRUB
+#   booted, a grub.cfg on a host systemd-boot booted. Which one the firmware
+#   starts next depends on its boot order, and edits to the other loader's
+#   files (/etc/kernel/cmdline and the entries, or /etc/default/grub) change
+#   nothing while it is not started. The collector reads the configuration of
+#   the loader the evidence names (boot.configured.loader_evidence); the
+#   other side is in boot.configured.loader_conflict. GRUB defaults an
+#   installer left in /etc/default/grub without a grub.cfg are not a second
+#   loader.
+# related_resources:
+# - ref: https://systemd.io/BOOT_LOADER_INTERFACE/
+#   description: the LoaderInfo EFI variable systemd-boot sets at every boot
+# - ref: https://www.gnu.org/software/grub/manual/grub/html_node/linux.html
+#   description: GRUB's linux command, which passes BOOT_IMAGE= to the kernel
+# custom:
+#   id: boot-loader-conflict
+#   severity: low
+#   profiles: [all]
+#   remediation: >-
+#     Remove the boot loader the host does not use (bootctl remove, or purge
+#     the grub-efi packages and their ESP directory), or set the firmware boot
+#     order to the one whose configuration you maintain.
+#   facts:
+#   - boot.configured.loader
+#   - boot.configured.loader_evidence
+#   - boot.configured.loader_conflict
+boot_loader_conflict contains f if {
+	count(object.get(input.boot.configured, "loader_conflict", [])) > 0
+	loader := object.get(input.boot.configured, "loader", "")
+	f := {
+		"msg": sprintf("the boot configuration is read as %s (%s); evidence of another boot loader: %s", [
+			loader_name(loader),
+			concat("; ", object.get(input.boot.configured, "loader_evidence", [])),
+			concat("; ", input.boot.configured.loader_conflict),
+		]),
+		"evidence": ["boot.configured.loader_conflict", "boot.configured.loader"],
+	}
+}
+
+loader_name("") := "no boot loader"
+
+loader_name(l) := l if l != ""

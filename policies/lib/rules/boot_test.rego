@@ -438,3 +438,91 @@ test_boot_entry_divergent_empty_defaults_are_left_out if {
 	[f] := [f | some f in boot.boot_entry_divergent with input as h]
 	contains(f.msg, "quiet only in the entry")
 }
+
+# A Debian 12 host with systemd-boot: kernel-install's 90-loaderentry.install
+# wrote the entry from /etc/kernel/cmdline and appended
+# systemd.machine_id=<machine id>, the entry being named after it.
+sdboot_mid := "0a1b2c3d4e5f40718293a4b5c6d7e8f9"
+
+sdboot_host(entry_params, kernel_cmdline) := {"boot": {
+	"running": {"present": true, "params": object.union(entry_params, {"initrd": `\0a1b\6.1.0-18-amd64\initrd.img-6.1.0-18-amd64`})},
+	"configured": {
+		"loader": "systemd-boot",
+		"present": true,
+		"params": entry_params,
+		"default_entry": 0,
+		"entries": [{"id": concat("", [sdboot_mid, "-6.1.0-18-amd64.conf"]), "file": concat("", ["/efi/loader/entries/", sdboot_mid, "-6.1.0-18-amd64.conf"]), "params": entry_params}],
+		"kernel_cmdline": {"present": true, "params": kernel_cmdline},
+	},
+}}
+
+test_boot_entry_machine_id_from_kernel_install_is_not_divergence if {
+	h := sdboot_host({"root": "UUID=1", "ro": "", "quiet": "", "systemd.machine_id": sdboot_mid}, {"root": "UUID=1", "ro": "", "quiet": ""})
+	count(boot.boot_entry_divergent) == 0 with input as h
+	count(boot.boot_config_pending) == 0 with input as h
+}
+
+test_boot_entry_machine_id_other_than_the_token_is_divergence if {
+	# Not the id the entry is named after: kernel-install did not write it.
+	h := sdboot_host({"root": "UUID=1", "systemd.machine_id": "ffffffffffffffffffffffffffffffff"}, {"root": "UUID=1"})
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	contains(f.msg, "systemd.machine_id=ffffffffffffffffffffffffffffffff only in the entry")
+}
+
+test_boot_entry_machine_id_differing_from_kernel_cmdline_is_divergence if {
+	# /etc/kernel/cmdline sets its own: the script does not append (line 88).
+	h := sdboot_host({"root": "UUID=1", "systemd.machine_id": sdboot_mid}, {"root": "UUID=1", "systemd.machine_id": "ffffffffffffffffffffffffffffffff"})
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	contains(f.msg, "systemd.machine_id: ")
+}
+
+test_boot_entry_machine_id_on_grub_is_divergence if {
+	h := object.union(bls_host({"systemd.machine_id": "x"}, {}, {}), {"boot": {"configured": {"entries": [{"id": "x-5.14.0", "file": "/boot/loader/entries/x-5.14.0.conf", "params": {}}]}}})
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	contains(f.msg, "systemd.machine_id=x only in the entry")
+}
+
+test_boot_entry_kernel_cmdline_param_not_yet_in_the_entry if {
+	h := sdboot_host({"root": "UUID=1", "systemd.machine_id": sdboot_mid}, {"root": "UUID=1", "hugetlb_cma": "6G"})
+	[f] := [f | some f in boot.boot_entry_divergent with input as h]
+	endswith(f.msg, "hugetlb_cma=6G only in /etc/kernel/cmdline")
+	f.evidence == ["boot.configured.kernel_cmdline.params.hugetlb_cma", "boot.configured.default_entry"]
+}
+
+test_boot_loader_conflict if {
+	h := {"boot": {"configured": {
+		"loader": "grub",
+		"loader_evidence": ["BOOT_IMAGE= in /proc/cmdline", "GRUB defaults: /etc/default/grub"],
+		"loader_conflict": ["systemd-boot entries: /efi/loader/entries"],
+	}}}
+	[f] := [f | some f in boot.boot_loader_conflict with input as h]
+	f.msg == "the boot configuration is read as grub (BOOT_IMAGE= in /proc/cmdline; GRUB defaults: /etc/default/grub); evidence of another boot loader: systemd-boot entries: /efi/loader/entries"
+	f.evidence == ["boot.configured.loader_conflict", "boot.configured.loader"]
+}
+
+test_boot_loader_conflict_not_without_one if {
+	h := {"boot": {"configured": {"loader": "systemd-boot", "loader_evidence": ["LoaderInfo EFI variable: systemd-boot 252.39-1~deb12u2"]}}}
+	count(boot.boot_loader_conflict) == 0 with input as h
+	count(boot.boot_loader_conflict) == 0 with input as {}
+}
+
+test_hugetlb_cma_planted_in_kernel_cmdline if {
+	h := object.union(sdboot_host({"root": "UUID=1", "systemd.machine_id": sdboot_mid}, {"root": "UUID=1", "hugetlb_cma": "6G"}), {"nvidia": {"present": true, "driver_version": "550.90.07"}})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as h]
+	startswith(f.msg, "hugetlb_cma=6G in /etc/kernel/cmdline, which the next kernel install writes into the new default boot entry")
+	f.evidence[0] == "boot.configured.kernel_cmdline.params.hugetlb_cma"
+	f.severity == "high"
+	f.fix == {"kind": "boot-param", "set": {"hugetlb_cma": "0"}}
+}
+
+test_hugetlb_cma_in_the_entry_is_reported_once if {
+	p := {"root": "UUID=1", "hugetlb_cma": "6G", "systemd.machine_id": sdboot_mid}
+	h := sdboot_host(p, {"root": "UUID=1", "hugetlb_cma": "6G"})
+	[f] := [f | some f in boot.hugetlb_cma_on_gpu with input as h]
+	startswith(f.msg, "hugetlb_cma=6G on the running and configured kernel command line")
+}
+
+test_hugetlb_cma_zero_in_kernel_cmdline_passes if {
+	h := sdboot_host({"root": "UUID=1"}, {"root": "UUID=1", "hugetlb_cma": "0"})
+	count(boot.hugetlb_cma_on_gpu) == 0 with input as h
+}
