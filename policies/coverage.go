@@ -120,7 +120,7 @@ func (c *coverage) runs(r *Rule) bool {
 		if c.unread != "" {
 			return false
 		}
-		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) {
+		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) && !(c.image && snapshot.IsRunningState(s)) {
 			return false
 		}
 	}

@@ -53,3 +53,27 @@ func coversPath(pattern, path []string) bool {
 	}
 	return true
 }
+
+// dropRunning removes RunningState from doc, an image's snapshot in
+// generic JSON form: its running state is absent, not empty.
+func dropRunning(doc map[string]any) {
+	for _, r := range RunningState {
+		dropPath(doc, strings.Split(r, "."))
+	}
+}
+
+func dropPath(m map[string]any, parts []string) {
+	if parts[0] != "*" {
+		if len(parts) == 1 {
+			delete(m, parts[0])
+		} else if sub, ok := m[parts[0]].(map[string]any); ok {
+			dropPath(sub, parts[1:])
+		}
+		return
+	}
+	for _, v := range m {
+		if sub, ok := v.(map[string]any); ok && len(parts) > 1 {
+			dropPath(sub, parts[1:])
+		}
+	}
+}
