@@ -15,40 +15,6 @@ import (
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
-// debianImagePackages make a Debian 12 root as an image builder leaves it
-// before first boot: nothing mounted, base-files' /proc, /sys and /dev
-// empty mount points.
-var debianImagePackages = []string{"base-files", "systemd", "procps", "kmod", "util-linux", "libpam-modules", "grub2-common"}
-
-// DebianImageRoot unpacks debianImagePackages into a new root and does what
-// their maintainer scripts and the image builder do that dpkg -x does not:
-// grub-pc's postinst installs /etc/default/grub from the template
-// grub2-common ships (ucf), kmod's postinst creates /etc/modules (the target
-// of systemd's modules-load.d/modules.conf link), and the builder names the
-// host in /etc/hostname.
-func DebianImageRoot(t testing.TB, hostname string) (string, []debroot.Package) {
-	t.Helper()
-	root, pkgs := debroot.Root(t, debianImagePackages...)
-	grub, err := os.ReadFile(filepath.Join(root, "usr/share/grub/default/grub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, text string) {
-		t.Helper()
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("etc/default/grub", string(grub))
-	write("etc/modules", "# /etc/modules: kernel modules to load at boot time.\n")
-	write("etc/hostname", hostname+"\n")
-	return root, pkgs
-}
-
 // TestRealDebianImageIsOffline collects a Debian 12 root before first boot.
 // base-files ships /proc, /sys and /dev as empty directories (mount points,
 // see base-files' FAQ and hier(7)): nothing is mounted, so the root is an
@@ -56,7 +22,7 @@ func DebianImageRoot(t testing.TB, hostname string) (string, []debroot.Package) 
 // read or written, not even as empty, and no /proc file is reported
 // missing; the configuration on disk is collected as on a running host.
 func TestRealDebianImageIsOffline(t *testing.T) {
-	root, pkgs := DebianImageRoot(t, "gpu-image")
+	root, pkgs := debroot.DebianImage(t, "gpu-image")
 	for _, p := range pkgs {
 		t.Logf("%s %s", p.Name, p.Version)
 	}
