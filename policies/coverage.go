@@ -62,6 +62,10 @@ func (r *Rule) setFacts() {
 	}
 }
 
+// ReadsRunningState reports whether some fact of the rule lies on or below
+// snapshot.RunningState, which an offline image does not have.
+func (r *Rule) ReadsRunningState() bool { return r.readsRunning }
+
 // coverage is what was collected of one host: a snapshot document or its
 // fleet projection (which keeps the errors and the sections fleet rules
 // read, so the answer is the same).
