@@ -80,7 +80,7 @@ func Local(root string, opts LocalOptions) (Target, error) {
 	// A directory with nothing mounted on /proc is an offline image, decided
 	// once here and recorded in the snapshot's source.
 	t.Origin.Image = IsImage(t.Files)
-	if !opts.NoExec && filepath.Clean(label) == "/" {
+	if !opts.NoExec && filepath.Clean(label) == "/" && !t.Origin.Image {
 		t.Exec = runLocalCommand
 	}
 	if len(opts.Manifests) > 0 {
