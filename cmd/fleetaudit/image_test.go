@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/internal/debroot"
@@ -42,6 +43,9 @@ func TestAuditDebianImage(t *testing.T) {
 	}
 	if !snap.Source.Image || len(snap.Errors) != 0 {
 		t.Errorf("collect: image %v, errors %+v; want an image, no errors", snap.Source.Image, snap.Errors)
+	}
+	if !strings.Contains(r.stderr, "offline image") {
+		t.Errorf("collect does not say the root is an offline image:\n%s", r.stderr)
 	}
 
 	r = runCLI(t, nil, "audit", "--root", root, "--format", "json", "--fail-on", "none")
