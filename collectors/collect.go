@@ -142,6 +142,9 @@ func Collect(ctx context.Context, target Target, opts Options) (*snapshot.Snapsh
 		if err := ctx.Err(); err != nil {
 			return snap, fmt.Errorf("collecting %s: %w", f.name, err)
 		}
+		if snap.Source.Image && runningFamilies[f.name] {
+			continue
+		}
 		c.runFamily(f)
 	}
 	if err := ctx.Err(); err != nil {

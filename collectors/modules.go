@@ -26,10 +26,11 @@ func collectModules(c *collection) {
 	m.Configured = map[string]bool{}
 
 	data, ok := c.read("modules", procModules)
-	if !ok && !c.opts.ConfigOnly && c.missing(procModules) {
-		// A root without /proc (a mounted image, a copied tree): the loaded
-		// modules are unknown, not none. Left out, and said, so that no rule
-		// reports a module as not loaded.
+	if !ok && !c.opts.ConfigOnly && !c.snap.Source.Image && c.missing(procModules) {
+		// A live root whose /proc lacks it: the loaded modules are unknown,
+		// not none. Left out, and said, so that no rule reports a module as
+		// not loaded. (An image has no running state at all: the snapshot's
+		// source says so once.)
 		c.fail("modules", procModules, errRunningStateUnknown)
 	}
 	if ok {

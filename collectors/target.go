@@ -65,7 +65,9 @@ type LocalOptions struct {
 // this machine itself when root is "/", else a fixture tree or a mounted
 // image. Commands (nvidia-smi) run only on this machine's own "/", unless
 // opts.NoExec; under any other root they would describe this machine and not
-// the tree. The Source is Dir(root), so make a new target per collection.
+// the tree. A root with nothing mounted on /proc is an offline OS image
+// (IsImage): Origin.Image says so, and Collect reads no running state there.
+// The Source is Dir(root), so make a new target per collection.
 func Local(root string, opts LocalOptions) (Target, error) {
 	label, err := filepath.Abs(root)
 	if err != nil {
@@ -75,7 +77,10 @@ func Local(root string, opts LocalOptions) (Target, error) {
 		Origin: snapshot.Origin{Kind: "local", Root: label},
 		Files:  Dir(root),
 	}
-	if !opts.NoExec && filepath.Clean(label) == "/" {
+	// A directory with nothing mounted on /proc is an offline image, decided
+	// once here and recorded in the snapshot's source.
+	t.Origin.Image = IsImage(t.Files)
+	if !opts.NoExec && filepath.Clean(label) == "/" && !t.Origin.Image {
 		t.Exec = runLocalCommand
 	}
 	if len(opts.Manifests) > 0 {

@@ -32,6 +32,14 @@ import (
 // complete: its facts are what the reader computes. A
 // fact that was collected and is absent (a limits section with no memlock
 // line) still fires.
+//
+// An offline image (source.image: nothing was mounted on /proc) has no
+// running state: the facts of snapshot.RunningState were not collected. A
+// rule reading any of them does not run there (listed in HostRun.Skipped,
+// so reports show it as not evaluated rather than passed), unless its
+// METADATA says custom.image: true, i.e. it judges configuration alone
+// (hugetlb_cma in the GRUB defaults); then a finding of it citing nothing
+// but running facts is withheld.
 
 // metaSections are written by the auditor, not read from the host, so they
 // are known even for a host that could not be read.
@@ -41,15 +49,22 @@ var metaSections = map[string]bool{
 
 // setFacts splits the rule's fact paths and lists the sections they read.
 func (r *Rule) setFacts() {
-	r.facts, r.sections = nil, nil
+	r.facts, r.sections, r.readsRunning = nil, nil, false
 	for _, f := range r.Facts {
 		parts := splitPath(f)
 		r.facts = append(r.facts, parts)
 		if s := parts[0]; s != "*" && !metaSections[s] && !slices.Contains(r.sections, s) {
 			r.sections = append(r.sections, s)
 		}
+		if snapshot.IsRunningState(f) {
+			r.readsRunning = true
+		}
 	}
 }
+
+// ReadsRunningState reports whether some fact of the rule lies on or below
+// snapshot.RunningState, which an offline image does not have.
+func (r *Rule) ReadsRunningState() bool { return r.readsRunning }
 
 // coverage is what was collected of one host: a snapshot document or its
 // fleet projection (which keeps the errors and the sections fleet rules
@@ -62,10 +77,15 @@ type coverage struct {
 	partial map[string]bool
 	// removed are fact paths of members removed on decode.
 	removed [][]string
+	// image: an offline image, whose running state was not collected.
+	image bool
 }
 
 func coverageOf(doc map[string]any) *coverage {
 	c := &coverage{doc: doc}
+	if src, ok := doc["source"].(map[string]any); ok {
+		c.image = src["image"] == true
+	}
 	errs, _ := doc["errors"].([]any)
 	for _, x := range errs {
 		e, _ := x.(map[string]any)
@@ -104,7 +124,7 @@ func (c *coverage) runs(r *Rule) bool {
 		if c.unread != "" {
 			return false
 		}
-		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) {
+		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) && !(c.image && snapshot.IsRunningState(s)) {
 			return false
 		}
 	}
@@ -115,12 +135,15 @@ func (c *coverage) runs(r *Rule) bool {
 			}
 		}
 	}
-	return true
+	return !c.image || r.Image || !r.readsRunning
 }
 
 // admits reports whether finding f of rule r rests on collected data.
 func (c *coverage) admits(r *Rule, f *Finding) bool {
 	if !c.runs(r) {
+		return false
+	}
+	if c.image && onlyRunning(f.Evidence) {
 		return false
 	}
 	if c.partial == nil {
@@ -157,4 +180,14 @@ func (c *coverage) skipped(rules []*Rule) []string {
 		}
 	}
 	return out
+}
+
+// onlyRunning: every fact cited is running state (none at all is not).
+func onlyRunning(evidence []Evidence) bool {
+	for _, ev := range evidence {
+		if !snapshot.IsRunningState(ev.Fact) {
+			return false
+		}
+	}
+	return len(evidence) > 0
 }

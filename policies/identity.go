@@ -84,6 +84,9 @@ func AbsenceKnown(doc map[string]any, fact string) bool {
 			return false
 		}
 	}
+	if c.image && snapshot.IsRunningState(fact) {
+		return false
+	}
 	return !c.partial[p[0]]
 }
 

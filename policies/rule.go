@@ -39,7 +39,10 @@ type Rule struct {
 	// Facts are the fact paths the rule reads; "*" matches one path element
 	// and a path covers everything below it.
 	Facts []string `json:"facts"`
-	Scope Scope    `json:"scope"`
+	// Image (custom.image) says the rule judges configuration alone, so it
+	// runs on an offline image although it also reads running state.
+	Image bool  `json:"image,omitempty"`
+	Scope Scope `json:"scope"`
 	// Ref is the rule's document, e.g. "data.fleetaudit.rules.boot.hugetlb_cma_on_gpu".
 	Ref string `json:"ref"`
 	// Location is the file:line of the METADATA block.
@@ -52,6 +55,8 @@ type Rule struct {
 	// read (first elements, meta keys and "*" left out).
 	facts    [][]string
 	sections []string
+	// readsRunning: some fact lies on or below snapshot.RunningState.
+	readsRunning bool
 	// reads is what a host rule reads of its input (staticReads).
 	reads ruleReads
 }
@@ -231,6 +236,11 @@ func ruleFromAnnotations(a *ast.Annotations, ref ast.Ref, scope Scope) (*Rule, e
 		}
 	}
 	r.setFacts()
+	if v, ok := a.Custom["image"]; ok {
+		if r.Image, ok = v.(bool); !ok {
+			problems = append(problems, fmt.Sprintf("custom.image %v is not a boolean", v))
+		}
+	}
 	if s, ok := customString(a.Custom, "scope"); ok && Scope(s) != scope {
 		problems = append(problems, fmt.Sprintf("custom.scope %q contradicts the package, which makes it a %s rule", s, scope))
 	}

@@ -37,6 +37,17 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Source.Image {
+		// An image's running state was not read: left out, not written empty.
+		var doc map[string]any
+		if err := DecodeJSON(known, &doc); err != nil {
+			return nil, err
+		}
+		dropRunning(doc)
+		if known, err = json.Marshal(doc); err != nil {
+			return nil, err
+		}
+	}
 	if len(s.unknown) == 0 {
 		return known, nil
 	}

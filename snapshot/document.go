@@ -19,7 +19,7 @@ import (
 // without the bytes in between; a snapshot that holds fields of a newer
 // schema takes that round trip instead.
 func Document(s *Snapshot) (map[string]any, error) {
-	if len(s.unknown) > 0 {
+	if len(s.unknown) > 0 || s.Source.Image {
 		return roundTrip(s)
 	}
 	v, err := toDocument(reflect.ValueOf(snapshotFields(*s)))

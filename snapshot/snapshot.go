@@ -80,6 +80,10 @@ type Origin struct {
 	Root string `json:"root"`
 	// Collector is the fleetaudit version that wrote the snapshot.
 	Collector string `json:"collector,omitempty"`
+	// Image: the root is an offline OS image (nothing mounted on /proc: an
+	// image before first boot, a mounted disk), not a running host. Its
+	// running state (RunningState) was not read and counts as not collected.
+	Image bool `json:"image,omitempty"`
 }
 
 // CollectorSource names collection errors about reaching a host at all (no

@@ -152,6 +152,9 @@ func (a *app) runCollect(cmd *cobra.Command) error {
 	for _, e := range snap.Errors {
 		a.log.Warn("collection error", "host", snap.Host, "collector", e.Collector, "path", e.Path, "reason", e.Reason)
 	}
+	if snap.Source.Image {
+		a.log.Info("offline image: nothing mounted on /proc, so no running state is read", "root", target.Origin.Root)
+	}
 	a.log.Info("collected", "host", snap.Host, "root", target.Origin.Root, "facts", len(snap.Sources), "pods", len(snap.Pods), "errors", len(snap.Errors))
 	return nil
 }

@@ -244,7 +244,9 @@ it per finding (the description says when) and a fleet profile may override it
 (` + "`rules.severity`" + `). **Profiles** are the fleets a rule is written for (` + "`all`" + `: every fleet,
 and hosts in no fleet); the built-in profiles select rules by these tags
 ([fleet-profiles.md](fleet-profiles.md)). **Facts** are the snapshot fact paths the rule reads
-(` + "`*`" + ` matches one path element); a rule whose facts were not collected does not fire.
+(` + "`*`" + ` matches one path element); a rule whose facts were not collected does not fire. An
+offline image (` + "`source.image`" + `: a root with nothing mounted on ` + "`/proc`" + `) has no running state;
+**On an offline image** says what each rule that reads some does there.
 ` + "`fleetaudit policies list`" + ` and ` + "`fleetaudit policies explain ID`" + ` print the same.
 
 `)
@@ -276,6 +278,12 @@ and hosts in no fleet); the built-in profiles select rules by these tags
 		fmt.Fprintf(&b, "%s\n\n", paragraph(r.Description))
 		fmt.Fprintf(&b, "**Remediation.** %s\n\n", paragraph(r.Remediation))
 		fmt.Fprintf(&b, "**Facts:** %s\n", codeList(r.Facts))
+		switch {
+		case r.Image:
+			b.WriteString("\n**On an offline image:** judges the configuration alone; running facts are absent.\n")
+		case r.ReadsRunningState():
+			b.WriteString("\n**On an offline image:** not evaluated (it reads running state), listed as skipped.\n")
+		}
 		if ps := reads[r.ID]; len(ps) > 0 {
 			links := make([]string, len(ps))
 			for i, p := range ps {

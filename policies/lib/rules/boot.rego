@@ -95,6 +95,7 @@ below(v, before) if version.less(v, before)
 #   id: hugetlb-cma-on-gpu
 #   severity: critical
 #   profiles: [gpu-training]
+#   image: true
 #   remediation: >-
 #     Set hugetlb_cma=0 (and cma=0, which also disables a kernel's built-in
 #     default CMA area) in the GPU fleet's own boot configuration layer, not in
@@ -395,6 +396,7 @@ boot_config_pending contains f if {
 #   id: mitigations-off
 #   severity: high
 #   profiles: [web-serving]
+#   image: true
 #   remediation: >-
 #     Remove mitigations=off from the web fleet's boot configuration; if a
 #     shared base layer sets it for compute nodes, move it to their own layer.
@@ -454,6 +456,7 @@ forbidden_hits := {[w, p, v] |
 #   id: boot-param-forbidden
 #   severity: high
 #   profiles: [all]
+#   image: true
 #   remediation: >-
 #     Remove the parameter (or set it to 0) in this fleet's own boot layer, and
 #     move it out of any shared base layer that carries it.

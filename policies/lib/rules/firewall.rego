@@ -392,6 +392,7 @@ else := concat(", ", sort({a.source | some a in accepts; a.scope == "source"}))
 #   id: host-firewall-blocks-nccl
 #   severity: high
 #   profiles: [gpu-training]
+#   image: true
 #   remediation: >-
 #     Accept the fleet's networks before the drop: a firewalld zone with
 #     target ACCEPT bound to the fleet's prefix (firewall-cmd --permanent

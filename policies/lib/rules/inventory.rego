@@ -18,6 +18,7 @@ package fleetaudit.rules.inventory
 #   id: unknown-fleet
 #   severity: medium
 #   profiles: [all]
+#   image: true
 #   remediation: >-
 #     Name the host's fleet in the inventory, or extend a fleet profile's match
 #     (inventory group, label selector, hostname glob or facts) to cover it.

@@ -79,6 +79,7 @@ limit_text(v) := v if v != ""
 #   id: memlock-too-low
 #   severity: high
 #   profiles: [gpu-training]
+#   image: true
 #   remediation: >-
 #     Set "* - memlock unlimited" (or the job user's group) in a limits.d file of
 #     the GPU fleet's own layer, then start new sessions.

@@ -41,6 +41,7 @@ debug_severity(name, value) := "high" if {
 #   id: nccl-debug-env
 #   severity: high
 #   profiles: [gpu-training]
+#   image: true
 #   remediation: >-
 #     Remove the variable from the host configuration; set it per job while
 #     debugging instead.

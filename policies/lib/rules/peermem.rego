@@ -74,6 +74,7 @@ module_evidence(m) := [p | some p in [sprintf("modules.configured.%s", [m])]; bo
 #   id: peermem-dual-modules
 #   severity: high
 #   profiles: [gpu-training]
+#   image: true
 #   remediation: >-
 #     In the GPU fleet's own layer, block nv_peer_mem in modprobe.d
 #     ("blacklist nv_peer_mem" and "install nv_peer_mem /bin/false", so no

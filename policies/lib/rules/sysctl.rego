@@ -110,6 +110,7 @@ somaxconn_low contains f if {
 #   id: tcp-tw-recycle
 #   severity: high
 #   profiles: [web-serving]
+#   image: true
 #   remediation: >-
 #     Delete the net.ipv4.tcp_tw_recycle line from the fleet's sysctl files.
 #   facts:
