@@ -280,6 +280,7 @@ func fixtureEntries(t testing.TB, pattern string) [][]byte {
 func FuzzBLSEntry(f *testing.F) {
 	f.Add([]byte(rhel8Entry))
 	f.Add([]byte(sdbootEntry))
+	f.Add([]byte("default fedora-6.7*\ndefault @newest\ntimeout five\r\nOptions x\nbeep\n\"\n"))
 	if entry := realLoaderEntry(f, sdbRoot+"\nhugetlb_cma=6G\n"); entry != nil {
 		f.Add(entry)
 	}

@@ -205,6 +205,10 @@ func FuzzModprobeConf(f *testing.F) {
 	for _, data := range debroot.Files(f, "kmod", "lib/modprobe.d/*.conf") {
 		f.Add(data)
 	}
+	// SUSE's suse-module-tools files (sles15-node).
+	for _, data := range fixtureEntries(f, "etc/modprobe.d/*.conf") {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dirs, errs := parseModprobeConf(data)
 		lines := strings.Count(string(data), "\n") + 1
