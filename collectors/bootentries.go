@@ -515,6 +515,9 @@ func (c *collection) collectSdBoot(conf string) *bootEntries {
 			if efi, isEFI := lastBLS(lines, "efi"); !ok || isEFI && efi.Line > l.Line {
 				continue
 			}
+			if !sdBootArchMatches(lines, c.snap.Kernel.Arch) {
+				continue
+			}
 			e.Linux = l.Value
 			var opts []string
 			first := 0
@@ -596,6 +599,30 @@ func (c *collection) collectSdBoot(conf string) *bootEntries {
 	be.def, be.defaultBy = 0, "first"
 	be.sources["default_entry"] = snapshot.Defaulted("no default set or matched: systemd-boot boots its first (newest) entry")
 	return be
+}
+
+// efiMachineNames are systemd-boot's EFI_MACHINE_TYPE_NAME per uname
+// machine (v252 meson.build efi_arch). An x86_64 kernel on 32-bit firmware
+// runs an ia32 systemd-boot; that case is not told apart here.
+var efiMachineNames = map[string]string{
+	"x86_64": "x64", "i686": "ia32", "i586": "ia32", "i386": "ia32",
+	"aarch64": "aa64", "armv7l": "arm", "riscv64": "riscv64", "loongarch64": "loongarch64",
+}
+
+// sdBootArchMatches is config_entry_add_type1's "architecture" check: a line
+// naming another machine type drops the entry. An unknown host machine
+// keeps it.
+func sdBootArchMatches(lines []BLSLine, machine string) bool {
+	name, known := efiMachineNames[machine]
+	if !known {
+		return true
+	}
+	for _, l := range lines {
+		if l.Key == "architecture" && l.Value != name {
+			return false
+		}
+	}
+	return true
 }
 
 // efiString reads a systemd-boot EFI variable: 4 bytes of attributes, then a

@@ -408,3 +408,29 @@ func TestSdBootSkippedLines(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// config_entry_add_type1 drops an entry whose "architecture" is not the
+// loader's own EFI machine type (x64 on x86_64); with the host's machine
+// unknown the entry stays.
+func TestSdBootEntryArchitecture(t *testing.T) {
+	files := func(arch string) fstest.MapFS {
+		fs := fstest.MapFS{
+			"etc/kernel/cmdline":            {Data: []byte("root=UUID=1 ro\n")},
+			"efi/loader/loader.conf":        {Data: []byte("timeout 3\n")},
+			"efi/loader/entries/a-6.9.conf": {Data: []byte("title Arm\nversion 6.9\nsort-key fedora\narchitecture aa64\noptions v=arm\nlinux /k/6.9/linux\n")},
+			"efi/loader/entries/a-6.8.conf": {Data: []byte("title x64\nversion 6.8\nsort-key fedora\narchitecture x64\noptions v=x64\nlinux /k/6.8/linux\n")},
+		}
+		if arch != "" {
+			fs["proc/sys/kernel/arch"] = &fstest.MapFile{Data: []byte(arch + "\n")}
+		}
+		return fs
+	}
+	_, cfg := bootOf(t, files("x86_64"))
+	if len(cfg.Entries) != 1 || cfg.Params["v"] != "x64" {
+		t.Errorf("x86_64 host: entries %+v, default v=%s; want only the x64 entry", cfg.Entries, cfg.Params["v"])
+	}
+	_, cfg = bootOf(t, files(""))
+	if len(cfg.Entries) != 2 || cfg.Params["v"] != "arm" {
+		t.Errorf("unknown machine: entries %+v, default v=%s; want both, the newest first", cfg.Entries, cfg.Params["v"])
+	}
+}
