@@ -22,8 +22,8 @@ import (
 // os-prober) are not read, so a GRUB_DEFAULT or saved_entry naming one is
 // taken as naming none. Boot counting suffixes (+3-1.conf) and unified
 // kernel images (efi/uki entries) carry no options line here. systemd-boot
-// also drops an entry whose "linux" file it cannot open on the partition
-// or whose "architecture" is not its own; neither is checked here.
+// also drops an entry whose "linux" file it cannot open on the partition;
+// that is not checked here.
 
 // BLSLine is one key and its value in a boot entry.
 type BLSLine struct {
