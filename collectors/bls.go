@@ -3,6 +3,9 @@ package collectors
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -18,7 +21,9 @@ import (
 // expanded again), and menu entries other than the BLS ones (41_custom,
 // os-prober) are not read, so a GRUB_DEFAULT or saved_entry naming one is
 // taken as naming none. Boot counting suffixes (+3-1.conf) and unified
-// kernel images (efi/uki entries) carry no options line here.
+// kernel images (efi/uki entries) carry no options line here. systemd-boot
+// also drops an entry whose "linux" file it cannot open on the partition;
+// that is not checked here.
 
 // BLSLine is one key and its value in a boot entry.
 type BLSLine struct {
@@ -53,29 +58,139 @@ func ParseGrubBLSEntry(data []byte) (lines []BLSLine, stop int, err error) {
 	return lines, 0, err
 }
 
-// ParseSdBootEntry reads an entry as systemd-boot does: blank and "#" lines
-// skipped, blanks trimmed at both ends, the key ends at the first space or
-// tab, a line with no value is skipped, and a value wholly in double quotes
-// loses them.
-func ParseSdBootEntry(data []byte) ([]BLSLine, error) {
-	data, err := cutNUL(data)
-	var lines []BLSLine
+// ParseSdBootEntry reads an entry or loader.conf as systemd-boot does
+// (v252 src/boot/efi/boot.c line_get_key_value): a line ends at "\n" or
+// "\r"; blank and "#" lines are skipped, blanks trimmed at both ends, the
+// key ends at the first space or tab, and a value wholly in double quotes
+// loses them. A line with a key and no value is skipped by the loader:
+// each such line is in skipped, an ErrParse naming it.
+func ParseSdBootEntry(data []byte) (lines []BLSLine, skipped []error, err error) {
+	data, err = cutNUL(data)
 	for i, raw := range splitLines(data) {
-		text := strings.Trim(strings.TrimSuffix(raw, "\r"), " \t")
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+		for _, part := range strings.Split(raw, "\r") {
+			text := strings.Trim(part, " \t")
+			if text == "" || strings.HasPrefix(text, "#") {
+				continue
+			}
+			sep := strings.IndexAny(text, " \t")
+			if sep < 0 {
+				skipped = append(skipped, fmt.Errorf("%w: line %d: %q has no value; systemd-boot skips the line", ErrParse, i+1, text))
+				continue
+			}
+			value := strings.TrimLeft(text[sep+1:], " \t")
+			// boot.c tests the first and the line's last byte: a lone
+			// quote is both and leaves nothing.
+			if value[0] == '"' && value[len(value)-1] == '"' {
+				value = value[1:max(1, len(value)-1)]
+			}
+			lines = append(lines, BLSLine{Key: text[:sep], Value: value, Line: i + 1})
 		}
-		sep := strings.IndexAny(text, " \t")
-		if sep < 0 {
-			continue
-		}
-		value := strings.TrimLeft(text[sep+1:], " \t")
-		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
-			value = value[1 : len(value)-1]
-		}
-		lines = append(lines, BLSLine{Key: text[:sep], Value: value, Line: i + 1})
 	}
-	return lines, err
+	return lines, skipped, err
+}
+
+// sdBootEntryKeys are the keys systemd-boot v252 reads in a type #1 entry
+// (config_entry_add_type1); sdBootConfKeys those of loader.conf
+// (config_defaults_load_from_file). Other keys are ignored by design: the
+// Boot Loader Specification lets loaders skip keys they do not know, and
+// GRUB's blscfg keys (id, grub_*) are among them.
+var (
+	sdBootEntryKeys = []string{"title", "sort-key", "version", "machine-id", "linux", "efi", "architecture", "devicetree", "initrd", "options"}
+	sdBootConfKeys  = []string{"timeout", "default", "editor", "auto-entries", "auto-firmware", "beep", "reboot-for-bitlocker", "secure-boot-enroll", "console-mode", "random-seed-mode"}
+)
+
+// sdBootKeyCase reports lines whose key is one of known in another case:
+// systemd-boot compares keys with streq8, so "Options" is ignored.
+func sdBootKeyCase(lines []BLSLine, known []string) []error {
+	var errs []error
+	for _, l := range lines {
+		if slices.Contains(known, l.Key) {
+			continue
+		}
+		if i := slices.IndexFunc(known, func(k string) bool { return strings.EqualFold(k, l.Key) }); i >= 0 {
+			errs = append(errs, fmt.Errorf("%w: line %d: key %q is ignored; systemd-boot's keys are case-sensitive: %s", ErrParse, l.Line, l.Key, known[i]))
+		}
+	}
+	return errs
+}
+
+// parseLoaderConf reads loader.conf as systemd-boot v252 does
+// (config_defaults_load_from_file): the last valid "default" line wins; a
+// "default" naming a special identifier other than "@saved" and a value
+// the loader cannot parse for timeout, the boolean keys, secure-boot-enroll,
+// console-mode or random-seed-mode are logged by the loader and skipped,
+// leaving the earlier value. def is the default line that applies (nil when
+// none does); each skipped line is in skipped.
+func parseLoaderConf(data []byte) (def *BLSLine, skipped []error, err error) {
+	lines, skipped, err := ParseSdBootEntry(data)
+	skipped = append(skipped, sdBootKeyCase(lines, sdBootConfKeys)...)
+	bad := func(l BLSLine, why string) {
+		skipped = append(skipped, fmt.Errorf("%w: line %d: %s %q: %s; systemd-boot skips the line", ErrParse, l.Line, l.Key, l.Value, why))
+	}
+	for _, l := range lines {
+		v := l.Value
+		switch l.Key {
+		case "default":
+			if strings.HasPrefix(v, "@") && !strings.EqualFold(v, "@saved") {
+				bad(l, "unsupported special entry identifier (only @saved)")
+				continue
+			}
+			def = &l
+		case "timeout":
+			if v != "menu-force" && v != "menu-hidden" && !sdBootNumber(v, math.MaxUint32) {
+				bad(l, "not a number of seconds (0-4294967295), menu-force or menu-hidden")
+			}
+		case "editor", "auto-entries", "auto-firmware", "beep", "reboot-for-bitlocker":
+			if !sdBootBool(v) {
+				bad(l, "not a boolean (1, yes, y, true, t, on, 0, no, n, false, f, off)")
+			}
+		case "secure-boot-enroll":
+			if v != "manual" && v != "force" && v != "off" {
+				bad(l, "not manual, force or off")
+			}
+		case "console-mode":
+			if v != "auto" && v != "max" && v != "keep" && !sdBootNumber(v, math.MaxInt64) {
+				bad(l, "not a mode number, auto, max or keep")
+			}
+		case "random-seed-mode":
+			if v != "off" && v != "with-system-token" && v != "always" && !sdBootBool(v) {
+				bad(l, "not off, with-system-token, always or a boolean")
+			}
+		}
+	}
+	sortByLine(skipped)
+	return def, skipped, err
+}
+
+// sdBootBool is util.c parse_boolean: exact, lower-case words.
+func sdBootBool(v string) bool {
+	switch v {
+	case "1", "yes", "y", "true", "t", "on", "0", "no", "n", "false", "f", "off":
+		return true
+	}
+	return false
+}
+
+// sdBootNumber is parse_number8 with no tail allowed: decimal digits only,
+// at most limit.
+func sdBootNumber(v string, limit uint64) bool {
+	if v == "" || strings.TrimLeft(v, "0123456789") != "" {
+		return false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return err == nil && n <= limit
+}
+
+// sortByLine orders errors that name a line ("line N:") by it.
+func sortByLine(errs []error) {
+	slices.SortStableFunc(errs, func(a, b error) int { return cmpInt(errLine(a), errLine(b)) })
+}
+
+// errLine is the line number an ErrParse from this file names.
+func errLine(err error) int {
+	_, rest, _ := strings.Cut(err.Error(), ": line ")
+	n, _ := strconv.Atoi(rest[:len(rest)-len(strings.TrimLeft(rest, "0123456789"))])
+	return n
 }
 
 func cutNUL(data []byte) ([]byte, error) {

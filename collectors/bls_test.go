@@ -104,9 +104,12 @@ func TestParseGrubBLSEntry(t *testing.T) {
 }
 
 func TestParseSdBootEntry(t *testing.T) {
-	lines, err := ParseSdBootEntry([]byte(sdbootEntry + "\n\noptions \"iommu=pt\"\noptions\n  title\tOther  \n"))
+	lines, skipped, err := ParseSdBootEntry([]byte(sdbootEntry + "\n\noptions \"iommu=pt\"\noptions\n  title\tOther  \n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(skipped) != 1 || !errors.Is(skipped[0], ErrParse) || !strings.Contains(skipped[0].Error(), "line 13: \"options\" has no value; systemd-boot skips the line") {
+		t.Errorf("skipped = %v, want the key-only line 13", skipped)
 	}
 	var opts []string
 	for _, l := range lines {
@@ -277,6 +280,7 @@ func fixtureEntries(t testing.TB, pattern string) [][]byte {
 func FuzzBLSEntry(f *testing.F) {
 	f.Add([]byte(rhel8Entry))
 	f.Add([]byte(sdbootEntry))
+	f.Add([]byte("default fedora-6.7*\ndefault @newest\ntimeout five\r\nOptions x\nbeep\n\"\n"))
 	if entry := realLoaderEntry(f, sdbRoot+"\nhugetlb_cma=6G\n"); entry != nil {
 		f.Add(entry)
 	}
@@ -297,7 +301,16 @@ func FuzzBLSEntry(f *testing.F) {
 				t.Fatalf("line %d read after the stop at %d", l.Line, stop)
 			}
 		}
-		sd, _ := ParseSdBootEntry(data)
+		sd, skipped, _ := ParseSdBootEntry(data)
+		for _, err := range skipped {
+			if !errors.Is(err, ErrParse) || errLine(err) < 1 {
+				t.Fatalf("skipped line error %v names no line", err)
+			}
+		}
+		def, _, _ := parseLoaderConf(data)
+		if def != nil && (def.Key != "default" || strings.HasPrefix(def.Value, "@") && !strings.EqualFold(def.Value, "@saved")) {
+			t.Fatalf("loader.conf default %+v is one systemd-boot skips", def)
+		}
 		for _, l := range sd {
 			if l.Key == "" || strings.ContainsAny(l.Key, " \t\n") || strings.Contains(l.Value, "\n") {
 				t.Fatalf("bad systemd-boot line %+v", l)
@@ -358,5 +371,63 @@ func BenchmarkExpandGrubOptions(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ExpandGrubOptions("$kernelopts $tuned_params", lookup)
+	}
+}
+
+// systemd-boot v252 boot.c line_get_key_value ends a line at "\n" or "\r"
+// and unquotes by the value's first and the line's last byte.
+func TestParseSdBootEntryLineEnds(t *testing.T) {
+	lines, skipped, err := ParseSdBootEntry([]byte("title A\r\noptions a=1\rlinux /k\noptions \"\n"))
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("err %v skipped %v", err, skipped)
+	}
+	want := []BLSLine{{"title", "A", 1}, {"options", "a=1", 2}, {"linux", "/k", 2}, {"options", "", 3}}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
+
+// config_defaults_load_from_file logs and skips a value it cannot parse;
+// an earlier valid line keeps its effect.
+func TestParseLoaderConf(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		def     string // "" when no default applies
+		skipped []int
+	}{
+		{"stock", "#timeout 3\n#console-mode keep\n", "", nil},
+		{"last default wins", "default a-*\ndefault b-*\n", "b-*", nil},
+		{"unsupported special identifier keeps the earlier one", "default a-*\ndefault @newest\n", "a-*", []int{2}},
+		{"@saved in any case", "default @Saved\n", "@Saved", nil},
+		{"key-only line", "default\n", "", []int{1}},
+		{"keys are case-sensitive", "Default a-*\n", "", []int{1}},
+		{"bad values", "timeout 3s\ntimeout menu-force\neditor Yes\nauto-entries no\nconsole-mode 1x\nsecure-boot-enroll if-safe\nrandom-seed-mode with-system-token\nbeep\ntimeout 4294967296\n", "", []int{1, 3, 5, 6, 8, 9}},
+		{"unknown keys are ignored", "foo bar\nentries-dir x\n", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def, skipped, err := parseLoaderConf([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if def != nil {
+				got = def.Value
+			}
+			if got != tt.def {
+				t.Errorf("default %q, want %q", got, tt.def)
+			}
+			var lines []int
+			for _, e := range skipped {
+				if !errors.Is(e, ErrParse) {
+					t.Errorf("%v is not a parse error", e)
+				}
+				lines = append(lines, errLine(e))
+			}
+			if !slices.Equal(lines, tt.skipped) {
+				t.Errorf("skipped lines %v (%v), want %v", lines, skipped, tt.skipped)
+			}
+		})
 	}
 }

@@ -476,12 +476,18 @@ func (c *collection) collectSdBoot(conf string) *bootEntries {
 	for _, r := range sdBootRoots {
 		for _, f := range c.readEntryFiles(r + "/loader/entries") {
 			base := path.Base(f.path)
-			if strings.HasPrefix(strings.ToLower(base), "auto-") {
+			// boot.c config_load_entries: startswith, case-sensitive.
+			if strings.HasPrefix(base, "auto-") {
 				continue
 			}
-			lines, err := ParseSdBootEntry(f.data)
+			lines, skipped, err := ParseSdBootEntry(f.data)
 			if err != nil {
 				c.fail(bootCollector, f.path, err)
+			}
+			skipped = append(skipped, sdBootKeyCase(lines, sdBootEntryKeys)...)
+			sortByLine(skipped)
+			for _, err := range skipped {
+				c.skipped(bootCollector, f.path, err)
 			}
 			id := strings.ToLower(base)
 			if seen[id] {
@@ -502,9 +508,14 @@ func (c *collection) collectSdBoot(conf string) *bootEntries {
 			if l, ok := lastBLS(lines, "machine-id"); ok {
 				s.machineID = l.Value
 			}
+			// The last of "linux" and "efi" decides the entry's type
+			// (config_entry_add_type1); efi entries carry no kernel
+			// command line to read here.
 			l, ok := lastBLS(lines, "linux")
-			if !ok {
-				// efi and uki entries carry no options line to read here.
+			if efi, isEFI := lastBLS(lines, "efi"); !ok || isEFI && efi.Line > l.Line {
+				continue
+			}
+			if !sdBootArchMatches(lines, c.snap.Kernel.Arch) {
 				continue
 			}
 			e.Linux = l.Value
@@ -540,6 +551,21 @@ func (c *collection) collectSdBoot(conf string) *bootEntries {
 	// config_select_default_entry: the one-shot variable, the default
 	// variable, loader.conf's default pattern ("@saved": the last booted),
 	// else the first entry.
+	// loader.conf is read before the EFI variables (config_load_defaults),
+	// and its skipped lines are reported whichever default wins.
+	var confDefault *BLSLine
+	if conf != "" {
+		data, _ := c.read(bootCollector, conf)
+		var skipped []error
+		var err error
+		confDefault, skipped, err = parseLoaderConf(data)
+		if err != nil {
+			c.fail(bootCollector, conf, err)
+		}
+		for _, err := range skipped {
+			c.skipped(bootCollector, conf, err)
+		}
+	}
 	vars := map[string]string{}
 	for _, v := range sdBootVars {
 		if s, ok := c.efiString(v); ok {
@@ -567,19 +593,36 @@ func (c *collection) collectSdBoot(conf string) *bootEntries {
 		try(vars["LoaderEntryDefault"], "LoaderEntryDefault", efiAt("LoaderEntryDefault")) {
 		return be
 	}
-	if conf != "" {
-		data, _ := c.read(bootCollector, conf)
-		lines, err := ParseSdBootEntry(data)
-		if err != nil {
-			c.fail(bootCollector, conf, err)
-		}
-		if l, ok := lastBLS(lines, "default"); ok && try(strings.ToLower(l.Value), "loader.conf default", c.at(conf, l.Line)) {
-			return be
-		}
+	if l := confDefault; l != nil && try(strings.ToLower(l.Value), "loader.conf default", c.at(conf, l.Line)) {
+		return be
 	}
 	be.def, be.defaultBy = 0, "first"
 	be.sources["default_entry"] = snapshot.Defaulted("no default set or matched: systemd-boot boots its first (newest) entry")
 	return be
+}
+
+// efiMachineNames are systemd-boot's EFI_MACHINE_TYPE_NAME per uname
+// machine (v252 meson.build efi_arch). An x86_64 kernel on 32-bit firmware
+// runs an ia32 systemd-boot; that case is not told apart here.
+var efiMachineNames = map[string]string{
+	"x86_64": "x64", "i686": "ia32", "i586": "ia32", "i386": "ia32",
+	"aarch64": "aa64", "armv7l": "arm", "riscv64": "riscv64", "loongarch64": "loongarch64",
+}
+
+// sdBootArchMatches is config_entry_add_type1's "architecture" check: a line
+// naming another machine type drops the entry. An unknown host machine
+// keeps it.
+func sdBootArchMatches(lines []BLSLine, machine string) bool {
+	name, known := efiMachineNames[machine]
+	if !known {
+		return true
+	}
+	for _, l := range lines {
+		if l.Key == "architecture" && l.Value != name {
+			return false
+		}
+	}
+	return true
 }
 
 // efiString reads a systemd-boot EFI variable: 4 bytes of attributes, then a

@@ -9,6 +9,9 @@ import (
 	"testing/fstest"
 	"unicode/utf16"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -349,5 +352,85 @@ func TestBootPathsCoverReads(t *testing.T) {
 				t.Errorf("%s: %s is read from %s, which BootPaths does not declare", root, fact, p.File)
 			}
 		}
+	}
+}
+
+// systemd-boot v252 skips a loader.conf line it cannot parse (boot.c
+// config_defaults_load_from_file: "Unsupported special entry identifier")
+// and ignores an entry key in another case (streq8): each is a skipped
+// error naming the file and line, and the default and command line are the
+// ones the loader computes without them. An entry whose last loader key is
+// "efi" is no Linux entry.
+func TestSdBootSkippedLines(t *testing.T) {
+	files := fstest.MapFS{
+		"etc/kernel/cmdline":              {Data: []byte("root=UUID=1 ro\n")},
+		"efi/loader/loader.conf":          {Data: []byte("default fedora-6.7*\ndefault @newest\ntimeout five\n")},
+		"efi/loader/entries/memtest.conf": {Data: []byte("title memtest\nlinux /k/6.9.0/linux\nefi /memtest.efi\n")},
+	}
+	for _, v := range []string{"6.8.9", "6.8.5", "6.7.12"} {
+		extra := ""
+		if v == "6.7.12" {
+			extra = "Options hugetlb_cma=2G\noptions\n"
+		}
+		files["efi/loader/entries/fedora-"+v+".conf"] = &fstest.MapFile{Data: []byte(
+			"title Fedora\nversion " + v + "\nsort-key fedora\noptions root=UUID=1 ro\n" + extra + "linux /k/" + v + "/linux\n")}
+	}
+	snap, cfg := bootOf(t, files)
+	if cfg.Loader != "systemd-boot" || cfg.DefaultEntry == nil || cfg.DefaultBy != "loader.conf default" {
+		t.Fatalf("loader %q default %v by %q, want systemd-boot's loader.conf default", cfg.Loader, cfg.DefaultEntry, cfg.DefaultBy)
+	}
+	if e := cfg.Entries[*cfg.DefaultEntry]; e.Version != "6.7.12" {
+		t.Errorf("default entry %+v, want 6.7.12 (line 1's pattern; line 2 is skipped)", e)
+	}
+	if got := snap.Sources["boot.configured.default_entry"].String(); got != "/efi/loader/loader.conf:1" {
+		t.Errorf("default cited at %q, want /efi/loader/loader.conf:1", got)
+	}
+	if len(cfg.Entries) != 3 {
+		t.Errorf("entries %+v, want the three fedora ones (memtest's last loader key is efi)", cfg.Entries)
+	}
+	if _, ok := cfg.Params["hugetlb_cma"]; ok || cfg.Cmdline.Cmdline != "root=UUID=1 ro" {
+		t.Errorf("cmdline %q params %v: the loader ignores Options", cfg.Cmdline.Cmdline, cfg.Params)
+	}
+	entry := "/efi/loader/entries/fedora-6.7.12.conf"
+	want := []snapshot.CollectionError{
+		{Collector: "boot", Path: entry, Reason: `parse error: line 5: key "Options" is ignored; systemd-boot's keys are case-sensitive: options`, Skipped: true},
+		{Collector: "boot", Path: entry, Reason: `parse error: line 6: "options" has no value; systemd-boot skips the line`, Skipped: true},
+		{Collector: "boot", Path: "/efi/loader/loader.conf", Reason: `parse error: line 2: default "@newest": unsupported special entry identifier (only @saved); systemd-boot skips the line`, Skipped: true},
+		{Collector: "boot", Path: "/efi/loader/loader.conf", Reason: `parse error: line 3: timeout "five": not a number of seconds (0-4294967295), menu-force or menu-hidden; systemd-boot skips the line`, Skipped: true},
+	}
+	var got []snapshot.CollectionError
+	for _, e := range snap.Errors {
+		if e.Collector == bootCollector {
+			got = append(got, e)
+		}
+	}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b snapshot.CollectionError) bool { return a.Path+a.Reason < b.Path+b.Reason })); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// config_entry_add_type1 drops an entry whose "architecture" is not the
+// loader's own EFI machine type (x64 on x86_64); with the host's machine
+// unknown the entry stays.
+func TestSdBootEntryArchitecture(t *testing.T) {
+	files := func(arch string) fstest.MapFS {
+		fs := fstest.MapFS{
+			"etc/kernel/cmdline":            {Data: []byte("root=UUID=1 ro\n")},
+			"efi/loader/loader.conf":        {Data: []byte("timeout 3\n")},
+			"efi/loader/entries/a-6.9.conf": {Data: []byte("title Arm\nversion 6.9\nsort-key fedora\narchitecture aa64\noptions v=arm\nlinux /k/6.9/linux\n")},
+			"efi/loader/entries/a-6.8.conf": {Data: []byte("title x64\nversion 6.8\nsort-key fedora\narchitecture x64\noptions v=x64\nlinux /k/6.8/linux\n")},
+		}
+		if arch != "" {
+			fs["proc/sys/kernel/arch"] = &fstest.MapFile{Data: []byte(arch + "\n")}
+		}
+		return fs
+	}
+	_, cfg := bootOf(t, files("x86_64"))
+	if len(cfg.Entries) != 1 || cfg.Params["v"] != "x64" {
+		t.Errorf("x86_64 host: entries %+v, default v=%s; want only the x64 entry", cfg.Entries, cfg.Params["v"])
+	}
+	_, cfg = bootOf(t, files(""))
+	if len(cfg.Entries) != 2 || cfg.Params["v"] != "arm" {
+		t.Errorf("unknown machine: entries %+v, default v=%s; want both, the newest first", cfg.Entries, cfg.Params["v"])
 	}
 }

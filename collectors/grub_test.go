@@ -380,6 +380,10 @@ func FuzzGrubDefaults(f *testing.F) {
 	}
 	// Debian's template, which grub-pc's and grub-efi-amd64's postinst copy
 	// to /etc/default/grub.
+	// SUSE's layout: the parameters in GRUB_CMDLINE_LINUX_DEFAULT (sles15-node).
+	for _, data := range fixtureEntries(f, "etc/default/grub") {
+		f.Add(string(data), "")
+	}
 	for _, data := range debroot.Files(f, "grub2-common", "usr/share/grub/default/grub") {
 		f.Add(string(data), "")
 		f.Add(grubRHEL9, string(data))

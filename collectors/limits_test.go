@@ -455,6 +455,10 @@ func FuzzLimitsConf(f *testing.F) {
 	f.Add([]byte(rdmaLimitsConf))
 	f.Add([]byte("@hpc - nofile 1048576\n* hard memlock 65536\ntrainer -\n1000: soft nproc -5\n@:2000 hard nice -40\n%hpc - maxlogins 4\n"))
 	f.Add([]byte("*\tsoft\tcpu\t99999999999999999999999\n@1:2 - stack -\n:5 - rtprio 3 # x\n\r\n"))
+	// Linux-PAM 1.3.0's limits.conf as SLES 15 ships it (sles15-node).
+	for _, data := range fixtureEntries(f, "etc/security/limits.conf") {
+		f.Add(data)
+	}
 	members := []limitsMember{
 		{Groups: map[string]bool{}, GIDs: map[uint32]bool{}},
 		{Name: "trainer", UID: 1001, GID: 1001, HasIDs: true, Groups: map[string]bool{"hpc": true}, GIDs: map[uint32]bool{2000: true}},

@@ -297,6 +297,9 @@ func FuzzLogindConf(f *testing.F) {
 	for _, data := range debroot.Files(f, "systemd", "etc/systemd/logind.conf") {
 		f.Add(data)
 	}
+	for _, data := range fixtureEntries(f, "etc/systemd/logind.conf") {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conf, errs := parseLogindConf(data)
 		lines := len(systemdLines(data))

@@ -170,6 +170,10 @@ func FuzzModulesLoadD(f *testing.F) {
 	for _, s := range realpkgSeeds(f, "rdma-core", "etc/rdma/modules/*.conf") {
 		f.Add(s)
 	}
+	// suse-module-tools' sg.conf (sles15-node).
+	for _, data := range fixtureEntries(f, "usr/lib/modules-load.d/*.conf") {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// systemd-modules-load's read_line ends lines at \r and NUL too.
 		lines := max(strings.Count(string(data), "\n")+1, len(systemdLines(data)))

@@ -73,6 +73,13 @@ func parseModprobeConf(data []byte) ([]modprobeDirective, []error) {
 		}
 		switch cmd {
 		case "blacklist", "install", "remove", "options", "softdep", "weakdep", "alias":
+		case "allow_unsupported_modules":
+			// SUSE's kmod reads it (suse-module-tools ships it in
+			// 10-unsupported-modules.conf, "can be overriden using the
+			// --allow-unsupported-modules commandline switch", a SUSE
+			// modprobe option): no bad line where it exists. Whether an
+			// unsupported module may load is not modelled.
+			continue
 		case "include", "config":
 			bad("kmod no longer reads this command; the line is ignored")
 			continue

@@ -67,6 +67,14 @@ func TestParseModprobeConf(t *testing.T) {
 			},
 		},
 		{
+			// suse-module-tools' 10-unsupported-modules.conf: a command
+			// SUSE's kmod reads. A trailing comment after a blacklisted
+			// name (SUSE's 50-blacklist.conf) is not part of it.
+			name: "SUSE files",
+			in:   "allow_unsupported_modules 0\nblacklist opl3sa2                 # Bug 219758\n",
+			want: []modprobeDirective{{Cmd: "blacklist", Module: "opl3sa2", Line: 2}},
+		},
+		{
 			name: "nvidia driver: dashes become underscores, options and aliases checked and skipped",
 			in:   nvidiaDriverConf,
 			want: []modprobeDirective{
@@ -203,6 +211,10 @@ func FuzzModprobeConf(f *testing.F) {
 		f.Add(s)
 	}
 	for _, data := range debroot.Files(f, "kmod", "lib/modprobe.d/*.conf") {
+		f.Add(data)
+	}
+	// SUSE's suse-module-tools files (sles15-node).
+	for _, data := range fixtureEntries(f, "etc/modprobe.d/*.conf") {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

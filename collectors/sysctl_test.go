@@ -215,6 +215,12 @@ func FuzzSysctlConf(f *testing.F) {
 	for _, data := range debroot.Files(f, "systemd", "usr/lib/sysctl.d/*.conf") {
 		f.Add(data)
 	}
+	// aaa_base's 50-default.conf and sysctl.conf (sles15-node) among them.
+	for _, pattern := range []string{"usr/lib/sysctl.d/*.conf", "etc/sysctl.conf"} {
+		for _, data := range fixtureEntries(f, pattern) {
+			f.Add(data)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, errs := parseSysctlConf(data)
 		lines := len(systemdLines(data))
