@@ -163,7 +163,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		NoExec:     v.GetBool("no-exec"),
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
-		Stream:     auditStreams(format, ws),
+		Stream:     render.Streams(), // waivers and --record mark and write findings as they are read
 		Log:        a.log,
 	}
 	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
@@ -207,7 +207,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	ropts, err := a.reportOptions(cmd.Context(), format, out, set, catalogOf(res), now)
+	ropts, err := a.reportOptions(cmd.Context(), render, out, set, catalogOf(res), now)
 	if err != nil {
 		return err
 	}
