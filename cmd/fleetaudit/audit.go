@@ -16,6 +16,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/transport"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -150,12 +151,16 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := a.shardOf(inv); err != nil {
 		return err
 	}
-	sshOpts, progress, err := a.sshOptions(inv, v.GetBool("no-exec"))
+	var reached []inventory.Host
+	if inv != nil && len(v.GetStringSlice("snapshots")) == 0 {
+		reached = inv.Hosts // with --snapshots no host is reached: see audit's precedence
+	}
+	ssh, progress, err := a.sshTransport(reached, v.GetBool("no-exec"))
 	if err != nil {
 		return err
 	}
 	opts := audit.Options{
-		SSH:        sshOpts,
+		Transports: transport.Set{},
 		Fleets:     set,
 		Inventory:  inv,
 		Snapshots:  v.GetStringSlice("snapshots"),
@@ -165,6 +170,10 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		Version:    version,
 		Stream:     render.Streams(), // waivers and --record mark and write findings as they are read
 		Log:        a.log,
+	}
+	if ssh != nil {
+		opts.Transports[transport.SSH] = ssh
+		opts.Parallel = v.GetInt("parallel")
 	}
 	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
 		return err
@@ -184,7 +193,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	res, err := audit.Run(cmd.Context(), opts)
 	if progress != nil {
 		progress.account(a.err)
-		sshOpts.Dialer.Close()
+		ssh.Dialer.Close()
 	}
 	if err != nil {
 		rec.fail(cmd.Context(), err)
