@@ -42,7 +42,9 @@ func TestInventoryConnectionTypes(t *testing.T) {
 		t.Errorf("collect: exit %d, want %d naming win-01's connection, no SSH account; stderr:\n%s", r.code, exitError, r.stderr)
 	}
 	for host, check := range map[string]func(*snapshot.Snapshot) bool{
-		"self":   func(s *snapshot.Snapshot) bool { return s.Source.Kind == "local" && s.Source.Root == web && len(s.Sources) > 0 },
+		"self": func(s *snapshot.Snapshot) bool {
+			return s.Source.Kind == "local" && s.Source.Root == web && len(s.Sources) > 0
+		},
 		"win-01": func(s *snapshot.Snapshot) bool { return len(s.Errors) == 1 && s.Errors[0].Reason == why },
 	} {
 		data, err := os.ReadFile(filepath.Join(out, host+".json"))
@@ -60,7 +62,7 @@ func TestInventoryConnectionTypes(t *testing.T) {
 
 	r = runBounded(t, map[string]string{"HOME": dir}, time.Minute, "audit", "--inventory", inv, "--no-exec", "--format", "json")
 	var res struct {
-		Errors []struct{ Host, Error string }
+		Errors  []struct{ Host, Error string }
 		Summary struct{ Hosts, Audited, Unread int }
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
