@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/store"
 )
 
@@ -79,6 +78,6 @@ func (a *app) runDrift(cmd *cobra.Command) error {
 		if format == "json" {
 			return writeJSON(w, d)
 		}
-		return reports.DriftTable(w, d, a.humanOptions(out).Width)
+		return store.DriftTable(w, d, a.humanOptions(out).Width)
 	})
 }

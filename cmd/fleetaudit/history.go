@@ -85,7 +85,7 @@ func (a *app) runHistory(cmd *cobra.Command) error {
 		if format == "json" {
 			return writeJSON(w, h)
 		}
-		return reports.HistoryTable(w, h, a.humanOptions(out).Width)
+		return store.HistoryTable(w, h, a.humanOptions(out).Width)
 	})
 }
 

@@ -85,9 +85,7 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	opts := a.humanOptions(out)
 	opts.Catalog = catalogOf(res)
 	opts.Run = reports.RunInfo{ID: strconv.FormatInt(int64(run.ID), 10), At: run.StartedAt}
-	for _, p := range points {
-		opts.Trend = append(opts.Trend, reports.TrendPoint{Run: strconv.FormatInt(int64(p.Run), 10), At: p.At, Fleet: p.Fleet, Checks: p.Checks, Failing: p.Failing, Findings: p.Findings})
-	}
+	opts.Trend = points
 	return writeOutputWith(ctx, a, out, func(w io.Writer) error {
 		if err := render.Render(w, res, opts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)

@@ -1,4 +1,4 @@
-package reports
+package store
 
 import (
 	"encoding/json"
@@ -10,23 +10,23 @@ import (
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/policies"
-	"github.com/fleetaudit/fleetaudit/store"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 // historySeverities are the history table's columns, in report order.
 var historySeverities = []string{"critical", "high", "medium", "low", "info"}
 
-func runLabel(r store.Run) string {
+func runLabel(r Run) string {
 	return fmt.Sprintf("run %d (%s UTC)", r.ID, r.StartedAt.UTC().Format("2006-01-02 15:04:05"))
 }
 
 // DriftTable writes what changed between two recorded runs, host by host,
 // for a terminal of width columns.
-func DriftTable(w io.Writer, d *store.Drift, width int) error {
+func DriftTable(w io.Writer, d *Drift, width int) error {
 	s := d.Summary
 	head := fmt.Sprintf("Drift from %s to %s: %d hosts, %d changed, %d unchanged, %d added, %d removed, %d not read in one run; %d fact changes; findings %d new, %d resolved, %d still open, %d unknown.",
 		runLabel(d.From), runLabel(d.To), s.Hosts, s.Changed, s.Unchanged, s.Added, s.Removed, s.Unread, s.Facts, s.New, s.Resolved, s.Open, s.Unknown)
-	if _, err := fmt.Fprintln(w, strings.Join(Wrap(head, width), "\n")); err != nil {
+	if _, err := fmt.Fprintln(w, strings.Join(reports.Wrap(head, width), "\n")); err != nil {
 		return err
 	}
 	for _, h := range d.Hosts {
@@ -35,26 +35,26 @@ func DriftTable(w io.Writer, d *store.Drift, width int) error {
 			title += fmt.Sprintf(", fleet was %s", fleetName(h.FromFleet))
 		}
 		switch h.State {
-		case store.HostAdded:
+		case HostAdded:
 			title += ": only in the later run"
-		case store.HostRemoved:
+		case HostRemoved:
 			title += ": not in the later run"
 		}
-		if _, err := fmt.Fprintf(w, "\n%s\n", Escape(title)); err != nil {
+		if _, err := fmt.Fprintf(w, "\n%s\n", reports.Escape(title)); err != nil {
 			return err
 		}
 		if h.Unread != "" {
-			if _, err := fmt.Fprint(w, indented(Escape(h.Unread), width)); err != nil {
+			if _, err := fmt.Fprint(w, indented(reports.Escape(h.Unread), width)); err != nil {
 				return err
 			}
 		}
 		if len(h.Facts) > 0 {
-			cols := Columns{Header: []string{"FACT", "CHANGE", "BEFORE", "AFTER", "SET BY"}, Indent: "  ", Width: width, MinLast: 20}
+			cols := reports.Columns{Header: []string{"FACT", "CHANGE", "BEFORE", "AFTER", "SET BY"}, Indent: "  ", Width: width, MinLast: 20}
 			for _, c := range h.Facts {
-				cols.Rows = append(cols.Rows, []string{Escape(c.Fact), c.Change,
-					Escape(factValue(c.Before, c.Change == store.FactNotCollected && c.NotCollectedIn == "from")),
-					Escape(factValue(c.After, c.Change == store.FactNotCollected && c.NotCollectedIn == "to")),
-					Escape(setBy(c))})
+				cols.Rows = append(cols.Rows, []string{reports.Escape(c.Fact), c.Change,
+					reports.Escape(factValue(c.Before, c.Change == FactNotCollected && c.NotCollectedIn == "from")),
+					reports.Escape(factValue(c.After, c.Change == FactNotCollected && c.NotCollectedIn == "to")),
+					reports.Escape(setBy(c))})
 			}
 			if err := cols.Write(w); err != nil {
 				return err
@@ -66,11 +66,11 @@ func DriftTable(w io.Writer, d *store.Drift, width int) error {
 			fs   []policies.Finding
 		}{{"new", h.New}, {"resolved", h.Resolved}, {"unknown", h.Unknown}} {
 			for _, f := range l.fs {
-				rows = append(rows, []string{l.name, f.Severity, Escape(f.Rule), Escape(f.Message)})
+				rows = append(rows, []string{l.name, f.Severity, reports.Escape(f.Rule), reports.Escape(f.Message)})
 			}
 		}
 		if len(rows) > 0 {
-			cols := Columns{Header: []string{"FINDING", "SEVERITY", "RULE", "MESSAGE"}, Indent: "  ", Width: width, Unbroken: []bool{false, false, true}}
+			cols := reports.Columns{Header: []string{"FINDING", "SEVERITY", "RULE", "MESSAGE"}, Indent: "  ", Width: width, Unbroken: []bool{false, false, true}}
 			cols.Rows = rows
 			if _, err := fmt.Fprintln(w); err != nil {
 				return err
@@ -81,14 +81,14 @@ func DriftTable(w io.Writer, d *store.Drift, width int) error {
 		}
 		if len(h.Open) > 0 {
 			text := fmt.Sprintf("still open: %d (%s)", len(h.Open), ruleCounts(h.Open))
-			if _, err := fmt.Fprint(w, indented(Escape(text), width)); err != nil {
+			if _, err := fmt.Fprint(w, indented(reports.Escape(text), width)); err != nil {
 				return err
 			}
 		}
 	}
 	if s.Unknown > 0 {
 		note := "Unknown findings were in the earlier run, and the later run cannot say whether they still hold: the host was not read or not in it, the rule did not run there, or a fact the finding cites was not collected."
-		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(Wrap(note, width), "\n")); err != nil {
+		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(reports.Wrap(note, width), "\n")); err != nil {
 			return err
 		}
 	}
@@ -98,7 +98,7 @@ func DriftTable(w io.Writer, d *store.Drift, width int) error {
 // indented wraps text to width, each line indented by two spaces.
 func indented(text string, width int) string {
 	var b strings.Builder
-	for _, line := range Wrap(text, max(width-2, 20)) {
+	for _, line := range reports.Wrap(text, max(width-2, 20)) {
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
@@ -127,7 +127,7 @@ func factValue(v any, notCollected bool) string {
 }
 
 // setBy is the file that set the value, or before → after when it moved.
-func setBy(c store.FactChange) string {
+func setBy(c FactChange) string {
 	switch {
 	case c.BeforeSource == c.AfterSource:
 		return c.AfterSource
@@ -158,7 +158,7 @@ func ruleCounts(fs []policies.Finding) string {
 
 // HistoryTable writes the runs of a store's history, one row per run and
 // fleet with its findings by severity, for a terminal of width columns.
-func HistoryTable(w io.Writer, h *store.History, width int) error {
+func HistoryTable(w io.Writer, h *History, width int) error {
 	if len(h.Runs) == 0 {
 		_, err := fmt.Fprintln(w, "No runs recorded (in this window). Record one with 'fleetaudit audit --record'.")
 		return err
@@ -168,16 +168,16 @@ func HistoryTable(w io.Writer, h *store.History, width int) error {
 		header = append(header, strings.ToUpper(s))
 	}
 	header = append(header, "WAIVED")
-	cols := Columns{Header: header, Width: width, MinLast: 6}
+	cols := reports.Columns{Header: header, Width: width, MinLast: 6}
 	var notes []string
 	for _, r := range h.Runs {
 		id := strconv.FormatInt(int64(r.ID), 10)
 		started := r.StartedAt.UTC().Format("2006-01-02 15:04:05")
 		switch r.State {
-		case store.Complete:
-		case store.Incomplete:
+		case Complete:
+		case Incomplete:
 			notes = append(notes, fmt.Sprintf("run %s is incomplete: its writer %s stopped before it finished, or is still running; its hosts and findings are not recorded", id, r.Writer))
-		case store.Failed:
+		case Failed:
 			notes = append(notes, fmt.Sprintf("run %s failed: %s", id, r.Error))
 		}
 		if len(r.Fleets) == 0 {
@@ -185,7 +185,7 @@ func HistoryTable(w io.Writer, h *store.History, width int) error {
 			continue
 		}
 		for i, f := range r.Fleets {
-			row := []string{"", "", "", Escape(fleetName(f.Fleet)), strconv.Itoa(f.Hosts)}
+			row := []string{"", "", "", reports.Escape(fleetName(f.Fleet)), strconv.Itoa(f.Hosts)}
 			if i == 0 {
 				row[0], row[1], row[2] = id, started, r.State
 			}
@@ -200,7 +200,7 @@ func HistoryTable(w io.Writer, h *store.History, width int) error {
 		return err
 	}
 	for _, n := range notes {
-		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(Wrap(Escape(n), cols.Width), "\n")); err != nil {
+		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(reports.Wrap(reports.Escape(n), cols.Width), "\n")); err != nil {
 			return err
 		}
 	}
