@@ -16,7 +16,6 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
-	"github.com/fleetaudit/fleetaudit/transport"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -155,12 +154,12 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if inv != nil && len(v.GetStringSlice("snapshots")) == 0 {
 		reached = inv.Hosts // with --snapshots no host is reached: see audit's precedence
 	}
-	ssh, progress, err := a.sshTransport(reached, v.GetBool("no-exec"))
+	transports, ssh, progress, err := a.transports(reached, v.GetBool("no-exec"))
 	if err != nil {
 		return err
 	}
 	opts := audit.Options{
-		Transports: transport.Set{},
+		Transports: transports,
 		Fleets:     set,
 		Inventory:  inv,
 		Snapshots:  v.GetStringSlice("snapshots"),
@@ -172,7 +171,6 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		Log:        a.log,
 	}
 	if ssh != nil {
-		opts.Transports[transport.SSH] = ssh
 		opts.Parallel = v.GetInt("parallel")
 	}
 	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {

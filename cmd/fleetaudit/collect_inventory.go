@@ -58,7 +58,7 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--parallel %d: want at least 1", parallel)}
 	}
 	// Its files (known_hosts, keys) are checked before anything runs.
-	ssh, progress, err := a.sshTransport(hosts, v.GetBool("no-exec"))
+	transports, ssh, progress, err := a.transports(hosts, v.GetBool("no-exec"))
 	if err != nil {
 		return err
 	}
@@ -108,10 +108,7 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	}
 	type notRead struct{ host, why string }
 	var unread []notRead
-	opts := audit.Options{Inventory: inv, Transports: transport.Set{}, NoExec: v.GetBool("no-exec"), Version: version, Parallel: parallel}
-	if ssh != nil {
-		opts.Transports[transport.SSH] = ssh
-	}
+	opts := audit.Options{Inventory: inv, Transports: transports, NoExec: v.GetBool("no-exec"), Version: version, Parallel: parallel}
 	err = audit.Collect(ctx, opts, func(h inventory.Host, snap *snapshot.Snapshot) {
 		mu.Lock()
 		defer mu.Unlock()

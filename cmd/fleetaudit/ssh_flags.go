@@ -178,6 +178,17 @@ func (p *sshProgress) account(w io.Writer) {
 	}
 }
 
+// transports are the transports that read hosts (transport.For), set up
+// from the flags: the one place in cmd where a transport with settings is
+// added. ssh is the SSH one, nil when no host is read over SSH.
+func (a *app) transports(hosts []inventory.Host, noExec bool) (set transport.Set, ssh *sshsource.Transport, progress *sshProgress, err error) {
+	set = transport.Set{}
+	if ssh, progress, err = a.sshTransport(hosts, noExec); ssh != nil {
+		set[transport.SSH] = ssh
+	}
+	return set, ssh, progress, err
+}
+
 // sshTransport sets up the SSH transport of the hosts read over SSH among
 // hosts; nil when none is.
 func (a *app) sshTransport(hosts []inventory.Host, noExec bool) (*sshsource.Transport, *sshProgress, error) {
