@@ -12,9 +12,8 @@ import (
 // does, through the same precedence and transports (Options.Transports),
 // at most opts.Parallel at once: each host with a root, an address or a
 // connection. done sees each host's snapshot, one call at a time; a host
-// that cannot be read gets one whose source error says why. The context
-// ending stops nothing already started short of its transport's own
-// handling: each remaining host then gets its interrupted snapshot.
+// that cannot be read gets one whose source error says why, and so does
+// each host still to read once ctx ends (its transport says it stopped).
 func Collect(ctx context.Context, opts Options, done func(inventory.Host, *snapshot.Snapshot)) error {
 	opts.Roots, opts.Snapshots = nil, nil
 	targets, err := collectTargets(opts, &fileList{})
