@@ -7,20 +7,20 @@ package audit
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"iter"
 	"log/slog"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/kube/cluster"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
+	"github.com/fleetaudit/fleetaudit/transport"
+	"github.com/fleetaudit/fleetaudit/transport/local"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -53,9 +53,14 @@ type Options struct {
 	// Loaded, if set, sees each host's snapshot document as the rules will
 	// (see policies.RunOptions.Loaded).
 	Loaded func(in policies.HostInput, doc, like map[string]any)
-	// SSH collects inventory hosts that have an address (see ssh.go); nil
-	// reports them as not collected.
-	SSH *SSHOptions
+	// Transports read the inventory hosts collected during the run, each
+	// by its connection type (transport.For): sshsource.Transport for SSH;
+	// the local one is made from NoExec and Version unless given. A host
+	// whose transport is not set up is reported as not collected.
+	Transports transport.Set
+	// Parallel bounds the hosts collected at once (the engine's workers
+	// during a run) when above 0: as many as connections may be in flight.
+	Parallel int
 	// Cluster, when set, joins each host to its Kubernetes node and audits
 	// the nodes no input names on what the cluster knows (see kube.go).
 	Cluster *cluster.Cluster
@@ -237,10 +242,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded,
 		Hosts: files.Len() + len(targets)}
-	if opts.SSH != nil && opts.SSH.Parallel > 0 {
-		// Hosts are collected inside the engine's workers: as many as
-		// SSH connections may be in flight.
-		runOpts.Workers = opts.SSH.Parallel
+	if opts.Parallel > 0 {
+		// Hosts are collected inside the engine's workers.
+		runOpts.Workers = opts.Parallel
 	}
 	var unreadable manifestErrors
 	// Snapshot files, then the hosts collected during the run: each is read
@@ -335,31 +339,25 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// sourceCollector names errors about reaching a host at all.
-const sourceCollector = snapshot.CollectorSource
-
-// target is a host to collect during the run.
+// target is a host to collect during the run: an inventory host, or a
+// --root as a host with only a root, read through its transport.
 type target struct {
-	host, root, address string
+	host inventory.Host
 	// missing marks an inventory host that no input supplied.
 	missing bool
-	// noExec runs no command even on this machine's own "/".
-	noExec bool
-	// inv and ssh collect an address.
-	inv inventory.Host
-	ssh *SSHOptions
 }
 
 // collectTargets are the hosts collected during the run, by one
 // precedence: a host that a snapshot file describes is read from it (the
 // inventory gives only its fleet and labels); else a root is collected;
-// else an address is collected over SSH, but only when no --snapshots was
-// given (auditing snapshots reaches out to no host). Any other inventory
-// host is a blind spot (missingHosts).
+// else the host is read through its connection's transport, but only when
+// no --snapshots was given (auditing snapshots reaches out to no host). A
+// connection no transport reads is read too, to report it for that host.
+// Any other inventory host is a blind spot (missingHosts).
 func collectTargets(opts Options, files *fileList) ([]target, error) {
 	var ts []target
 	for _, root := range opts.Roots {
-		ts = append(ts, target{root: root, noExec: opts.NoExec})
+		ts = append(ts, target{host: inventory.Host{Root: root}})
 	}
 	if opts.Inventory == nil {
 		return ts, nil
@@ -372,12 +370,14 @@ func collectTargets(opts Options, files *fileList) ([]target, error) {
 		}
 	}
 	for _, h := range opts.Inventory.Hosts {
+		name, err := transport.For(h)
 		switch {
 		case described[h.Name]:
 		case h.Root != "":
-			ts = append(ts, target{host: h.Name, root: h.Root, noExec: opts.NoExec})
-		case h.Address != "" && files.Len() == 0:
-			ts = append(ts, target{host: h.Name, address: h.Address, inv: h, ssh: opts.SSH})
+			ts = append(ts, target{host: h})
+		case files.Len() > 0:
+		case name != "" || err != nil:
+			ts = append(ts, target{host: h})
 		}
 	}
 	return ts, nil
@@ -387,13 +387,18 @@ func collectTargets(opts Options, files *fileList) ([]target, error) {
 type collectOptions struct {
 	version string
 	// inventory names where a missing host was expected.
-	inventory string
+	inventory  string
+	transports transport.Set
 }
 
 func inputsOf(opts Options) collectOptions {
-	c := collectOptions{version: opts.Version, inventory: "inventory"}
+	c := collectOptions{version: opts.Version, inventory: "inventory", transports: transport.Set{}}
 	if opts.Inventory != nil && opts.Inventory.Path != "" {
 		c.inventory = opts.Inventory.Path
+	}
+	maps.Copy(c.transports, opts.Transports)
+	if c.transports[transport.Local] == nil {
+		c.transports[transport.Local] = local.Transport{NoExec: opts.NoExec, Version: opts.Version}
 	}
 	return c
 }
@@ -409,11 +414,11 @@ func collected(targets []target, co collectOptions, log *slog.Logger) iter.Seq[p
 		for _, t := range targets {
 			in := policies.HostInput{Origin: t.origin(co), Name: t.name()}
 			in.Load = func(ctx context.Context) (map[string]any, error) {
-				snap := collectOne(ctx, t, co.version)
+				snap := collectOne(ctx, t, co)
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				log.Debug("collected", "host", snap.Host, "root", t.root, "errors", len(snap.Errors))
+				log.Debug("collected", "host", snap.Host, "root", t.host.Root, "errors", len(snap.Errors))
 				return snapshot.Document(snap)
 			}
 			if !yield(in) {
@@ -423,26 +428,29 @@ func collected(targets []target, co collectOptions, log *slog.Logger) iter.Seq[p
 	}
 }
 
-// origin names where a target's host comes from: its root or address, or
-// the inventory that lists a host nobody supplied.
+// origin names where a target's host comes from: its root or address,
+// this machine's tree for a local connection, or the inventory that lists
+// it.
 func (t target) origin(co collectOptions) string {
-	switch {
+	h := t.host
+	switch name, _ := transport.For(h); {
 	case t.missing:
-		return co.inventory
-	case t.root != "":
-		return t.root
-	case t.address != "":
-		return t.address
+	case h.Root != "":
+		return h.Root
+	case h.Address != "":
+		return h.Address
+	case name == transport.Local:
+		return local.Root(h)
 	}
-	return "(no root or address)"
+	return co.inventory
 }
 
 // name is the target's host name before it is collected.
 func (t target) name() string {
-	if t.host != "" {
-		return t.host
+	if t.host.Name != "" {
+		return t.host.Name
 	}
-	return filepath.Base(t.root)
+	return filepath.Base(t.host.Root)
 }
 
 // missingHosts are inventory hosts with neither root nor address that no
@@ -453,8 +461,8 @@ func missingHosts(inv *inventory.Inventory, audited iter.Seq[policies.HostRun], 
 	}
 	collecting := map[string]bool{}
 	for _, t := range targets {
-		if t.host != "" {
-			collecting[t.host] = true
+		if t.host.Name != "" {
+			collecting[t.host.Name] = true
 		}
 	}
 	seen := map[string]bool{}
@@ -464,64 +472,15 @@ func missingHosts(inv *inventory.Inventory, audited iter.Seq[policies.HostRun], 
 	var missing []target
 	for _, h := range inv.Hosts {
 		if !seen[h.Name] && !collecting[h.Name] {
-			missing = append(missing, target{host: h.Name, missing: true})
+			missing = append(missing, target{host: inventory.Host{Name: h.Name}, missing: true})
 		}
 	}
 	return missing
 }
 
-// failedSnapshot is the snapshot of a host that could not be collected.
-func failedSnapshot(t target, host, version, collector, path, reason string) *snapshot.Snapshot {
-	s := snapshot.New(host)
-	if s.Host == "" {
-		s.Host = filepath.Base(t.root)
-	}
-	s.Source = snapshot.Origin{Kind: "local", Root: t.root, Collector: version}
-	s.Errors = append(s.Errors, snapshot.CollectionError{Collector: collector, Path: path, Reason: reason})
-	s.Normalize()
-	return s
-}
-
-func collectOne(ctx context.Context, t target, version string) *snapshot.Snapshot {
-	fail := func(collector, path, reason string) *snapshot.Snapshot {
-		return failedSnapshot(t, t.host, version, collector, path, reason)
-	}
+func collectOne(ctx context.Context, t target, co collectOptions) *snapshot.Snapshot {
 	if t.missing {
-		return fail(sourceCollector, "inventory", "in the inventory, but no --snapshots file describes it and it has no root (with --snapshots, addresses are not collected)")
+		return transport.Failed(t.host.Name, "", co.version, "inventory", "in the inventory, but no --snapshots file describes it and it has no root (with --snapshots, addresses are not collected)")
 	}
-	if t.root == "" {
-		if t.address != "" && t.ssh != nil {
-			return t.ssh.collect(ctx, t.inv)
-		}
-		where := t.address
-		if where == "" {
-			where = "(no root or address)"
-		}
-		return fail(sourceCollector, where, "not collected: SSH collection is not set up for this run")
-	}
-	info, err := os.Stat(t.root)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the entry names the path already
-		}
-		return fail(sourceCollector, t.root, "root: "+err.Error())
-	}
-	if !info.IsDir() {
-		return fail(sourceCollector, t.root, "root is not a directory")
-	}
-	// The same target collect builds for this root: commands run only
-	// when it is this machine's own "/".
-	target, err := collectors.Local(t.root, collectors.LocalOptions{NoExec: t.noExec})
-	if err != nil {
-		return fail(sourceCollector, t.root, err.Error())
-	}
-	snap, err := collectors.Collect(ctx, target, collectors.Options{Hostname: t.host, Version: version})
-	if err != nil {
-		return fail(sourceCollector, t.root, err.Error())
-	}
-	if snap.Host == "" {
-		snap.Host = filepath.Base(t.root)
-	}
-	return snap
+	return co.transports.Collect(ctx, t.host, co.version)
 }

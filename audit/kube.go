@@ -41,9 +41,9 @@ func newKubeJoin(opts Options, files *fileList, targets []target, log *slog.Logg
 	}
 	for _, t := range targets {
 		k.named[t.name()] = true
-		if t.host == "" && t.root != "" {
+		if t.host.Name == "" && t.host.Root != "" {
 			// Collect names the host from its root's hostname files.
-			if h := collectors.Hostname(collectors.Dir(t.root)); h != "" {
+			if h := collectors.Hostname(collectors.Dir(t.host.Root)); h != "" {
 				k.named[h] = true
 			}
 		}

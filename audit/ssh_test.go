@@ -12,6 +12,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/internal/sshdtest"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/sshsource"
+	"github.com/fleetaudit/fleetaudit/transport"
 )
 
 // closedPort is a loopback port nothing listens on.
@@ -64,10 +65,10 @@ ansible_ssh_private_key_file=%s
 	d := sshsource.NewDialer(sshsource.Options{KnownHosts: []string{s.KnownHosts}, Home: s.Dir, ConnectTimeout: sshdtest.Timeout(t)})
 	defer d.Close()
 	var done []string
-	sshOpts := &SSHOptions{Dialer: d, Parallel: 4, Timeout: sshdtest.Timeout(t), Total: 4, Done: func(r sshsource.Result, p sshsource.Progress) {
+	ssh := &sshsource.Transport{Dialer: d, Timeout: sshdtest.Timeout(t), Total: 4, Done: func(r sshsource.Result, p sshsource.Progress) {
 		done = append(done, r.Host.Name)
 	}}
-	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv, SSH: sshOpts})
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv, Transports: transport.Set{transport.SSH: ssh}, Parallel: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -336,6 +336,7 @@ func (a *ansible) hostFromVars(h *aHost, groups []string, vars map[string]any) (
 		{&host.User, []string{"ansible_user", "ansible_ssh_user"}},
 		{&host.Identity, []string{"ansible_ssh_private_key_file", "ansible_private_key_file"}},
 		{&host.RemoteRoot, []string{varRemoteRoot}},
+		{&host.Connection, []string{"ansible_connection"}},
 	}
 	for _, f := range fields {
 		for _, name := range f.names {

@@ -14,7 +14,7 @@
 // Ansible inventories: hosts, groups, children (nested, any depth), vars and
 // host ranges (gpu-a-[001:128], db-[a:f], [1:9:2]) as Ansible reads them.
 // ansible_host, ansible_user and ansible_port (or their ansible_ssh_*
-// aliases) give Address, User and Port; fleetaudit_fleet, fleetaudit_root
+// aliases) give Address, User and Port, ansible_connection Connection; fleetaudit_fleet, fleetaudit_root
 // and fleetaudit_labels (a mapping; in INI a quoted {'k': 'v'} literal) give
 // Fleet, Root and Labels. Variables follow Ansible's precedence: host vars,
 // then group vars from the deepest group up to all (ties: ansible_group_priority,
@@ -71,6 +71,10 @@ type Host struct {
 	Jump       string
 	Become     bool
 	RemoteRoot string
+	// Connection is how the host is reached (Ansible's ansible_connection:
+	// ssh, local, winrm...); "" is Ansible's default, SSH. Which
+	// connection types fleetaudit reads is the transport package's.
+	Connection string
 }
 
 // Inventory is a loaded inventory.

@@ -298,6 +298,11 @@ p1
 			{Name: "h", Groups: []string{"g"}, Labels: map[string]string{"rack": "r1", "node.kubernetes.io/instance-type": "p5.48xlarge", "n": "4"}},
 		}},
 		{name: "[g:hosts] is [g]", src: "[g:hosts]\nh\n", want: []Host{{Name: "h", Groups: []string{"g"}}}},
+		{name: "ansible_connection, from the host or its group", src: "[win]\nw1 ansible_host=10.0.0.9\nw2 ansible_connection=psrp\n[win:vars]\nansible_connection=winrm\n[self]\nlocalhost ansible_connection=local\n", want: []Host{
+			{Name: "localhost", Groups: []string{"self"}, Connection: "local"},
+			{Name: "w1", Groups: []string{"win"}, Address: "10.0.0.9", Connection: "winrm"},
+			{Name: "w2", Groups: []string{"win"}, Connection: "psrp"},
+		}},
 		{name: "empty file", src: "# nothing\n", want: nil},
 
 		{name: "fleet conflict on one host", src: "[a]\nh fleetaudit_fleet=gpu-training\n[b]\nh fleetaudit_fleet=web-serving\n",
@@ -417,7 +422,7 @@ func TestNative(t *testing.T) {
 		}},
 
 		{name: "unknown host key", src: "hosts:\n  gpu-a-001:\n    fleet: gpu-training\n    rooot: roots/a\n",
-			err: `line 4: unknown key "rooot" in hosts.gpu-a-001 (known: address, become, fleet, groups, identity, jump, labels, port, remote_root, root, user)`},
+			err: `line 4: unknown key "rooot" in hosts.gpu-a-001 (known: address, become, connection, fleet, groups, identity, jump, labels, port, remote_root, root, user)`},
 		{name: "unknown top-level key", src: "hosts:\n  a:\nvars:\n  x: 1\n",
 			err: `line 3: unknown key "vars" in the top level (known: groups, hosts)`},
 		{name: "ansible variable in native", src: "hosts:\n  a: {ansible_host: 10.0.0.1}\n",

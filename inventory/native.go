@@ -22,6 +22,7 @@ type nativeHost struct {
 	Jump       string            `yaml:"jump"`
 	Become     bool              `yaml:"become"`
 	RemoteRoot string            `yaml:"remote_root"`
+	Connection string            `yaml:"connection"`
 }
 
 type nativeFile struct {
@@ -81,6 +82,7 @@ func parseNative(top *yaml.Node) (*Inventory, error) {
 			Jump:       nh.Jump,
 			Become:     nh.Become,
 			RemoteRoot: nh.RemoteRoot,
+			Connection: nh.Connection,
 		})
 	}
 	var declared []string

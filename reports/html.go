@@ -47,18 +47,21 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(htmlTemplate))
 
 // htmlRenderer renders an audit as the compliance report.
-type htmlRenderer struct{}
+type htmlFormat struct{}
 
-func (htmlRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+func (htmlFormat) Name() string       { return "html" }
+func (htmlFormat) Streams() bool      { return false }
+func (htmlFormat) NeedsCatalog() bool { return true }
+func (htmlFormat) Compliance() bool   { return true }
+
+func (htmlFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	return RenderHTML(w, NewCompliance(r, opts.Catalog, opts.Run, opts.Trend))
 }
 
 // htmlGate renders a gate as a compliance report of head: each fleet's
 // rendered configuration is one subject, a control fails when head holds an
 // unwaived finding of it.
-type htmlGate struct{}
-
-func (htmlGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
+func (htmlFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
 	c := &Compliance{Title: fmt.Sprintf("fleetaudit gate: %s → %s", refLabel(r.Base), refLabel(r.Head)), Gate: true, Run: opts.Run}
 	for _, fl := range r.Fleets {
 		if fl.Status == "removed" {

@@ -59,7 +59,7 @@ func complianceHTMLOf(t *testing.T) (string, *audit.Result) {
 	t.Helper()
 	res, cat := exampleAudit(t)
 	var out bytes.Buffer
-	if err := (htmlRenderer{}).Render(&out, res, goldenOptions(cat)); err != nil {
+	if err := (htmlFormat{}).Render(&out, res, goldenOptions(cat)); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "compliance.html")

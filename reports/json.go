@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
 
@@ -17,9 +18,14 @@ import (
 // fleet's report is never in memory; a finding many hosts share is encoded
 // once, with each host's name put in its place. The bytes are those of an
 // indented json.Encoder.
-type jsonRenderer struct{}
+type jsonFormat struct{}
 
-func (jsonRenderer) Render(w io.Writer, r *audit.Result, _ Options) error {
+func (jsonFormat) Name() string       { return "json" }
+func (jsonFormat) Streams() bool      { return true }
+func (jsonFormat) NeedsCatalog() bool { return false }
+func (jsonFormat) Compliance() bool   { return false }
+
+func (jsonFormat) Render(w io.Writer, r *audit.Result, _ Options) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	jw := &jsonWriter{w: bw}
 	jw.printf("{\n  \"schema\": ")
@@ -156,4 +162,17 @@ func (jw *jsonWriter) value(v any, prefix string) {
 		return
 	}
 	_, jw.err = jw.w.Write(EscapeJSON(bytes.TrimSuffix(jw.buf.Bytes(), []byte("\n"))))
+}
+
+// gateJSON writes the fleetaudit.gate/v1 document.
+func (jsonFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	_, err := w.Write(EscapeJSON(buf.Bytes()))
+	return err
 }

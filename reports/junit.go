@@ -138,9 +138,14 @@ func junitFindingText(b *strings.Builder, f policies.Finding) {
 
 // junitRenderer: a suite per fleet, a case per rule the fleet runs (the
 // catalog's, else those with findings); collection errors are error cases.
-type junitRenderer struct{}
+type junitFormat struct{}
 
-func (junitRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+func (junitFormat) Name() string       { return "junit" }
+func (junitFormat) Streams() bool      { return false }
+func (junitFormat) NeedsCatalog() bool { return true }
+func (junitFormat) Compliance() bool   { return false }
+
+func (junitFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	byFleet := map[string][]policies.Finding{}
 	for _, f := range r.Findings {
 		byFleet[f.Fleet] = append(byFleet[f.Fleet], f)
@@ -198,9 +203,7 @@ func (junitRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 // side; a case fails on introduced findings only, unchanged and resolved
 // ones are listed in its output. A fleet that could not be gated is an
 // error case.
-type junitGate struct{}
-
-func (junitGate) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
+func (junitFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
 	suites := junitSuites{Name: "fleetaudit gate"}
 	for _, fl := range r.Fleets {
 		suite := junitSuite{Name: fl.Fleet}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
@@ -18,9 +19,14 @@ import (
 // per finding, per rule (hosts folded) or per host, as Options.GroupBy says.
 // Findings are read as audit.Result.All yields them; only the host view
 // holds a fleet's findings.
-type markdownRenderer struct{}
+type markdownFormat struct{}
 
-func (markdownRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+func (markdownFormat) Name() string       { return "markdown" }
+func (markdownFormat) Streams() bool      { return true }
+func (markdownFormat) NeedsCatalog() bool { return false }
+func (markdownFormat) Compliance() bool   { return true }
+
+func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	var out bytes.Buffer
 	s := r.Summary
 	waived := 0
@@ -216,4 +222,51 @@ func scopeText(w waivers.Waiver) string {
 		parts = append(parts, "paths "+strings.Join(w.Paths, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// gateMarkdown is a pull-request comment: a summary table, then each
+// fleet's introduced and resolved findings, unchanged ones folded away.
+func (markdownFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
+	var out bytes.Buffer
+	s := r.Summary
+	if s.Introduced == 0 {
+		fmt.Fprintf(&out, "### fleetaudit gate: no new findings\n\n")
+	} else {
+		fmt.Fprintf(&out, "### fleetaudit gate: %d new %s (%s)\n\n", s.Introduced, plural(s.Introduced, "finding", "findings"), countLine(s.IntroducedBySeverity))
+	}
+	fmt.Fprintf(&out, "%s → %s. %s.\n\n", mdCode(refLabel(r.Base)), mdCode(refLabel(r.Head)), blastRadius(r))
+	out.WriteString("| Fleet | Hosts | Change | Introduced | Resolved | Unchanged |\n|---|---:|---|---:|---:|---:|\n")
+	for _, f := range r.Fleets {
+		hosts := "–"
+		if f.Hosts != nil {
+			hosts = fmt.Sprint(*f.Hosts)
+		}
+		fmt.Fprintf(&out, "| %s | %s | %s | %d | %d | %d |\n", mdCell(f.Fleet), hosts, f.Status, len(f.Introduced), len(f.Resolved), len(f.Unchanged))
+	}
+	for _, f := range r.Fleets {
+		for _, part := range changeParts(f) {
+			fmt.Fprintf(&out, "\n#### %s: %s\n\n", mdCell(f.Fleet), part.title)
+			mdFindings(&out, part.findings)
+		}
+		if len(f.Unchanged) > 0 {
+			fmt.Fprintf(&out, "\n<details><summary>%s: %d unchanged %s</summary>\n\n", mdCell(f.Fleet), len(f.Unchanged), plural(len(f.Unchanged), "finding", "findings"))
+			mdFindings(&out, f.Unchanged)
+			out.WriteString("\n</details>\n")
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&out, "\n> **Warning:** %s\n", mdCell(w))
+	}
+	mdWaivers(&out, r.Waivers)
+	for _, n := range waiverNotices(r.Waivers) {
+		fmt.Fprintf(&out, "\n> **Waiver:** %s\n", mdCell(n))
+	}
+	if len(r.Errors) > 0 {
+		out.WriteString("\n**Could not gate in full:**\n\n")
+		for _, e := range r.Errors {
+			fmt.Fprintf(&out, "- %s at %s: %s\n", mdCell(e.Fleet), mdCell(e.Ref), mdCell(e.Error))
+		}
+	}
+	_, err := w.Write(out.Bytes())
+	return err
 }

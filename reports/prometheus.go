@@ -99,9 +99,14 @@ func (p *promSet) waivers(rep *waivers.Report) {
 // promRenderer writes an audit's findings per rule, fleet and severity.
 // Rules a fleet runs without findings are written as 0 when the catalog is
 // known, so an alert on a series resolves when its findings do.
-type promRenderer struct{}
+type promFormat struct{}
 
-func (promRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+func (promFormat) Name() string       { return "prometheus" }
+func (promFormat) Streams() bool      { return false }
+func (promFormat) NeedsCatalog() bool { return true }
+func (promFormat) Compliance() bool   { return false }
+
+func (promFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	p := newPromSet()
 	p.describe("fleetaudit_findings", "Unwaived findings of the last audit by rule, fleet and severity.")
 	p.describe("fleetaudit_findings_waived", "Findings of the last audit that a waiver covers, by rule, fleet and severity.")
@@ -159,9 +164,7 @@ func (promRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 
 // promGate writes a gate's findings per fleet, rule, severity and change
 // (introduced, resolved, unchanged).
-type promGate struct{}
-
-func (promGate) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
+func (promFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
 	p := newPromSet()
 	p.describe("fleetaudit_gate_findings", "Findings of the last gate by fleet, rule, severity and change: introduced, resolved or unchanged (waived ones excluded).")
 	p.describe("fleetaudit_gate_findings_waived", "Findings of the last gate that a waiver covers, by fleet, rule, severity and change.")

@@ -14,7 +14,7 @@ import (
 func TestPrometheusOutputParses(t *testing.T) {
 	res, cat := exampleAudit(t)
 	var out bytes.Buffer
-	if err := (promRenderer{}).Render(&out, res, goldenOptions(cat)); err != nil {
+	if err := (promFormat{}).Render(&out, res, goldenOptions(cat)); err != nil {
 		t.Fatal(err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -54,7 +54,7 @@ func TestPrometheusOutputParses(t *testing.T) {
 	}
 
 	var gate bytes.Buffer
-	if err := (promGate{}).RenderGate(&gate, exampleGate(t), Options{}); err != nil {
+	if err := (promFormat{}).RenderGate(&gate, exampleGate(t), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	gf, err := parser.TextToMetricFamilies(bytes.NewReader(gate.Bytes()))
@@ -72,7 +72,7 @@ func TestPrometheusEscapesLabelValues(t *testing.T) {
 	res.Findings[0].Fleet = "we\"ird\\fleet\nname"
 	res.Summary.Fleets = map[string]audit.FleetSummary{res.Findings[0].Fleet: {Hosts: 1}}
 	var out bytes.Buffer
-	if err := (promRenderer{}).Render(&out, res, Options{}); err != nil {
+	if err := (promFormat{}).Render(&out, res, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)

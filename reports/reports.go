@@ -1,5 +1,6 @@
 // Package reports renders audit results. Each format lives in its own file
-// and is chosen through Get; an unknown format is an error, never a default.
+// as one Format, registered once in formats, and is chosen through Get; an
+// unknown format is an error, never a default.
 package reports
 
 import (
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/configrepo"
 )
 
 // Options tune rendering for where the output goes.
@@ -36,42 +38,87 @@ type Renderer interface {
 	Render(w io.Writer, r *audit.Result, opts Options) error
 }
 
-var renderers = map[string]Renderer{
-	"table":      tableRenderer{},
-	"json":       jsonRenderer{},
-	"markdown":   markdownRenderer{},
-	"sarif":      sarifRenderer{},
-	"junit":      junitRenderer{},
-	"prometheus": promRenderer{},
-	"html":       htmlRenderer{},
+// Format is one output format: one file in this package and one line in
+// formats. Its methods say what it can do, and the commands derive their
+// --format values and checks from them.
+type Format interface {
+	Renderer
+	// Name is the --format value.
+	Name() string
+	// Streams: Render reads the findings through audit.Result.All, in
+	// order, so the audit need not collect them (audit.Options.Stream).
+	Streams() bool
+	// NeedsCatalog: the format describes rules beyond their findings
+	// (Options.Catalog), so a caller without one builds it.
+	NeedsCatalog() bool
+	// Compliance: report renders it from a recorded run (with the trend).
+	Compliance() bool
 }
 
-// Streams reports whether a format reads the findings through
-// audit.Result.All, so the audit need not collect them (audit.Options.Stream).
-func Streams(format string) bool {
-	return format == "json" || format == "table" || format == "markdown"
+// GateFormat is a Format the gate renders too.
+type GateFormat interface {
+	Format
+	RenderGate(w io.Writer, r *configrepo.Result, opts Options) error
 }
 
-// Formats lists the format names Get accepts.
-func Formats() []string { return names(renderers) }
+// formats are every format, each registered once here.
+var formats = []Format{
+	tableFormat{},
+	jsonFormat{},
+	markdownFormat{},
+	sarifFormat{},
+	junitFormat{},
+	promFormat{},
+	htmlFormat{},
+}
 
-// Get returns the renderer for a format name.
-func Get(format string) (Renderer, error) { return lookup(renderers, format) }
+// Formats lists the format names Get accepts (audit's).
+func Formats() []string { return formatNames(func(Format) bool { return true }) }
 
-func names[R any](m map[string]R) []string {
-	out := make([]string, 0, len(m))
-	for name := range m {
-		out = append(out, name)
+// GateFormats lists the format names GetGate accepts.
+func GateFormats() []string {
+	return formatNames(func(f Format) bool { _, ok := f.(GateFormat); return ok })
+}
+
+// ComplianceFormats lists the formats report renders from a recorded run.
+func ComplianceFormats() []string { return formatNames(Format.Compliance) }
+
+// Get returns the format of a name.
+func Get(format string) (Format, error) {
+	if f := formatOf(format); f != nil {
+		return f, nil
+	}
+	return nil, unknown(format, Formats())
+}
+
+// GetGate returns the gate format of a name.
+func GetGate(format string) (GateFormat, error) {
+	if g, ok := formatOf(format).(GateFormat); ok {
+		return g, nil
+	}
+	return nil, unknown(format, GateFormats())
+}
+
+func unknown(format string, names []string) error {
+	return fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(names, ", "))
+}
+
+func formatNames(keep func(Format) bool) []string {
+	var out []string
+	for _, f := range formats {
+		if keep(f) {
+			out = append(out, f.Name())
+		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func lookup[R any](m map[string]R, format string) (R, error) {
-	r, ok := m[format]
-	if !ok {
-		var zero R
-		return zero, fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(names(m), ", "))
+func formatOf(name string) Format {
+	for _, f := range formats {
+		if f.Name() == name {
+			return f
+		}
 	}
-	return r, nil
+	return nil
 }

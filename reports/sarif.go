@@ -443,9 +443,14 @@ func (st *sarifStream) end(b *sarifBuilder, inv sarifInvocation, props map[strin
 
 // sarifRenderer writes an audit as SARIF: one result per finding, located
 // at the host file that set the value (file://HOST/PATH:LINE).
-type sarifRenderer struct{}
+type sarifFormat struct{}
 
-func (sarifRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+func (sarifFormat) Name() string       { return "sarif" }
+func (sarifFormat) Streams() bool      { return false }
+func (sarifFormat) NeedsCatalog() bool { return true }
+func (sarifFormat) Compliance() bool   { return false }
+
+func (sarifFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	b := &sarifBuilder{cat: opts.Catalog}
 	st := newSARIFStream(w, "fleetaudit/audit/")
 	for _, f := range r.Findings {
@@ -463,9 +468,7 @@ func (sarifRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
 // sarifGate writes a gate as SARIF for code scanning on the pull request:
 // head's findings, introduced ones as baselineState "new", unchanged ones
 // "unchanged", each at the repo file and line that set the value.
-type sarifGate struct{}
-
-func (sarifGate) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
+func (sarifFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
 	b := &sarifBuilder{cat: opts.Catalog}
 	st := newSARIFStream(w, "fleetaudit/gate/")
 	for _, fl := range r.Fleets {

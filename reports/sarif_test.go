@@ -55,7 +55,7 @@ func TestSARIFValidatesAgainstTheSchema(t *testing.T) {
 	sch := compileSARIFSchema(t)
 	res, cat := exampleAudit(t)
 	var audit bytes.Buffer
-	if err := (sarifRenderer{}).Render(&audit, res, goldenOptions(cat)); err != nil {
+	if err := (sarifFormat{}).Render(&audit, res, goldenOptions(cat)); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateSARIF(t, sch, audit.Bytes()); err != nil {
@@ -63,14 +63,14 @@ func TestSARIFValidatesAgainstTheSchema(t *testing.T) {
 	}
 	// Without a catalog the rules come from the findings alone.
 	var bare bytes.Buffer
-	if err := (sarifRenderer{}).Render(&bare, res, Options{}); err != nil {
+	if err := (sarifFormat{}).Render(&bare, res, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateSARIF(t, sch, bare.Bytes()); err != nil {
 		t.Errorf("audit SARIF without catalog does not validate:\n%v", err)
 	}
 	var gate bytes.Buffer
-	if err := (sarifGate{}).RenderGate(&gate, exampleGate(t), goldenOptions(cat)); err != nil {
+	if err := (sarifFormat{}).RenderGate(&gate, exampleGate(t), goldenOptions(cat)); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateSARIF(t, sch, gate.Bytes()); err != nil {
@@ -86,7 +86,7 @@ func TestSARIFValidatesAgainstTheSchema(t *testing.T) {
 
 func TestSARIFLocationsComeFromProvenance(t *testing.T) {
 	var gate bytes.Buffer
-	if err := (sarifGate{}).RenderGate(&gate, exampleGate(t), Options{}); err != nil {
+	if err := (sarifFormat{}).RenderGate(&gate, exampleGate(t), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var log sarifLog
@@ -117,7 +117,7 @@ func TestSARIFLocationsComeFromProvenance(t *testing.T) {
 
 	res, _ := exampleAudit(t)
 	var audit bytes.Buffer
-	if err := (sarifRenderer{}).Render(&audit, res, Options{}); err != nil {
+	if err := (sarifFormat{}).Render(&audit, res, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(audit.Bytes(), &log); err != nil {
@@ -209,7 +209,7 @@ func TestSARIFURIsAreValidOnePerFile(t *testing.T) {
 		res.Findings = append(res.Findings, finding(h))
 	}
 	var buf bytes.Buffer
-	if err := (sarifRenderer{}).Render(&buf, res, Options{}); err != nil {
+	if err := (sarifFormat{}).Render(&buf, res, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateSARIF(t, compileSARIFSchema(t), buf.Bytes()); err != nil {

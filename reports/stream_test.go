@@ -62,10 +62,11 @@ func TestStreamedReportsAreCollectedReports(t *testing.T) {
 	if shared == 0 {
 		t.Fatal("no finding streams as shared")
 	}
-	for _, format := range Formats() {
-		if !Streams(format) {
+	for _, f := range formats {
+		if !f.Streams() {
 			continue
 		}
+		format := f.Name()
 		for _, group := range append([]string{""}, GroupModes...) {
 			t.Run(format+"/"+group, func(t *testing.T) {
 				r, _ := Get(format)

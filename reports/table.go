@@ -8,13 +8,19 @@ import (
 	"strings"
 
 	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/configrepo"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 // tableRenderer prints one section per fleet, most severe first, each
 // finding with the file and line that set the value it is about.
-type tableRenderer struct{}
+type tableFormat struct{}
+
+func (tableFormat) Name() string       { return "table" }
+func (tableFormat) Streams() bool      { return true }
+func (tableFormat) NeedsCatalog() bool { return false }
+func (tableFormat) Compliance() bool   { return false }
 
 var severityColor = map[string]string{
 	policies.SeverityCritical: "\x1b[1;31m",
@@ -23,7 +29,7 @@ var severityColor = map[string]string{
 	policies.SeverityLow:      "\x1b[36m",
 }
 
-func (tableRenderer) Render(w io.Writer, r *audit.Result, opts Options) error {
+func (tableFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	width := opts.Width
 	if width <= 0 {
 		width = DefaultWidth
@@ -285,4 +291,45 @@ func unwaivedCounts(findings []policies.Finding) map[string]int {
 		}
 	}
 	return out
+}
+
+// gateTable is for a terminal or a CI log: one section per fleet the change
+// reaches, introduced findings in full, resolved ones in full, unchanged
+// ones counted.
+func (tableFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) error {
+	width := opts.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "gate %s -> %s\n", refLabel(r.Base), refLabel(r.Head))
+	for _, f := range r.Fleets {
+		out.WriteString("\n")
+		fmt.Fprintf(&out, "== %s: %s\n", fleetHeading(f), fleetCounts(f))
+		for _, c := range f.Changed {
+			hanging(&out, "changed "+Escape(c), "   ", width)
+		}
+		for _, part := range changeParts(f) {
+			fmt.Fprintf(&out, "-- %s\n", part.title)
+			if err := renderFindings(&out, part.findings, width, opts.Color, false); err != nil {
+				return err
+			}
+		}
+	}
+	for _, w := range r.Warnings {
+		out.WriteString("\n")
+		hanging(&out, "warning: "+Escape(w), "", width)
+	}
+	tableWaivers(&out, r.Waivers, width)
+	if len(r.Errors) > 0 {
+		out.WriteString("\nCould not gate in full:\n")
+		for _, e := range r.Errors {
+			hanging(&out, Escape(e.Fleet)+" at "+Escape(e.Ref)+": "+Escape(e.Error), "  ", width)
+		}
+	}
+	fmt.Fprintf(&out, "\n%s\n", blastRadius(r))
+	fmt.Fprintf(&out, "%d introduced (%s), %d resolved, %d unchanged\n", r.Summary.Introduced,
+		countLine(r.Summary.IntroducedBySeverity), r.Summary.Resolved, r.Summary.Unchanged)
+	_, err := w.Write(out.Bytes())
+	return err
 }

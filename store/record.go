@@ -11,11 +11,13 @@ import (
 	"iter"
 	"maps"
 	"reflect"
+	"strconv"
 	"sync"
 	"unsafe"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 // Recorder records one audit run while it runs: Loaded (the audit's
@@ -209,7 +211,7 @@ func (r *Recorder) Stored() (added, reused int) {
 // read through res.All as the store writes them, one at a time: a
 // streamed result (audit.Options.Stream) is recorded without ever being
 // held whole, and may be read again afterwards (by a report).
-func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []TrendPoint) error {
+func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []reports.TrendPoint) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := r.err
@@ -251,7 +253,7 @@ func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []TrendP
 		}
 	}
 	for _, p := range trend {
-		p.Run = r.id
+		p.Run = strconv.FormatInt(int64(r.id), 10)
 		rec.Trend = append(rec.Trend, p)
 	}
 	return r.s.FinishRun(ctx, r.id, rec)

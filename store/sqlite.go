@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 // Options configure Open.
@@ -632,7 +634,7 @@ func decodeFinding(b []byte, f *policies.Finding) error {
 }
 
 // Trend implements Store.
-func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]TrendPoint, error) {
+func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -644,15 +646,15 @@ func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]TrendPoint, error) {
 		return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
 	}
 	defer rows.Close()
-	var out []TrendPoint
+	var out []reports.TrendPoint
 	for rows.Next() {
-		var p TrendPoint
+		var p reports.TrendPoint
 		var id int64
 		var at, counts string
 		if err := rows.Scan(&id, &at, &p.Fleet, &p.Checks, &p.Failing, &counts); err != nil {
 			return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
 		}
-		p.Run = RunID(id)
+		p.Run = strconv.FormatInt(id, 10)
 		if p.At, err = parseTime(at); err != nil {
 			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
 		}

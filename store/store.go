@@ -24,6 +24,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 // RunID identifies a recorded run; ids grow with time.
@@ -78,7 +79,7 @@ type Store interface {
 	// Findings are a run's findings in report order.
 	Findings(ctx context.Context, id RunID) ([]Finding, error)
 	// Trend are the trend points of the given runs, oldest run first.
-	Trend(ctx context.Context, ids []RunID) ([]TrendPoint, error)
+	Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error)
 	// Blob returns a stored body; ErrNoBlob (wrapped) when there is none.
 	Blob(ctx context.Context, hash string) ([]byte, error)
 
@@ -168,7 +169,7 @@ type Record struct {
 	// Catalog is the hash of the run's Catalog blob.
 	Catalog string
 	// Trend are the run's trend points, one per fleet.
-	Trend []TrendPoint
+	Trend []reports.TrendPoint
 }
 
 // Host is one host of a run.
@@ -197,18 +198,6 @@ type Count struct {
 	Findings int    `json:"findings"`
 	// Waived are those of Findings a waiver covers.
 	Waived int `json:"waived"`
-}
-
-// TrendPoint is one fleet in one run, as the compliance report plots it
-// (reports.TrendPoint): host × control checks, those failing, and unwaived
-// findings by severity.
-type TrendPoint struct {
-	Run      RunID          `json:"run"`
-	At       time.Time      `json:"at"`
-	Fleet    string         `json:"fleet"`
-	Checks   int            `json:"checks"`
-	Failing  int            `json:"failing"`
-	Findings map[string]int `json:"findings"`
 }
 
 // Catalog is what a report needs of the rules beyond their findings: each

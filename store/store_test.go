@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 const exampleFleet = "../examples/fleet"
@@ -125,7 +127,7 @@ func recordErr(s Store, dir string) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	trend := []TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
+	trend := []reports.TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
 	return rec, rec.Finish(ctx, res, trend)
 }
 
@@ -282,7 +284,7 @@ func TestUnchangedSnapshotsAreStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(trend) != 2 || trend[0].Run != id1 || trend[1].Findings["critical"] != 2 {
+	if len(trend) != 2 || trend[0].Run != strconv.FormatInt(int64(id1), 10) || trend[1].Findings["critical"] != 2 {
 		t.Errorf("trend = %+v", trend)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -99,7 +100,7 @@ func TestRecordStreamedFindings(t *testing.T) {
 			t.Fatalf("stream %v: findings collected: %v", stream, res.Findings != nil)
 		}
 		res.Waivers = res.ApplyWaivers(ws, at)
-		trend := []TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
+		trend := []reports.TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
 		if err := rec.Finish(ctx, res, trend); err != nil {
 			t.Fatal(err)
 		}

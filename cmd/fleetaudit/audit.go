@@ -150,12 +150,16 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := a.shardOf(inv); err != nil {
 		return err
 	}
-	sshOpts, progress, err := a.sshOptions(inv, v.GetBool("no-exec"))
+	var reached []inventory.Host
+	if inv != nil && len(v.GetStringSlice("snapshots")) == 0 {
+		reached = inv.Hosts // with --snapshots no host is reached: see audit's precedence
+	}
+	transports, ssh, progress, err := a.transports(reached, v.GetBool("no-exec"))
 	if err != nil {
 		return err
 	}
 	opts := audit.Options{
-		SSH:        sshOpts,
+		Transports: transports,
 		Fleets:     set,
 		Inventory:  inv,
 		Snapshots:  v.GetStringSlice("snapshots"),
@@ -163,8 +167,11 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		NoExec:     v.GetBool("no-exec"),
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
-		Stream:     auditStreams(format, ws),
+		Stream:     render.Streams(), // waivers and --record mark and write findings as they are read
 		Log:        a.log,
+	}
+	if ssh != nil {
+		opts.Parallel = v.GetInt("parallel")
 	}
 	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
 		return err
@@ -184,7 +191,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	res, err := audit.Run(cmd.Context(), opts)
 	if progress != nil {
 		progress.account(a.err)
-		sshOpts.Dialer.Close()
+		ssh.Dialer.Close()
 	}
 	if err != nil {
 		rec.fail(cmd.Context(), err)
@@ -207,7 +214,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	out := v.GetString("output")
-	ropts, err := a.reportOptions(cmd.Context(), format, out, set, catalogOf(res), now)
+	ropts, err := a.reportOptions(cmd.Context(), render, out, set, catalogOf(res), now)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,10 +21,11 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/fleetaudit/fleetaudit/sshsource"
+	"github.com/fleetaudit/fleetaudit/transport"
 )
 
 func addCollectInventoryFlags(f *pflag.FlagSet) {
-	f.String("inventory", "", "collect every host of this inventory: one with an address over SSH, one with a root from that local tree (with --out)")
+	f.String("inventory", "", "collect every host of this inventory: one with a root from that local tree, any other through its ansible_connection (SSH by default; local reads this machine) (with --out)")
 	f.String("out", "", "directory to write HOST.json into, made if missing, instead of -o: one per inventory host with --inventory (a host not read gets one saying why)")
 	addSSHFlags(f)
 }
@@ -45,42 +49,33 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 	if err := a.shardOf(inv); err != nil {
 		return err
 	}
-	var hosts []sshsource.Host
-	var local []inventory.Host
-	for _, h := range inv.Hosts {
-		switch {
-		case h.Root != "":
-			local = append(local, h)
-		case h.Address != "":
-			hosts = append(hosts, audit.SSHHost(h))
-		}
-	}
-	if len(hosts)+len(local) == 0 {
+	hosts := audit.CollectHosts(inv)
+	if len(hosts) == 0 {
 		return inputError{fmt.Errorf("--inventory %s: no host has an address or a root", file)}
 	}
 	parallel := v.GetInt("parallel")
 	if parallel < 1 {
 		return usageError{fmt.Errorf("--parallel %d: want at least 1", parallel)}
 	}
-	var d *sshsource.Dialer
-	if len(hosts) > 0 {
-		// Its files (known_hosts, keys) are checked before anything runs.
-		if d, err = a.sshDialer(v.GetBool("no-exec")); err != nil {
-			return err
-		}
-		defer d.Close()
+	// Its files (known_hosts, keys) are checked before anything runs.
+	transports, ssh, progress, err := a.transports(hosts, v.GetBool("no-exec"))
+	if err != nil {
+		return err
+	}
+	if ssh != nil {
+		defer ssh.Dialer.Close()
 	}
 	if err := outDir(out); err != nil {
 		return err
 	}
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
+	// mu orders the SSH progress and the writes, both called from the
+	// hosts' workers.
+	var mu sync.Mutex
 	var writeErr error
 	written := 0
 	write := func(host string, snap *snapshot.Snapshot) {
-		if writeErr != nil {
-			return
-		}
 		var buf bytes.Buffer
 		err := snapshot.Encode(&buf, snap)
 		if err != nil {
@@ -99,40 +94,50 @@ func (a *app) runCollectInventory(cmd *cobra.Command) error {
 		}
 		written++
 	}
-	var unread []string
-	for _, h := range local {
-		snap := audit.CollectRoot(ctx, h.Name, h.Root, v.GetBool("no-exec"), version)
-		if ctx.Err() != nil {
-			break
-		}
-		if e := collectors.Unread(snap); e != nil {
-			unread = append(unread, fmt.Sprintf("%s: root %s: %s", h.Name, h.Root, e.Reason))
-		}
-		write(h.Name, snap)
-	}
-	total := len(hosts) + len(local)
-	var progress *sshProgress
-	if d != nil && writeErr == nil {
-		progress = a.newSSHProgress(len(hosts))
-		seen := 0
-		d.CollectAll(ctx, hosts, parallel, v.GetDuration("host-timeout"), func(r sshsource.Result, p sshsource.Progress) {
+	seen := 0
+	if ssh != nil {
+		ssh.Done = func(r sshsource.Result, p sshsource.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
 			if writeErr != nil {
 				return // stopped: these hosts failed for it, not for themselves
 			}
 			seen++
 			progress.done(r, p)
-			if r.Err != nil && r.Err.Class == sshsource.ClassInterrupted {
-				return // not read: an earlier snapshot of it stays
+		}
+	}
+	type notRead struct{ host, why string }
+	var unread []notRead
+	opts := audit.Options{Inventory: inv, Transports: transports, NoExec: v.GetBool("no-exec"), Version: version, Parallel: parallel}
+	err = audit.Collect(ctx, opts, func(h inventory.Host, snap *snapshot.Snapshot) {
+		mu.Lock()
+		defer mu.Unlock()
+		e := collectors.Unread(snap)
+		if writeErr != nil || (e != nil && ctx.Err() != nil) {
+			return // not read: an earlier snapshot of it stays
+		}
+		if name, _ := transport.For(h); e != nil && name != transport.SSH { // the SSH account lists its own
+			where := e.Path
+			if name == transport.Local {
+				where = "root " + e.Path
 			}
-			write(r.Host.Name, r.Snapshot)
-		})
+			unread = append(unread, notRead{h.Name, fmt.Sprintf("%s: %s: %s", h.Name, where, e.Reason)})
+		}
+		write(h.Name, snap)
+	})
+	if err != nil {
+		return err
+	}
+	total := len(hosts)
+	if progress != nil {
 		if writeErr != nil {
 			progress.total = seen
 		}
 		progress.account(a.err)
 	}
+	slices.SortFunc(unread, func(x, y notRead) int { return strings.Compare(x.host, y.host) })
 	for _, u := range unread {
-		fmt.Fprintf(a.err, "not read: %s\n", u)
+		fmt.Fprintf(a.err, "not read: %s\n", u.why)
 	}
 	if writeErr != nil {
 		return fmt.Errorf("%w; stopped with %d of %d hosts written", writeErr, written, total)

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetaudit/fleetaudit/policies"
-	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/store"
 )
 
@@ -84,144 +78,6 @@ func (a *app) runDrift(cmd *cobra.Command) error {
 		if format == "json" {
 			return writeJSON(w, d)
 		}
-		return driftTable(w, d, a.humanOptions(out).Width)
+		return store.DriftTable(w, d, a.humanOptions(out).Width)
 	})
-}
-
-func runLabel(r store.Run) string {
-	return fmt.Sprintf("run %d (%s UTC)", r.ID, r.StartedAt.UTC().Format("2006-01-02 15:04:05"))
-}
-
-func driftTable(w io.Writer, d *store.Drift, width int) error {
-	s := d.Summary
-	head := fmt.Sprintf("Drift from %s to %s: %d hosts, %d changed, %d unchanged, %d added, %d removed, %d not read in one run; %d fact changes; findings %d new, %d resolved, %d still open, %d unknown.",
-		runLabel(d.From), runLabel(d.To), s.Hosts, s.Changed, s.Unchanged, s.Added, s.Removed, s.Unread, s.Facts, s.New, s.Resolved, s.Open, s.Unknown)
-	if _, err := fmt.Fprintln(w, strings.Join(reports.Wrap(head, width), "\n")); err != nil {
-		return err
-	}
-	for _, h := range d.Hosts {
-		title := fmt.Sprintf("%s (%s): %s", h.Host, fleetName(h.Fleet), h.State)
-		if h.FromFleet != "" {
-			title += fmt.Sprintf(", fleet was %s", fleetName(h.FromFleet))
-		}
-		switch h.State {
-		case store.HostAdded:
-			title += ": only in the later run"
-		case store.HostRemoved:
-			title += ": not in the later run"
-		}
-		if _, err := fmt.Fprintf(w, "\n%s\n", reports.Escape(title)); err != nil {
-			return err
-		}
-		if h.Unread != "" {
-			if _, err := fmt.Fprint(w, indented(reports.Escape(h.Unread), width)); err != nil {
-				return err
-			}
-		}
-		if len(h.Facts) > 0 {
-			cols := reports.Columns{Header: []string{"FACT", "CHANGE", "BEFORE", "AFTER", "SET BY"}, Indent: "  ", Width: width, MinLast: 20}
-			for _, c := range h.Facts {
-				cols.Rows = append(cols.Rows, []string{reports.Escape(c.Fact), c.Change,
-					reports.Escape(factValue(c.Before, c.Change == store.FactNotCollected && c.NotCollectedIn == "from")),
-					reports.Escape(factValue(c.After, c.Change == store.FactNotCollected && c.NotCollectedIn == "to")),
-					reports.Escape(setBy(c))})
-			}
-			if err := cols.Write(w); err != nil {
-				return err
-			}
-		}
-		var rows [][]string
-		for _, l := range []struct {
-			name string
-			fs   []policies.Finding
-		}{{"new", h.New}, {"resolved", h.Resolved}, {"unknown", h.Unknown}} {
-			for _, f := range l.fs {
-				rows = append(rows, []string{l.name, f.Severity, reports.Escape(f.Rule), reports.Escape(f.Message)})
-			}
-		}
-		if len(rows) > 0 {
-			cols := reports.Columns{Header: []string{"FINDING", "SEVERITY", "RULE", "MESSAGE"}, Indent: "  ", Width: width, Unbroken: []bool{false, false, true}}
-			cols.Rows = rows
-			if _, err := fmt.Fprintln(w); err != nil {
-				return err
-			}
-			if err := cols.Write(w); err != nil {
-				return err
-			}
-		}
-		if len(h.Open) > 0 {
-			text := fmt.Sprintf("still open: %d (%s)", len(h.Open), ruleCounts(h.Open))
-			if _, err := fmt.Fprint(w, indented(reports.Escape(text), width)); err != nil {
-				return err
-			}
-		}
-	}
-	if s.Unknown > 0 {
-		note := "Unknown findings were in the earlier run, and the later run cannot say whether they still hold: the host was not read or not in it, the rule did not run there, or a fact the finding cites was not collected."
-		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(reports.Wrap(note, width), "\n")); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// indented wraps text to width, each line indented by two spaces.
-func indented(text string, width int) string {
-	var b strings.Builder
-	for _, line := range reports.Wrap(text, max(width-2, 20)) {
-		b.WriteString("  " + line + "\n")
-	}
-	return b.String()
-}
-
-// factValue shows a fact's value in the table: text as it is, anything
-// else as JSON; nothing is "(absent)", or "(not collected)".
-func factValue(v any, notCollected bool) string {
-	switch {
-	case notCollected:
-		return "(not collected)"
-	case v == nil:
-		return "(absent)"
-	}
-	if s, ok := v.(string); ok {
-		if s == "" {
-			return `""`
-		}
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-// setBy is the file that set the value, or before → after when it moved.
-func setBy(c store.FactChange) string {
-	switch {
-	case c.BeforeSource == c.AfterSource:
-		return c.AfterSource
-	case c.BeforeSource == "":
-		return c.AfterSource
-	case c.AfterSource == "":
-		return c.BeforeSource
-	}
-	return c.BeforeSource + " → " + c.AfterSource
-}
-
-// ruleCounts lists rules with their counts: "a ×2, b".
-func ruleCounts(fs []policies.Finding) string {
-	n := map[string]int{}
-	for _, f := range fs {
-		n[f.Rule]++
-	}
-	var parts []string
-	for _, r := range slices.Sorted(maps.Keys(n)) {
-		if n[r] > 1 {
-			parts = append(parts, fmt.Sprintf("%s ×%d", r, n[r]))
-		} else {
-			parts = append(parts, r)
-		}
-	}
-	return strings.Join(parts, ", ")
 }

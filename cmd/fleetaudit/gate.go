@@ -129,7 +129,7 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	}
 	a.logWaivers(res.Waivers)
 	out := v.GetString("output")
-	ropts, err := a.reportOptions(cmd.Context(), format, out, set, nil, now)
+	ropts, err := a.reportOptions(cmd.Context(), render, out, set, nil, now)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,9 +13,6 @@ import (
 	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/store"
 )
-
-// severities in report order.
-var severities = []string{"critical", "high", "medium", "low", "info"}
 
 func newHistoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -90,7 +85,7 @@ func (a *app) runHistory(cmd *cobra.Command) error {
 		if format == "json" {
 			return writeJSON(w, h)
 		}
-		return a.historyTable(w, h, out)
+		return store.HistoryTable(w, h, a.humanOptions(out).Width)
 	})
 }
 
@@ -104,61 +99,4 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err := w.Write(reports.EscapeJSON(buf.Bytes()))
 	return err
-}
-
-func (a *app) historyTable(w io.Writer, h *store.History, out string) error {
-	if len(h.Runs) == 0 {
-		_, err := fmt.Fprintln(w, "No runs recorded (in this window). Record one with 'fleetaudit audit --record'.")
-		return err
-	}
-	header := []string{"RUN", "STARTED (UTC)", "STATE", "FLEET", "HOSTS"}
-	for _, s := range severities {
-		header = append(header, strings.ToUpper(s))
-	}
-	header = append(header, "WAIVED")
-	cols := reports.Columns{Header: header, Width: a.humanOptions(out).Width, MinLast: 6}
-	var notes []string
-	for _, r := range h.Runs {
-		id := strconv.FormatInt(int64(r.ID), 10)
-		started := r.StartedAt.UTC().Format("2006-01-02 15:04:05")
-		switch r.State {
-		case store.Complete:
-		case store.Incomplete:
-			notes = append(notes, fmt.Sprintf("run %s is incomplete: its writer %s stopped before it finished, or is still running; its hosts and findings are not recorded", id, r.Writer))
-		case store.Failed:
-			notes = append(notes, fmt.Sprintf("run %s failed: %s", id, r.Error))
-		}
-		if len(r.Fleets) == 0 {
-			cols.Rows = append(cols.Rows, []string{id, started, r.State, "-", "-", "", "", "", "", "", ""})
-			continue
-		}
-		for i, f := range r.Fleets {
-			row := []string{"", "", "", reports.Escape(fleetName(f.Fleet)), strconv.Itoa(f.Hosts)}
-			if i == 0 {
-				row[0], row[1], row[2] = id, started, r.State
-			}
-			for _, s := range severities {
-				row = append(row, strconv.Itoa(f.BySeverity[s]))
-			}
-			row = append(row, strconv.Itoa(f.Waived))
-			cols.Rows = append(cols.Rows, row)
-		}
-	}
-	if err := cols.Write(w); err != nil {
-		return err
-	}
-	for _, n := range notes {
-		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(reports.Wrap(reports.Escape(n), cols.Width), "\n")); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// fleetName shows the fleet of hosts that matched none.
-func fleetName(f string) string {
-	if f == "" {
-		return "(no fleet)"
-	}
-	return f
 }

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -82,74 +78,24 @@ func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error
 	return engine.Rules(), set, nil
 }
 
-// listedRule is a rule as a fleet runs it: with the profile's severity, and
-// the rule's own when the profile overrode it.
-type listedRule struct {
-	policies.Rule
-	SeverityOverride *policies.SeverityOverride `json:"severity_override,omitempty"`
-}
-
 func (a *app) runPoliciesList(cmd *cobra.Command) error {
 	rules, set, err := a.loadRules(cmd)
 	if err != nil {
 		return err
 	}
-	listed := make([]listedRule, 0, len(rules))
-	var excluded []string
+	var profile *fleets.Profile
 	fleet := a.v.GetString("fleet")
-	if fleet == "" {
-		for _, r := range rules {
-			listed = append(listed, listedRule{Rule: r})
-		}
-	} else {
-		p, err := set.Resolve(fleet)
-		if err != nil {
+	if fleet != "" {
+		if profile, err = set.Resolve(fleet); err != nil {
 			return usageError{err}
 		}
-		for _, r := range rules {
-			if !p.Selects(r) {
-				if p.Excludes(r) {
-					excluded = append(excluded, r.ID)
-				}
-				continue
-			}
-			lr := listedRule{Rule: r}
-			if sev := p.Severity(r.ID, r.Severity); sev != r.Severity {
-				lr.SeverityOverride = &policies.SeverityOverride{RuleSeverity: r.Severity, Profile: fleet}
-				lr.Severity = sev
-			}
-			listed = append(listed, lr)
-		}
 	}
+	listed, excluded := reports.ListRules(rules, profile, fleet)
 	switch format := a.v.GetString("format"); format {
 	case "json":
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(listed); err != nil {
-			return err
-		}
-		_, err := a.out.Write(reports.EscapeJSON(buf.Bytes()))
-		return err
+		return reports.RuleListJSON(a.out, listed)
 	case "table":
-		width := a.humanOptions("-").Width
-		// Rule ids stay whole: people copy them into explain and profiles.
-		cols := reports.Columns{Header: []string{"ID", "SEVERITY", "PROFILES", "TITLE"}, Width: width, MinWidths: []int{1 << 10}, Unbroken: []bool{true}, MinLast: 20}
-		for _, r := range listed {
-			sev := r.Severity
-			if r.SeverityOverride != nil {
-				sev += " (rule: " + r.SeverityOverride.RuleSeverity + ")"
-			}
-			cols.Rows = append(cols.Rows, []string{reports.Escape(r.ID), reports.Escape(sev), reports.Escape(strings.Join(r.Profiles, ", ")), reports.Escape(r.Title)})
-		}
-		if err := cols.Write(a.out); err != nil {
-			return err
-		}
-		if len(excluded) > 0 {
-			text := fmt.Sprintf("Excluded by profile %s: %s", fleet, strings.Join(excluded, ", "))
-			fmt.Fprintf(a.out, "\n%s\n", strings.Join(reports.Wrap(reports.Escape(text), width), "\n"))
-		}
-		return nil
+		return reports.RuleListTable(a.out, listed, excluded, fleet, a.humanOptions("-").Width)
 	default:
 		return usageError{fmt.Errorf("--format %q: want table or json", format)}
 	}
@@ -162,39 +108,9 @@ func (a *app) runPoliciesExplain(cmd *cobra.Command, id string) error {
 	}
 	for _, r := range rules {
 		if r.ID == id {
-			writeExplanation(a.out, r, a.humanOptions("-").Width)
+			reports.ExplainRule(a.out, r, a.humanOptions("-").Width)
 			return nil
 		}
 	}
 	return usageError{fmt.Errorf("no rule has id %q: see 'fleetaudit policies list'", id)}
-}
-
-// writeExplanation prints a rule for a person: prose wrapped to width,
-// everything from the rule's METADATA escaped (user rules are outside code).
-func writeExplanation(w io.Writer, r policies.Rule, width int) {
-	esc := reports.Escape
-	para := func(text string) string {
-		var lines []string
-		for _, l := range reports.Wrap(reports.EscapeText(text), width-2) {
-			lines = append(lines, strings.TrimRight("  "+l, " "))
-		}
-		return strings.Join(lines, "\n")
-	}
-	list := func(items []string) {
-		for _, item := range items {
-			fmt.Fprintf(w, "%s\n", para(esc(item)))
-		}
-	}
-	head := fmt.Sprintf("%s  (%s, %s scope, profiles: %s)", esc(r.ID), esc(r.Severity), esc(string(r.Scope)), esc(strings.Join(r.Profiles, ", ")))
-	if len(head) > width {
-		head = strings.Join(reports.Wrap(head, width), "\n")
-	}
-	fmt.Fprintf(w, "%s\n%s\n\n", head, strings.Join(reports.Wrap(esc(r.Title), width), "\n"))
-	fmt.Fprintf(w, "Why and detection:\n%s\n\n", para(r.Description))
-	fmt.Fprintf(w, "Remediation:\n%s\n\n", para(r.Remediation))
-	fmt.Fprintf(w, "Reads facts:\n")
-	list(r.Facts)
-	fmt.Fprintf(w, "\nReferences:\n")
-	list(r.References)
-	fmt.Fprintf(w, "\n%s\n", strings.Join(reports.Wrap("Defined at "+esc(r.Location), width), "\n"))
 }

@@ -149,10 +149,7 @@ func (r *recording) finish(ctx context.Context, a *app, res *audit.Result, at ti
 	id := r.rec.ID()
 	// The compliance report's trend points, read from the findings as
 	// they stream (NewCompliance would need them collected).
-	var trend []store.TrendPoint
-	for _, p := range reports.CurrentTrend(res, catalogOf(res), reports.RunInfo{ID: strconv.FormatInt(int64(id), 10), At: at}) {
-		trend = append(trend, store.TrendPoint{At: p.At, Fleet: p.Fleet, Checks: p.Checks, Failing: p.Failing, Findings: p.Findings})
-	}
+	trend := reports.CurrentTrend(res, catalogOf(res), reports.RunInfo{ID: strconv.FormatInt(int64(id), 10), At: at})
 	// A signal stops the audit, not the write that records it: the run is
 	// one transaction either way, and an interrupted one stays incomplete.
 	if err := r.rec.Finish(context.WithoutCancel(ctx), res, trend); err != nil {

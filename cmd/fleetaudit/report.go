@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,9 +12,6 @@ import (
 	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/store"
 )
-
-// reportFormats are what report renders from the store.
-var reportFormats = []string{"html", "markdown"}
 
 func newReportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -39,7 +36,7 @@ then.`,
 	}
 	f := cmd.Flags()
 	addStoreFlag(f)
-	f.String("format", "html", "output format: html or markdown")
+	f.String("format", "html", "output format: "+orList(reports.ComplianceFormats()))
 	f.StringP("output", "o", "-", "write the report to FILE (- for stdout): a file is replaced atomically keeping its mode")
 	f.String("since", "30d", "trend over the complete runs started since: a duration back from now (30d, 2w) or a date (2026-11-01)")
 	f.String("run", "latest", "the run reported: an id, latest or latest~N")
@@ -50,8 +47,8 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	format := a.v.GetString("format")
 	render, err := reports.Get(format)
-	if err != nil || !slices.Contains(reportFormats, format) {
-		return usageError{fmt.Errorf("--format %q: want html or markdown", format)}
+	if err != nil || !render.Compliance() {
+		return usageError{fmt.Errorf("--format %q: want %s", format, orList(reports.ComplianceFormats()))}
 	}
 	since, err := parseSince(a.v.GetString("since"), time.Now())
 	if err != nil {
@@ -88,13 +85,19 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	opts := a.humanOptions(out)
 	opts.Catalog = catalogOf(res)
 	opts.Run = reports.RunInfo{ID: strconv.FormatInt(int64(run.ID), 10), At: run.StartedAt}
-	for _, p := range points {
-		opts.Trend = append(opts.Trend, reports.TrendPoint{Run: strconv.FormatInt(int64(p.Run), 10), At: p.At, Fleet: p.Fleet, Checks: p.Checks, Failing: p.Failing, Findings: p.Findings})
-	}
+	opts.Trend = points
 	return writeOutputWith(ctx, a, out, func(w io.Writer) error {
 		if err := render.Render(w, res, opts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
 		return nil
 	})
+}
+
+// orList joins values as a sentence does: "a", "a or b", "a, b or c".
+func orList(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
 }

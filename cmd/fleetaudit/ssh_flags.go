@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/sshsource"
+	"github.com/fleetaudit/fleetaudit/transport"
 )
 
 // addSSHFlags adds the flags of collection over SSH, shared by collect
@@ -178,15 +178,24 @@ func (p *sshProgress) account(w io.Writer) {
 	}
 }
 
-// sshOptions sets up audit's SSH collection of the inventory's hosts with
-// an address (none when --snapshots is given: see audit's precedence).
-func (a *app) sshOptions(inv *inventory.Inventory, noExec bool) (*audit.SSHOptions, *sshProgress, error) {
+// transports are the transports that read hosts (transport.For), set up
+// from the flags: the one place in cmd where a transport with settings is
+// added. ssh is the SSH one, nil when no host is read over SSH.
+func (a *app) transports(hosts []inventory.Host, noExec bool) (set transport.Set, ssh *sshsource.Transport, progress *sshProgress, err error) {
+	set = transport.Set{}
+	if ssh, progress, err = a.sshTransport(hosts, noExec); ssh != nil {
+		set[transport.SSH] = ssh
+	}
+	return set, ssh, progress, err
+}
+
+// sshTransport sets up the SSH transport of the hosts read over SSH among
+// hosts; nil when none is.
+func (a *app) sshTransport(hosts []inventory.Host, noExec bool) (*sshsource.Transport, *sshProgress, error) {
 	total := 0
-	if inv != nil && len(a.v.GetStringSlice("snapshots")) == 0 {
-		for _, h := range inv.Hosts {
-			if h.Root == "" && h.Address != "" {
-				total++
-			}
+	for _, h := range hosts {
+		if name, _ := transport.For(h); name == transport.SSH {
+			total++
 		}
 	}
 	if total == 0 {
@@ -201,5 +210,5 @@ func (a *app) sshOptions(inv *inventory.Inventory, noExec bool) (*audit.SSHOptio
 		return nil, nil, err
 	}
 	p := a.newSSHProgress(total)
-	return &audit.SSHOptions{Dialer: d, Parallel: parallel, Timeout: a.v.GetDuration("host-timeout"), Total: total, Done: p.done}, p, nil
+	return &sshsource.Transport{Dialer: d, Timeout: a.v.GetDuration("host-timeout"), Total: total, Done: p.done}, p, nil
 }

@@ -108,11 +108,6 @@ func (a *app) logWaivers(rep *waivers.Report, rules ...policies.Rule) {
 	}
 }
 
-// needsCatalog: formats that describe rules beyond their findings.
-func needsCatalog(format string) bool {
-	return slices.Contains([]string{"sarif", "junit", "prometheus", "html"}, format)
-}
-
 // reportCatalog is the rules' metadata and the rules each fleet profile
 // runs.
 func reportCatalog(ctx context.Context, set *fleets.Set, policyDirs []string) (*reports.Catalog, error) {
@@ -126,12 +121,12 @@ func reportCatalog(ctx context.Context, set *fleets.Set, policyDirs []string) (*
 // reportOptions adds what the compliance formats need to the terminal
 // options. cat is the catalog when the caller has it (an audit's engine);
 // else it is built for the formats that need one.
-func (a *app) reportOptions(ctx context.Context, format, out string, set *fleets.Set, cat *reports.Catalog, at time.Time) (reports.Options, error) {
+func (a *app) reportOptions(ctx context.Context, format reports.Format, out string, set *fleets.Set, cat *reports.Catalog, at time.Time) (reports.Options, error) {
 	opts := a.humanOptions(out)
 	opts.GroupBy = a.v.GetString("group-by")
 	opts.Run.At = at
 	opts.Catalog = cat
-	if cat == nil && needsCatalog(format) {
+	if cat == nil && format.NeedsCatalog() {
 		var err error
 		if opts.Catalog, err = reportCatalog(ctx, set, a.v.GetStringSlice("policies")); err != nil {
 			return opts, err
