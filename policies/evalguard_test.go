@@ -1,0 +1,424 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// The runner (RunAudit: classes, sections, rule results keyed by what each
+// rule reads) must give the findings of the oracle (EvalHost, EvalFleet)
+// on every fleet. These tests generate fleets whose hosts vary in the
+// facts rules read and evaluate them with the built-in rules and with user
+// rules written so that a wrong guess of what they read shows.
+
+var evalSeed = flag.Uint64("evalguard.seed", 0, "seed of the generated fleets (0: the fixed seeds)")
+
+// advMeta is a host rule's METADATA; %s is its id.
+const advMeta = `# METADATA
+# title: Adversarial %[1]s
+# description: reads its input in a way static analysis may miss
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: %[1]s, severity: low, profiles: [all], remediation: r, facts: [%[2]s]}
+`
+
+// advRules are user rules whose findings depend on facts read in ways that
+// defeat a naive reading of the compiled Rego: each is id, facts, rule.
+var advRules = [][3]string{
+	// input read whole, walked.
+	{"walk-red", "labels", `walk_red contains {"msg": sprintf("red at %v", [p]), "evidence": ["labels"]} if {
+	walk(input, [p, v])
+	v == "red"
+}`},
+	{"whole-alias", "labels", `whole_alias contains {"msg": sprintf("team %v", [t]), "evidence": ["labels"]} if {
+	x := input
+	t := object.get(x.labels, "team", "none")
+}`},
+	{"computed-get", "sysctl", `computed_get contains {"msg": sprintf("max_map_count %v", [v]), "evidence": ["sysctl"]} if {
+	k := concat("", ["sys", "ctl"])
+	v := object.get(input, [k, "running", "vm.max_map_count"], "unset")
+	v != "262144"
+}`},
+	{"var-key", "labels", `var_key contains {"msg": sprintf("%s.%s=%v", [k, n, v]), "evidence": ["labels"]} if {
+	some k in ["labels"]
+	some n, v in input[k]
+}`},
+	{"host-by-key", "labels", `host_by_key contains {"msg": sprintf("%s ends in 7", [v]), "evidence": ["labels"]} if {
+	some k, v in input
+	k == "host"
+	endswith(v, "7")
+}`},
+	{"host-name", "labels", `host_name contains {"msg": sprintf("%s labelled red by name", [input.host]), "evidence": ["labels"]} if {
+	input.labels[input.host] == "red"
+}`},
+	{"with-override", "logind", `with_override contains {"msg": sprintf("team seen as %v", [t]), "evidence": ["logind"]} if {
+	t := lib.team with input.labels as {"team": input.logind.remove_ipc}
+}`},
+	{"data-indirection", "nvidia", `data_indirection contains {"msg": sprintf("%s is %v", [k, v]), "evidence": ["nvidia"]} if {
+	some k in ["driver"]
+	v := lib[k]
+}`},
+	{"data-computed", "limits", `data_computed contains {"msg": sprintf("memlock %v", [v]), "evidence": ["limits"]} if {
+	k := concat("_", ["mem", "lock"])
+	v := data.adv.lib[k]
+	v != "unlimited"
+}`},
+	{"func-arg", "logind", `func_arg contains {"msg": sprintf("ipc %v", [lib.ipc(input)]), "evidence": ["logind"]} if {
+	true
+}`},
+	{"func-section", "sysctl", `func_section contains {"msg": sprintf("%d sysctls", [lib.size(input.sysctl.running)]), "evidence": ["sysctl"]} if {
+	true
+}`},
+	{"gpu-index", "nvidia", `gpu_index contains {"msg": sprintf("first GPU %v", [input.nvidia.gpus[0].model]), "evidence": ["nvidia"]} if {
+	true
+}`},
+	{"walk-section", "limits", `walk_section contains {"msg": sprintf("limited at %v", [p]), "evidence": ["limits"]} if {
+	walk(input.limits.effective, [p, v])
+	is_string(v)
+	v != "unlimited"
+}`},
+	{"every-label", "labels", `every_label contains {"msg": "every label is red", "evidence": ["labels"]} if {
+	count(input.labels) > 0
+	every v in input.labels { v == "red" }
+}`},
+}
+
+// advLib is what the rules call: a helper package reached through data.
+const advLib = `package adv.lib
+
+team := input.labels.team
+
+driver := input.nvidia.driver_version
+
+mem_lock := input.limits.effective["*"].memlock.soft
+
+ipc(x) := x.logind.remove_ipc
+
+size(x) := count(x)
+`
+
+// writeAdvPolicies writes the user rules into a new policy directory,
+// with extra rules appended, and returns it.
+func writeAdvPolicies(t testing.TB, extra string) string {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("package fleetaudit.rules.adv\n\nimport data.adv.lib\n")
+	for _, r := range advRules {
+		fmt.Fprintf(&b, "\n"+advMeta+"%s\n", r[0], r[1], r[2])
+	}
+	b.WriteString(extra)
+	writeFile(t, dir, "adv/rules.rego", b.String())
+	writeFile(t, dir, "adv/lib.rego", advLib)
+	return dir
+}
+
+// genFleet writes n hosts drawn from seed into dir: hosts that differ in
+// what the rules read (labels, sysctls, limits, driver, NCCL, boot
+// parameters, GPU model, logind) and in name, some of them copies of an
+// earlier host under another name.
+func genFleet(t testing.TB, dir string, seed uint64, n int) []string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0x6576616c67756172))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	var files []string
+	var docs []map[string]any
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", pick("gpu", "gpu", "web", "odd"), i)
+		var doc map[string]any
+		if len(docs) > 0 && rng.IntN(4) == 0 {
+			// An earlier host's content under this name.
+			doc = maps.Clone(docs[rng.IntN(len(docs))])
+			doc["host"] = name
+		} else {
+			h := host{name: name, driver: pick("550.90.07", "535.104.05", "550.54.15"),
+				removeIPC: pick("no", "no", "yes"), hugetlbCMA: pick("", "", "6G"), rdma: rng.IntN(2) * 2,
+				labels: map[string]string{}}
+			if rng.IntN(4) == 0 {
+				h.errors = 1
+			}
+			for range rng.IntN(3) {
+				h.nccl = append(h.nccl, pick("2.18.3", "2.19.3", "2.21.5"))
+			}
+			if v := pick("red", "blue", ""); v != "" {
+				h.labels["team"] = v
+			}
+			if rng.IntN(3) == 0 {
+				h.labels["color"] = pick("red", "green")
+			}
+			if rng.IntN(5) == 0 {
+				h.labels[name] = "red"
+			}
+			if rng.IntN(3) == 0 {
+				h.labels["fleetaudit.io/fleet"] = pick("gpu-training", "web-serving")
+			}
+			doc = h.snapshot()
+			setIn(doc, pick("262144", "262144", "65530", "red"), "sysctl", "running", "vm.max_map_count")
+			setIn(doc, pick("unlimited", "unlimited", "65536"), "limits", "effective", "*", "memlock", "soft")
+			if gpus, _ := doc["nvidia"].(map[string]any)["gpus"].([]any); len(gpus) > 0 && rng.IntN(3) == 0 {
+				g := maps.Clone(gpus[0].(map[string]any))
+				g["model"] = pick("NVIDIA A100-SXM4-80GB", "red")
+				gpus = slices.Clone(gpus)
+				gpus[0] = g
+				setIn(doc, gpus, "nvidia", "gpus")
+			}
+			if rng.IntN(6) == 0 {
+				setIn(doc, fmt.Sprintf("BOOT_IMAGE=/vmlinuz iommu=pt hugepages=%d", rng.IntN(3)), "boot", "running", "cmdline")
+			}
+		}
+		docs = append(docs, doc)
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("%04d-%s.json", i, name))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	return files
+}
+
+// setIn sets the member at path of objects that exist.
+func setIn(doc map[string]any, v any, path ...string) {
+	m := doc
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// fleetOfGen puts a host in a fleet by its label, else by its name.
+func fleetOfGen(host string, doc map[string]any) string {
+	if l, _ := doc["labels"].(map[string]any); l != nil {
+		if f, _ := l["fleetaudit.io/fleet"].(string); f != "" {
+			return f
+		}
+	}
+	switch {
+	case strings.HasPrefix(host, "gpu-"):
+		return "gpu-training"
+	case strings.HasPrefix(host, "web-"):
+		return "web-serving"
+	}
+	return ""
+}
+
+// oracle evaluates each file alone (EvalHost), then each fleet's
+// projections (EvalFleet), keeping only the findings keep admits.
+func oracle(t *testing.T, e *Engine, files []string) []Finding {
+	t.Helper()
+	ctx := context.Background()
+	var out []Finding
+	projs := map[string][]map[string]any{}
+	for _, file := range files {
+		doc, err := snapshot.ReadDocument(file)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		host, _ := doc["host"].(string)
+		fleet := fleetOfGen(host, doc)
+		fs, err := e.EvalHost(ctx, doc, fleet)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		out = append(out, fs...)
+		projs[fleet] = append(projs[fleet], e.Project(doc))
+	}
+	for _, fleet := range slices.Sorted(maps.Keys(projs)) {
+		fs, err := e.EvalFleet(ctx, fleet, projs[fleet])
+		if err != nil {
+			t.Fatalf("fleet %q: %v", fleet, err)
+		}
+		out = append(out, fs...)
+	}
+	return out
+}
+
+// sameFindings compares findings as sorted JSON lines and reports the
+// differences.
+func sameFindings(t *testing.T, what string, got, want []Finding) {
+	t.Helper()
+	lines := func(fs []Finding) []string {
+		out := make([]string, len(fs))
+		for i, f := range fs {
+			b, err := json.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = string(b)
+		}
+		slices.Sort(out)
+		return out
+	}
+	g, w := lines(got), lines(want)
+	if slices.Equal(g, w) {
+		return
+	}
+	// By rule: how many findings the runner gave that the oracle did not,
+	// and lacked, with an example of each.
+	type diff struct {
+		extra, lack int
+		ex          []string
+	}
+	by := map[string]*diff{}
+	note := func(l string, extra bool) {
+		var f Finding
+		_ = json.Unmarshal([]byte(l), &f)
+		d := by[f.Rule]
+		if d == nil {
+			d = &diff{}
+			by[f.Rule] = d
+		}
+		sign := "-"
+		if extra {
+			d.extra++
+			sign = "+"
+		} else {
+			d.lack++
+		}
+		if len(d.ex) < 2 {
+			d.ex = append(d.ex, fmt.Sprintf("%s %s %s: %s", sign, f.Host, f.Fleet, f.Message))
+		}
+	}
+	for _, l := range g {
+		if _, ok := slices.BinarySearch(w, l); !ok {
+			note(l, true)
+		}
+	}
+	for _, l := range w {
+		if _, ok := slices.BinarySearch(g, l); !ok {
+			note(l, false)
+		}
+	}
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(by)) {
+		d := by[id]
+		fmt.Fprintf(&b, "\n\t%s: %d not in the oracle, %d missing; e.g.\n\t\t%s", id, d.extra, d.lack, strings.Join(d.ex, "\n\t\t"))
+	}
+	t.Errorf("%s: %d findings, the oracle %d (+ runner only, - oracle only):%s", what, len(g), len(w), b.String())
+}
+
+func guardSeeds() []uint64 {
+	if *evalSeed != 0 {
+		return []uint64{*evalSeed}
+	}
+	return []uint64{1, 2, 3}
+}
+
+// RunAudit gives the oracle's findings on generated fleets, with the
+// built-in rules and the adversarial user rules, whether hosts come as
+// bytes (classes and sections) or as documents.
+func TestRunAuditIsTheOracle(t *testing.T) {
+	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	for _, seed := range guardSeeds() {
+		dir := t.TempDir()
+		files := genFleet(t, dir, seed, 80)
+		want := oracle(t, e, files)
+		for _, workers := range []int{1, 2} {
+			for _, docs := range []bool{false, true} {
+				inputs := SnapshotFiles(files)
+				if docs {
+					inputs = func(yield func(HostInput) bool) {
+						for in := range SnapshotFiles(files) {
+							in.Read = nil
+							if !yield(in) {
+								return
+							}
+						}
+					}
+				}
+				rep, err := e.Run(context.Background(), inputs, RunOptions{FleetOf: fleetOfGen, Workers: workers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				what := fmt.Sprintf("seed %d (-evalguard.seed=%d), %d workers, documents %v", seed, seed, workers, docs)
+				for _, f := range rep.Failures {
+					t.Errorf("%s: failure %v", what, f)
+				}
+				sameFindings(t, what, rep.Findings, want)
+			}
+		}
+	}
+}
+
+// The built-in rules alone on a generated fleet.
+func TestRunAuditIsTheOracleBuiltin(t *testing.T) {
+	e := newEngine(t, Options{Fleets: gpuFleets()})
+	for _, seed := range guardSeeds() {
+		files := genFleet(t, t.TempDir(), seed+100, 80)
+		rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameFindings(t, fmt.Sprintf("seed %d (-evalguard.seed=%d)", seed+100, seed+100), rep.Findings, oracle(t, e, files))
+	}
+}
+
+// slowRule loops on hosts labelled slow, far past any budget.
+const slowRule = `
+# METADATA
+# title: Slow
+# description: a loop that does not end in any useful time
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: slow-on-label, severity: low, profiles: [all], remediation: r, facts: [labels]}
+slow_on_label contains {"msg": "never", "evidence": ["labels"]} if {
+	input.labels.color == "green"
+	some i in numbers.range(1, 100000)
+	some j in numbers.range(1, 100000)
+	i * j == -1
+}
+`
+
+// Under a rule budget, a rule that runs out of it is a collection-error
+// finding for its host, and every other rule's findings are the oracle's:
+// on those hosts the rules are evaluated one by one, each on the sections
+// it reads.
+func TestRunAuditUnderBudgetIsTheOracle(t *testing.T) {
+	adv := writeAdvPolicies(t, "")
+	slow := writeAdvPolicies(t, slowRule)
+	ref := newEngine(t, Options{PolicyDirs: []string{adv}, Fleets: gpuFleets()})
+	e := newEngine(t, Options{PolicyDirs: []string{slow}, Fleets: gpuFleets()})
+	seed := guardSeeds()[0] + 200
+	files := genFleet(t, t.TempDir(), seed, 40)
+	want := oracle(t, ref, files)
+	const budget = time.Second
+	start := time.Now()
+	rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen, HostTimeout: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := "collection-error: rule slow-on-label did not finish within 1s; its findings for this host are unknown"
+	var got []Finding
+	slowHosts := 0
+	for _, f := range rep.Findings {
+		if f.Rule+": "+f.Message == timeout {
+			slowHosts++
+			continue
+		}
+		got = append(got, f)
+	}
+	if slowHosts == 0 {
+		t.Fatalf("seed %d: no host ran out of the budget; the test needs hosts labelled color=green", seed)
+	}
+	sameFindings(t, fmt.Sprintf("seed %d (-evalguard.seed=%d) under a budget", seed, seed-200), got, want)
+	// Generous: each slow host costs at most two budgets.
+	if d := time.Since(start); d > time.Duration(2*slowHosts+30)*budget {
+		t.Errorf("the run took %v for %d hosts out of budget", d, slowHosts)
+	}
+}
