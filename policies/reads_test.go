@@ -2,6 +2,8 @@ package policies
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -32,6 +34,33 @@ func TestStaticReadsObjectGet(t *testing.T) {
 		got := staticReads(c, ast.MustParseRef("data.t.r"))
 		if got.whole != tc.whole || fmt.Sprint(got.paths) != tc.paths {
 			t.Errorf("%s: whole %v paths %v, want %v %s", tc.body, got.whole, got.paths, tc.whole, tc.paths)
+		}
+	}
+}
+
+// A rule reached through data by a computed key (data.lib[k]) may be any
+// rule below the ground part of the ref: their reads are the rule's.
+func TestStaticReadsDataIndirection(t *testing.T) {
+	lib := "package lib\n\nteam := input.labels.team\n\nhost := input.host\n"
+	for _, tc := range []struct {
+		body  string
+		paths string
+	}{
+		{`some k in ["team"]; data.lib[k] == "red"`, `[["labels" "team"] ["host"]]`},
+		{`k := concat("", ["te", "am"]); data.lib[k] == "red"`, `[["labels" "team"] ["host"]]`},
+		{`some k in ["lib"]; data[k].team == "red"`, `[["labels" "team"] ["host"]]`},
+		{`data.lib.team == "red"`, `[["labels" "team"]]`},
+	} {
+		mod := "package t\n\nr if {\n\t" + tc.body + "\n}\n"
+		c := ast.NewCompiler()
+		c.Compile(map[string]*ast.Module{"t.rego": ast.MustParseModule(mod), "lib.rego": ast.MustParseModule(lib)})
+		if c.Failed() {
+			t.Fatalf("%s: %v", tc.body, c.Errors)
+		}
+		got := staticReads(c, ast.MustParseRef("data.t.r"))
+		slices.SortFunc(got.paths, func(a, b inputPath) int { return strings.Compare(fmt.Sprint(b), fmt.Sprint(a)) })
+		if got.whole || fmt.Sprint(got.paths) != tc.paths {
+			t.Errorf("%s: whole %v paths %v, want %s", tc.body, got.whole, got.paths, tc.paths)
 		}
 	}
 }
