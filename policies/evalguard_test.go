@@ -220,8 +220,8 @@ func fleetOfGen(host string, doc map[string]any) string {
 }
 
 // oracle evaluates each file alone (EvalHost), then each fleet's
-// projections (EvalFleet), keeping only the findings keep admits.
-func oracle(t *testing.T, e *Engine, files []string) []Finding {
+// projections (EvalFleet). A host whose evaluation fails is in failed.
+func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed []string) {
 	t.Helper()
 	ctx := context.Background()
 	var out []Finding
@@ -235,7 +235,7 @@ func oracle(t *testing.T, e *Engine, files []string) []Finding {
 		fleet := fleetOfGen(host, doc)
 		fs, err := e.EvalHost(ctx, doc, fleet)
 		if err != nil {
-			t.Fatalf("%s: %v", file, err)
+			failed = append(failed, host)
 		}
 		out = append(out, fs...)
 		projs[fleet] = append(projs[fleet], e.Project(doc))
@@ -247,6 +247,17 @@ func oracle(t *testing.T, e *Engine, files []string) []Finding {
 		}
 		out = append(out, fs...)
 	}
+	slices.Sort(failed)
+	return out, failed
+}
+
+// failedHosts are the hosts of a report's failures, sorted.
+func failedHosts(rep *Report) []string {
+	var out []string
+	for _, f := range rep.Failures {
+		out = append(out, f.Host)
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -329,7 +340,7 @@ func TestRunAuditIsTheOracle(t *testing.T) {
 	for _, seed := range guardSeeds() {
 		dir := t.TempDir()
 		files := genFleet(t, dir, seed, 80)
-		want := oracle(t, e, files)
+		want, _ := oracle(t, e, files)
 		for _, workers := range []int{1, 2} {
 			for _, docs := range []bool{false, true} {
 				inputs := SnapshotFiles(files)
@@ -366,7 +377,8 @@ func TestRunAuditIsTheOracleBuiltin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameFindings(t, fmt.Sprintf("seed %d (-evalguard.seed=%d)", seed+100, seed+100), rep.Findings, oracle(t, e, files))
+		want, _ := oracle(t, e, files)
+		sameFindings(t, fmt.Sprintf("seed %d (-evalguard.seed=%d)", seed, seed), rep.Findings, want)
 	}
 }
 
@@ -396,7 +408,7 @@ func TestRunAuditUnderBudgetIsTheOracle(t *testing.T) {
 	e := newEngine(t, Options{PolicyDirs: []string{slow}, Fleets: gpuFleets()})
 	seed := guardSeeds()[0] + 200
 	files := genFleet(t, t.TempDir(), seed, 40)
-	want := oracle(t, ref, files)
+	want, _ := oracle(t, ref, files)
 	const budget = time.Second
 	start := time.Now()
 	rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen, HostTimeout: budget})
@@ -420,5 +432,50 @@ func TestRunAuditUnderBudgetIsTheOracle(t *testing.T) {
 	// Generous: each slow host costs at most two budgets.
 	if d := time.Since(start); d > time.Duration(2*slowHosts+30)*budget {
 		t.Errorf("the run took %v for %d hosts out of budget", d, slowHosts)
+	}
+}
+
+// errRule fails on hosts with two labels of different values: a complete
+// rule with conflicting values is an evaluation error.
+const errRule = `
+# METADATA
+# title: Conflict
+# description: a complete rule with two values on hosts with two labels
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: conflicting, severity: low, profiles: [all], remediation: r, facts: [labels]}
+conflicting contains {"msg": sprintf("label %v", [lib.one_label]), "evidence": ["labels"]} if {
+	true
+}
+`
+
+// A rule that fails on a host is a failure of that host, and the other
+// rules' findings stay, whether or not the host is the first of its fleet
+// (one query for all rules) and whatever the order the hosts come in.
+func TestRuleErrorIsTheRulesAlone(t *testing.T) {
+	dir := writeAdvPolicies(t, errRule)
+	writeFile(t, dir, "adv/lib2.rego", "package adv.lib\n\none_label := v if { some v in input.labels }\n")
+	e := newEngine(t, Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
+	for _, seed := range guardSeeds() {
+		seed += 300
+		files := genFleet(t, t.TempDir(), seed, 40)
+		want, wantFailed := oracle(t, e, files)
+		if len(wantFailed) == 0 || len(wantFailed) == len(files) {
+			t.Fatalf("seed %d: %d of %d hosts fail; the test needs some of each", seed, len(wantFailed), len(files))
+		}
+		for _, order := range []string{"given", "reversed"} {
+			in := slices.Clone(files)
+			if order == "reversed" {
+				slices.Reverse(in)
+			}
+			rep, err := e.Run(context.Background(), SnapshotFiles(in), RunOptions{FleetOf: fleetOfGen, Workers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := fmt.Sprintf("seed %d (-evalguard.seed=%d), hosts in %s order", seed, seed-300, order)
+			sameFindings(t, what, rep.Findings, want)
+			if got := failedHosts(rep); !slices.Equal(got, wantFailed) {
+				t.Errorf("%s: failed hosts %v, the oracle %v", what, got, wantFailed)
+			}
+		}
 	}
 }
