@@ -18,17 +18,19 @@ import (
 )
 
 // evalWithin evaluates a scope's rules in one query within budget (0:
-// none) and, when the budget runs out, each rule alone within it, returning
-// the rules that still do not finish.
+// none) and, when the budget runs out or a rule fails, each rule alone
+// within it, returning the rules that still do not finish.
 func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc) ([]Finding, []string, error) {
 	rs, err := evalBudget(ctx, ps, input, budget)
 	if err == nil {
 		findings, err := ps.findings(rs, of, fleet, fq.severity, admit)
 		return findings, nil, err
 	}
-	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil {
 		return nil, nil, err
 	}
+	// Out of budget, or a rule failed (a conflict, a builtin's error):
+	// each rule alone, so one rule's failure is its own.
 	var out []Finding
 	var slow []string
 	var errs []error
