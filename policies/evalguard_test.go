@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetaudit/fleetaudit/internal/fleetgen"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -226,19 +228,29 @@ func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed
 	ctx := context.Background()
 	var out []Finding
 	projs := map[string][]map[string]any{}
+	seen := map[[2]string]bool{}
 	for _, file := range files {
 		doc, err := snapshot.ReadDocument(file)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
 		host, _ := doc["host"].(string)
+		if host == "" {
+			host = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+			doc["host"] = host
+		}
 		fleet := fleetOfGen(host, doc)
 		fs, err := e.EvalHost(ctx, doc, fleet)
 		if err != nil {
 			failed = append(failed, host)
 		}
 		out = append(out, fs...)
-		projs[fleet] = append(projs[fleet], e.Project(doc))
+		// A name used twice in a fleet counts its first file only; an
+		// unread host takes no part.
+		if key := [2]string{fleet, host}; !unreadSnapshot(doc) && !seen[key] {
+			seen[key] = true
+			projs[fleet] = append(projs[fleet], e.Project(doc))
+		}
 	}
 	for _, fleet := range slices.Sorted(maps.Keys(projs)) {
 		fs, err := e.EvalFleet(ctx, fleet, projs[fleet])
@@ -249,6 +261,17 @@ func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed
 	}
 	slices.Sort(failed)
 	return out, failed
+}
+
+// unreadSnapshot reports whether nothing of the host was read.
+func unreadSnapshot(doc map[string]any) bool {
+	errs, _ := doc["errors"].([]any)
+	for _, x := range errs {
+		if e, _ := x.(map[string]any); e["collector"] == snapshot.CollectorSource {
+			return true
+		}
+	}
+	return false
 }
 
 // failedHosts are the hosts of a report's failures, sorted.
@@ -475,6 +498,112 @@ func TestRuleErrorIsTheRulesAlone(t *testing.T) {
 			sameFindings(t, what, rep.Findings, want)
 			if got := failedHosts(rep); !slices.Equal(got, wantFailed) {
 				t.Errorf("%s: failed hosts %v, the oracle %v", what, got, wantFailed)
+			}
+		}
+	}
+}
+
+// The fleets of bench/gen (hosts that all differ; hosts mostly equal, and
+// equal content under names of other fleets and of none), files that
+// decoding by sections must read as a whole decode does (writeOddSnapshots)
+// and the example fleets: the built-in rules and the user rules give the
+// oracle's findings.
+func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
+	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	tmp := t.TempDir()
+	unique, repeated := filepath.Join(tmp, "unique"), filepath.Join(tmp, "repeated")
+	if err := fleetgen.Generate(fleetgen.Options{N: 200, Dir: unique, Roots: "../testdata/hosts", Seed: 7, Unique: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleetgen.Generate(fleetgen.Options{N: 200, Dir: repeated, Roots: "../testdata/hosts", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := os.ReadFile(filepath.Join(repeated, "gpu-00000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web-90000", "web-90001", "odd-1", "odd-2", "gpu-90000"} {
+		b := bytes.Replace(gpu, []byte(`"host":"gpu-00000"`), []byte(`"host":"`+name+`"`), 1)
+		if err := os.WriteFile(filepath.Join(repeated, name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	odd := filepath.Join(tmp, "odd")
+	writeOddSnapshots(t, unique, odd)
+	for _, dir := range []string{unique, repeated, odd, "../examples/fleet/snapshots", "../examples/snapshots"} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no snapshots in %s: %v", dir, err)
+			}
+			slices.Sort(files)
+			want, _ := oracle(t, e, files)
+			rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFindings(t, dir, rep.Findings, want)
+		})
+	}
+}
+
+// writeOddSnapshots writes, from the snapshots in dir, files that decoding
+// by shared sections must read exactly as a whole decode does: members of
+// the wrong type in sections other hosts share (removed, reported in
+// errors), a section of the wrong type, collection errors, a member whose
+// name holds a dot or needs an escape (such files are decoded whole),
+// sources of the wrong type, and a second "host" member. Each goes under
+// two names, so hosts share it.
+func writeOddSnapshots(t *testing.T, dir, out string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) < 40 {
+		t.Fatalf("snapshots in %s: %d, %v", dir, len(files), err)
+	}
+	slices.Sort(files)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	edits := []func(doc map[string]any){
+		func(doc map[string]any) { setIn(doc, json.Number("6"), "boot", "running", "params", "hugetlb_cma") },
+		func(doc map[string]any) { doc["kernel"] = "oops" },
+		func(doc map[string]any) {
+			errs, _ := doc["errors"].([]any)
+			doc["errors"] = append(errs, map[string]any{"collector": "sysctl", "path": "/proc/sys", "reason": "permission denied"})
+		},
+		func(doc map[string]any) { doc["x.y"] = map[string]any{"a": "b"}; doc["boot.running"] = "z" },
+		func(doc map[string]any) { doc["a<b"] = "escaped on writing" },
+		func(doc map[string]any) { setIn(doc, json.Number("5"), "sources", "boot.running") },
+		func(doc map[string]any) {
+			setIn(doc, []any{"x"}, "limits", "effective")
+			setIn(doc, json.Number("1"), "sysctl", "running", "vm.max_map_count")
+		},
+		func(doc map[string]any) {},
+	}
+	for i, file := range files[:40] {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := snapshot.DecodeJSON(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		edits[i%len(edits)](doc)
+		host, _ := doc["host"].(string)
+		for _, name := range []string{host, host + "-twin"} {
+			doc["host"] = name
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i%10 == 9 {
+				// A second "host" member, which the decoder takes: the
+				// twins are equal but for the first.
+				b = append(b[:len(b)-1], `,"host":"dup-`+host+`"}`...)
+			}
+			if err := os.WriteFile(filepath.Join(out, name+".json"), b, 0o644); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
