@@ -90,10 +90,49 @@ var advRules = [][3]string{
 	is_string(v)
 	v != "unlimited"
 }`},
+	// Cites the host's name without reading it.
+	{"evidence-host", "labels", `evidence_host contains {"msg": "red team", "evidence": ["host", "labels.team"]} if {
+	input.labels.team == "red"
+}`},
+	// Reads the host's name in fleets whose params say so, and in the others
+	// reduces to nothing whatever the host (constantIn).
+	{"host-when-param", "labels", `host_when_param contains {"msg": sprintf("%s ends in 3", [input.host]), "evidence": ["labels"]} if {
+	data.fleetaudit.params.adv_host == true
+	endswith(input.host, "3")
+}`},
+	// Reads the host's name only under a with that fixes it: the same
+	// whatever the host.
+	{"host-fixed-with", "labels", `host_fixed_with contains {"msg": sprintf("host seen as %s", [h]), "evidence": ["labels"]} if {
+	h := lib.hostname with input.host as "fixed"
+}`},
 	{"every-label", "labels", `every_label contains {"msg": "every label is red", "evidence": ["labels"]} if {
 	count(input.labels) > 0
 	every v in input.labels { v == "red" }
 }`},
+}
+
+// checkAdvFire fails the test when an adversarial rule never fires, or
+// (but for host-fixed-with) fires on every host alike: the fleet would not
+// tell a wrongly shared result from a right one.
+func checkAdvFire(t *testing.T, seed uint64, fs []Finding, hosts int) {
+	t.Helper()
+	msgs := map[string]map[string]int{}
+	for _, f := range fs {
+		if msgs[f.Rule] == nil {
+			msgs[f.Rule] = map[string]int{}
+		}
+		msgs[f.Rule][f.Message]++
+	}
+	for _, r := range advRules {
+		m := msgs[r[0]]
+		n := 0
+		for _, c := range m {
+			n += c
+		}
+		if len(m) == 0 || r[0] != "host-fixed-with" && len(m) < 2 && n == hosts {
+			t.Errorf("seed %d: rule %s: %d findings, %d messages over %d hosts", seed, r[0], n, len(m), hosts)
+		}
+	}
 }
 
 // advLib is what the rules call: a helper package reached through data.
@@ -108,6 +147,8 @@ mem_lock := input.limits.effective["*"].memlock.soft
 ipc(x) := x.logind.remove_ipc
 
 size(x) := count(x)
+
+hostname := input.host
 `
 
 // writeAdvPolicies writes the user rules into a new policy directory,
@@ -144,7 +185,7 @@ func genFleet(t testing.TB, dir string, seed uint64, n int) []string {
 			doc["host"] = name
 		} else {
 			h := host{name: name, driver: pick("550.90.07", "535.104.05", "550.54.15"),
-				removeIPC: pick("no", "no", "yes"), hugetlbCMA: pick("", "", "6G"), rdma: rng.IntN(2) * 2,
+				removeIPC: pick("no", "no", "yes"), hugetlbCMA: pick("", "", "6G"), rdma: rng.IntN(2) * 2, sysctls: rng.IntN(3),
 				labels: map[string]string{}}
 			if rng.IntN(4) == 0 {
 				h.errors = 1
@@ -203,6 +244,16 @@ func setIn(doc map[string]any, v any, path ...string) {
 		m = next
 	}
 	m[path[len(path)-1]] = v
+}
+
+// advFleets are gpuFleets with the param host-when-param reads set in
+// gpu-training.
+func advFleets() map[string]FleetConfig {
+	f := gpuFleets()
+	gpu := f["gpu-training"]
+	gpu.Params = map[string]any{"adv_host": true}
+	f["gpu-training"] = gpu
+	return f
 }
 
 // fleetOfGen puts a host in a fleet by its label, else by its name.
@@ -359,11 +410,12 @@ func guardSeeds() []uint64 {
 // built-in rules and the adversarial user rules, whether hosts come as
 // bytes (classes and sections) or as documents.
 func TestRunAuditIsTheOracle(t *testing.T) {
-	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: advFleets()})
 	for _, seed := range guardSeeds() {
 		dir := t.TempDir()
 		files := genFleet(t, dir, seed, 80)
 		want, _ := oracle(t, e, files)
+		checkAdvFire(t, seed, want, len(files))
 		for _, workers := range []int{1, 2} {
 			for _, docs := range []bool{false, true} {
 				inputs := SnapshotFiles(files)
