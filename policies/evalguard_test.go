@@ -123,6 +123,11 @@ func checkAdvFire(t *testing.T, seed uint64, fs []Finding, hosts int) {
 		}
 		msgs[f.Rule][f.Message]++
 	}
+	for _, id := range []string{"team-minority", "group-walk"} {
+		if len(msgs[id]) == 0 {
+			t.Errorf("seed %d: fleet rule %s never fires", seed, id)
+		}
+	}
 	for _, r := range advRules {
 		m := msgs[r[0]]
 		n := 0
@@ -151,6 +156,33 @@ size(x) := count(x)
 hostname := input.host
 `
 
+// advFleetRules are fleet-wide user rules: one counts hosts by the groups'
+// counts, one walks each group.
+const advFleetRules = `package fleetaudit.fleet_rules.adv
+
+# METADATA
+# title: Adversarial team-minority
+# description: a team other than red, with the count of red hosts
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: team-minority, severity: low, profiles: [all], remediation: r, facts: [labels.team]}
+team_minority contains {"msg": sprintf("team %v among %d red", [g.labels.team, red]), "evidence": ["labels.team"], "group": g.group} if {
+	red := sum([x.count | some x in input.groups; x.labels.team == "red"])
+	some g in input.groups
+	g.labels.team != "red"
+}
+
+# METADATA
+# title: Adversarial group-walk
+# description: red anywhere in what a group holds
+# related_resources: [{ref: "https://example.com"}]
+# custom: {id: group-walk, severity: low, profiles: [all], remediation: r, facts: [labels]}
+group_walk contains {"msg": sprintf("red at %v", [p]), "evidence": ["labels"], "group": g.group} if {
+	some g in input.groups
+	walk(g, [p, v])
+	v == "red"
+}
+`
+
 // writeAdvPolicies writes the user rules into a new policy directory,
 // with extra rules appended, and returns it.
 func writeAdvPolicies(t testing.TB, extra string) string {
@@ -163,6 +195,7 @@ func writeAdvPolicies(t testing.TB, extra string) string {
 	b.WriteString(extra)
 	writeFile(t, dir, "adv/rules.rego", b.String())
 	writeFile(t, dir, "adv/lib.rego", advLib)
+	writeFile(t, dir, "adv/fleet.rego", advFleetRules)
 	return dir
 }
 
