@@ -712,3 +712,74 @@ func writeOddSnapshots(t *testing.T, dir, out string) {
 		}
 	}
 }
+
+// The pairs the runner keeps for speed give what their plain forms give:
+// a document decoded by shared sections is the whole decode's, its
+// projection (projectSections) is Project's, and evidence resolved by
+// section is evidence's, for every fact a rule declares. Over generated
+// fleets, odd files, and a second pass where every section is cached.
+func TestSectionPairsAreThePlainForms(t *testing.T) {
+	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	tmp := t.TempDir()
+	unique := filepath.Join(tmp, "unique")
+	if err := fleetgen.Generate(fleetgen.Options{N: 40, Dir: unique, Roots: "../testdata/hosts", Seed: 11, Unique: true}); err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(tmp, "odd")
+	writeOddSnapshots(t, unique, odd)
+	files := genFleet(t, t.TempDir(), guardSeeds()[0]+400, 40)
+	for _, dir := range []string{unique, odd} {
+		more, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		files = append(files, more...)
+	}
+	facts := []string{"host", "labels", "labels.team", "sysctl.running.vm.max_map_count", "nvidia.gpus", "boot.running.params", "kernel", "x.y", "sources"}
+	for _, r := range e.rules {
+		facts = append(facts, r.Facts...)
+	}
+	s := &runState{e: e, sections: newSectionCache()}
+	w := new(worker)
+	for pass := range 2 {
+		for _, file := range files {
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := snapshot.ReadDocument(file)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			got, err := s.decode(raw, w)
+			if err != nil {
+				t.Fatalf("%s: decode by sections: %v", file, err)
+			}
+			what := fmt.Sprintf("pass %d, %s", pass, file)
+			if !jsonEqual(t, got, want) {
+				t.Fatalf("%s: the document decoded by sections is not the whole decode's", what)
+			}
+			if !jsonEqual(t, e.projectSections(got, &w.sections), e.Project(want)) {
+				t.Errorf("%s: projectSections differs from Project", what)
+			}
+			for _, f := range facts {
+				if f == "" || strings.Contains(f, "*") {
+					continue
+				}
+				if g, w := w.sections.evidence(got, f), evidence(want, f); !jsonEqual(t, g, w) {
+					t.Errorf("%s: evidence of %s by section %+v, plain %+v", what, f, g, w)
+				}
+			}
+		}
+	}
+}
+
+func jsonEqual(t *testing.T, a, b any) bool {
+	t.Helper()
+	x, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Equal(x, y)
+}
