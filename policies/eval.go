@@ -48,7 +48,7 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 			slow = append(slow, r.ID)
 			continue
 		case err != nil:
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 			continue
 		}
 		findings, err := one.findings(rs, of, fleet, fq.severity, admit)
@@ -89,7 +89,7 @@ func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, inp
 				outs[i].slow = true
 				return nil
 			case err != nil:
-				outs[i].err = err
+				outs[i].err = fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
 				return nil
 			}
 			mu.Lock()

@@ -306,7 +306,8 @@ func fleetOfGen(host string, doc map[string]any) string {
 }
 
 // oracle evaluates each file alone (EvalHost), then each fleet's
-// projections (EvalFleet). A host whose evaluation fails is in failed.
+// projections (EvalFleet). A host whose evaluation fails is in failed, as
+// host: error.
 func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -326,7 +327,7 @@ func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed
 		fleet := fleetOfGen(host, doc)
 		fs, err := e.EvalHost(ctx, doc, fleet)
 		if err != nil {
-			failed = append(failed, host)
+			failed = append(failed, host+": "+err.Error())
 		}
 		out = append(out, fs...)
 		// A name used twice in a fleet counts its first file only; an
@@ -358,11 +359,11 @@ func unreadSnapshot(doc map[string]any) bool {
 	return false
 }
 
-// failedHosts are the hosts of a report's failures, sorted.
+// failedHosts are a report's failures as host: error, sorted.
 func failedHosts(rep *Report) []string {
 	var out []string
 	for _, f := range rep.Failures {
-		out = append(out, f.Host)
+		out = append(out, f.Host+": "+f.Err.Error())
 	}
 	slices.Sort(out)
 	return out
@@ -600,8 +601,14 @@ func TestRuleErrorIsTheRulesAlone(t *testing.T) {
 			}
 			what := fmt.Sprintf("seed %d (-evalguard.seed=%d), hosts in %s order", seed, seed-300, order)
 			sameFindings(t, what, rep.Findings, want)
-			if got := failedHosts(rep); !slices.Equal(got, wantFailed) {
-				t.Errorf("%s: failed hosts %v, the oracle %v", what, got, wantFailed)
+			got := failedHosts(rep)
+			if !slices.Equal(got, wantFailed) {
+				t.Errorf("%s: failures\n\t%s\nthe oracle's\n\t%s", what, strings.Join(got, "\n\t"), strings.Join(wantFailed, "\n\t"))
+			}
+			for _, f := range got {
+				if !strings.Contains(f, "rule conflicting (") {
+					t.Errorf("%s: failure %q does not name the rule", what, f)
+				}
 			}
 		}
 	}

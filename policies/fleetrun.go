@@ -542,7 +542,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 			slow = append(slow, r.ID)
 			continue
 		case err != nil:
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 			continue
 		}
 		one1 := [][]any{nil}
