@@ -623,10 +623,10 @@ func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
 	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
 	tmp := t.TempDir()
 	unique, repeated := filepath.Join(tmp, "unique"), filepath.Join(tmp, "repeated")
-	if err := fleetgen.Generate(fleetgen.Options{N: 200, Dir: unique, Roots: "../testdata/hosts", Seed: 7, Unique: true}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: unique, Roots: "../testdata/hosts", Seed: 7, Unique: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fleetgen.Generate(fleetgen.Options{N: 200, Dir: repeated, Roots: "../testdata/hosts", Seed: 3}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: repeated, Roots: "../testdata/hosts", Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	gpu, err := os.ReadFile(filepath.Join(repeated, "gpu-00000.json"))
