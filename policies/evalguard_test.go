@@ -317,7 +317,7 @@ func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed
 	for _, file := range files {
 		doc, err := snapshot.ReadDocument(file)
 		if err != nil {
-			t.Fatalf("%s: %v", file, err)
+			doc = unreadDoc(strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), file, err)
 		}
 		host, _ := doc["host"].(string)
 		if host == "" {
@@ -789,4 +789,62 @@ func jsonEqual(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return bytes.Equal(x, y)
+}
+
+// Files that do not decode, or decode only in part, are what the oracle
+// makes of them: whether the runner reads them whole or by members, and
+// whether their content equals another file's but for the name.
+func TestRunAuditIsTheOracleOnBrokenFiles(t *testing.T) {
+	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	dir := t.TempDir()
+	files := genFleet(t, dir, guardSeeds()[0]+500, 8)
+	good, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostAt := bytes.Index(good, []byte(`"host":`))
+	broken := map[string]string{
+		"truncated":     string(good[:len(good)/2]),
+		"array":         `[]`,
+		"empty":         ``,
+		"empty-object":  `{}`,
+		"host-number":   `{"host": 5, "labels": {"team": "red"}}`,
+		"host-twice":    `{"host": "a", "labels": {"team": "red"}, "host": "b"}`,
+		"trailing":      string(good) + ` x`,
+		"bad-utf8":      strings.Replace(string(good), `"schema":"`, "\"schema\":\"\xff", 1),
+		"big-number":    strings.Replace(string(good), `"labels":{`, `"labels":{"n":1e400,`, 1),
+		"escaped-host":  strings.Replace(string(good), `"host":`, `"h\u006fst":`, 1),
+		"host-first":    `{"host":"gpu-first",` + string(good[1:hostAt]) + string(good[hostAt+bytes.IndexByte(good[hostAt:], ',')+1:]),
+		"labels-string": strings.Replace(string(good), `"labels":{`, `"labels":"red","x-labels":{`, 1),
+		"null-section":  strings.Replace(string(good), `"limits":{`, `"limits":null,"x-limits":{`, 1),
+	}
+	for name, content := range broken {
+		for _, twin := range []string{"gpu-" + name, "gpu-" + name + "-twin"} {
+			p := filepath.Join(dir, twin+".json")
+			if err := os.WriteFile(p, []byte(strings.ReplaceAll(content, `"host":"`+strings.TrimSuffix(filepath.Base(files[0])[5:], ".json")+`"`, `"host":"`+twin+`"`)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, p)
+		}
+	}
+	slices.Sort(files)
+	want, _ := oracle(t, e, files)
+	for _, docs := range []bool{false, true} {
+		inputs := SnapshotFiles(files)
+		if docs {
+			inputs = func(yield func(HostInput) bool) {
+				for in := range SnapshotFiles(files) {
+					in.Read = nil
+					if !yield(in) {
+						return
+					}
+				}
+			}
+		}
+		rep, err := e.Run(context.Background(), inputs, RunOptions{FleetOf: fleetOfGen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameFindings(t, fmt.Sprintf("documents %v", docs), rep.Findings, want)
+	}
 }
