@@ -442,7 +442,8 @@ func guardSeeds() []uint64 {
 
 // RunAudit gives the oracle's findings on generated fleets, with the
 // built-in rules and the adversarial user rules, whether hosts come as
-// bytes (classes and sections) or as documents.
+// bytes (classes and sections) or as documents, and whatever FleetOf is
+// shown of a shared document.
 func TestRunAuditIsTheOracle(t *testing.T) {
 	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: advFleets()})
 	for _, seed := range guardSeeds() {
@@ -451,9 +452,11 @@ func TestRunAuditIsTheOracle(t *testing.T) {
 		want, _ := oracle(t, e, files)
 		checkAdvFire(t, seed, want, len(files))
 		for _, workers := range []int{1, 2} {
-			for _, docs := range []bool{false, true} {
+			// docs: hosts as documents (Load), never classed or split;
+			// match: FleetOf sees only the sections it reads.
+			for _, mode := range []struct{ docs, match bool }{{false, false}, {true, false}, {false, true}} {
 				inputs := SnapshotFiles(files)
-				if docs {
+				if mode.docs {
 					inputs = func(yield func(HostInput) bool) {
 						for in := range SnapshotFiles(files) {
 							in.Read = nil
@@ -463,11 +466,15 @@ func TestRunAuditIsTheOracle(t *testing.T) {
 						}
 					}
 				}
-				rep, err := e.Run(context.Background(), inputs, RunOptions{FleetOf: fleetOfGen, Workers: workers})
+				opts := RunOptions{FleetOf: fleetOfGen, Workers: workers}
+				if mode.match {
+					opts.FleetSections = []string{"labels"}
+				}
+				rep, err := e.Run(context.Background(), inputs, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
-				what := fmt.Sprintf("seed %d (-evalguard.seed=%d), %d workers, documents %v", seed, seed, workers, docs)
+				what := fmt.Sprintf("seed %d (-evalguard.seed=%d), %d workers, documents %v, fleet sections %v", seed, seed, workers, mode.docs, mode.match)
 				for _, f := range rep.Failures {
 					t.Errorf("%s: failure %v", what, f)
 				}
