@@ -834,6 +834,12 @@ func TestRunAuditIsTheOracleOnBrokenFiles(t *testing.T) {
 			files = append(files, p)
 		}
 	}
+	// A file gone before it is read, and a directory.
+	files = append(files, filepath.Join(dir, "gpu-missing.json"))
+	if err := os.Mkdir(filepath.Join(dir, "gpu-dir.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join(dir, "gpu-dir.json"))
 	slices.Sort(files)
 	want, _ := oracle(t, e, files)
 	for _, docs := range []bool{false, true} {
