@@ -22,7 +22,7 @@ import (
 //     rules and fleet projection serve them all with the name put back,
 //     and the others are never decoded. This holds in a fleet only when no
 //     rule enabled there reads the host name (see ruleReads.readsHost;
-//     Engine.shareable).
+//     fleetQueries.shareable).
 //  2. A file that must be decoded is decoded by its top-level members,
 //     each distinct member once per run and shared with what is derived
 //     from it alone (sections.go).

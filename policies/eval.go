@@ -18,17 +18,19 @@ import (
 )
 
 // evalWithin evaluates a scope's rules in one query within budget (0:
-// none) and, when the budget runs out, each rule alone within it, returning
-// the rules that still do not finish.
+// none) and, when the budget runs out or a rule fails, each rule alone
+// within it, returning the rules that still do not finish.
 func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc) ([]Finding, []string, error) {
 	rs, err := evalBudget(ctx, ps, input, budget)
 	if err == nil {
 		findings, err := ps.findings(rs, of, fleet, fq.severity, admit)
 		return findings, nil, err
 	}
-	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil {
 		return nil, nil, err
 	}
+	// Out of budget, or a rule failed (a conflict, a builtin's error):
+	// each rule alone, so one rule's failure is its own.
 	var out []Finding
 	var slow []string
 	var errs []error
@@ -46,7 +48,7 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 			slow = append(slow, r.ID)
 			continue
 		case err != nil:
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 			continue
 		}
 		findings, err := one.findings(rs, of, fleet, fq.severity, admit)
@@ -87,7 +89,7 @@ func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, inp
 				outs[i].slow = true
 				return nil
 			case err != nil:
-				outs[i].err = err
+				outs[i].err = fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
 				return nil
 			}
 			mu.Lock()

@@ -299,6 +299,8 @@ func (e *Engine) evalGroups(ctx context.Context, fleet string, groups []*fleetGr
 	var slow []string
 	var err error
 	if workers > 1 && len(fq.fleet.rules) > 1 {
+		// The rules evaluate at once on one input.
+		settle(input)
 		findings, slow, err = fq.evalParallel(ctx, fq.fleet, input, budget, of, fleet, admit, workers)
 	} else {
 		findings, slow, err = fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)

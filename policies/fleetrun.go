@@ -493,10 +493,12 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 		if err == nil {
 			return nil, fq.host.bindings(rs, vals)
 		}
-		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		if ctx.Err() != nil {
 			return nil, err
 		}
-		// Out of budget: each rule alone, below.
+		// Out of budget or a rule failed: each rule alone, below, as
+		// evalWithin does, so a host's findings do not depend on
+		// whether it was its fleet's first.
 	}
 	var sections map[string]bool
 	for _, i := range missing {
@@ -540,7 +542,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 			slow = append(slow, r.ID)
 			continue
 		case err != nil:
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
 			continue
 		}
 		one1 := [][]any{nil}

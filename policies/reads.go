@@ -20,7 +20,9 @@ import (
 //     calls, transitively, cut at its first non-constant element
 //     (input.sysctl.running[k] reads input.sysctl.running);
 //   - object.get(input..., [constant path], default) reads that path;
-//   - input used whole (x := input, walk(input), input[k]) reads everything.
+//   - input used whole (x := input, walk(input), input[k]) reads everything;
+//   - a rule or function reached through data, also by a computed key
+//     (data.lib[k] reaches every rule below data.lib), adds what it reads.
 //
 // A rule that partial evaluation with input unknown reduces to a value (in
 // fleet gpu-training, unknown-fleet is the empty set whatever the host)
@@ -185,7 +187,10 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 					}
 					return true
 				case v[0].Equal(ast.DefaultRootDocument):
-					for _, dep := range c.GetRules(v) {
+					// data.lib[k] may be any rule below data.lib: cut
+					// at the first key that is not ground.
+					g := v.GroundPrefix()
+					for _, dep := range c.GetRules(g) {
 						if !seen[dep] {
 							work = append(work, dep)
 						}

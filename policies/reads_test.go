@@ -2,6 +2,8 @@ package policies
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -30,6 +32,73 @@ func TestStaticReadsObjectGet(t *testing.T) {
 			t.Fatalf("%s: %v", tc.body, c.Errors)
 		}
 		got := staticReads(c, ast.MustParseRef("data.t.r"))
+		if got.whole != tc.whole || fmt.Sprint(got.paths) != tc.paths {
+			t.Errorf("%s: whole %v paths %v, want %v %s", tc.body, got.whole, got.paths, tc.whole, tc.paths)
+		}
+	}
+}
+
+// A rule reached through data by a computed key (data.lib[k]) may be any
+// rule below the ground part of the ref: their reads are the rule's.
+func TestStaticReadsDataIndirection(t *testing.T) {
+	lib := "package lib\n\nteam := input.labels.team\n\nhost := input.host\n"
+	for _, tc := range []struct {
+		body  string
+		paths string
+	}{
+		{`some k in ["team"]; data.lib[k] == "red"`, `[["labels" "team"] ["host"]]`},
+		{`k := concat("", ["te", "am"]); data.lib[k] == "red"`, `[["labels" "team"] ["host"]]`},
+		{`some k in ["lib"]; data[k].team == "red"`, `[["labels" "team"] ["host"]]`},
+		{`data.lib.team == "red"`, `[["labels" "team"]]`},
+	} {
+		mod := "package t\n\nr if {\n\t" + tc.body + "\n}\n"
+		c := ast.NewCompiler()
+		c.Compile(map[string]*ast.Module{"t.rego": ast.MustParseModule(mod), "lib.rego": ast.MustParseModule(lib)})
+		if c.Failed() {
+			t.Fatalf("%s: %v", tc.body, c.Errors)
+		}
+		got := staticReads(c, ast.MustParseRef("data.t.r"))
+		slices.SortFunc(got.paths, func(a, b inputPath) int { return strings.Compare(fmt.Sprint(b), fmt.Sprint(a)) })
+		if got.whole || fmt.Sprint(got.paths) != tc.paths {
+			t.Errorf("%s: whole %v paths %v, want %s", tc.body, got.whole, got.paths, tc.paths)
+		}
+	}
+}
+
+// Input read whole, or in a way whose path is not constant, is all of it;
+// a section walked or passed to a function is that section.
+func TestStaticReadsWhole(t *testing.T) {
+	for _, tc := range []struct {
+		body  string
+		whole bool
+		paths string
+	}{
+		{`walk(input, [p, v]); v == "red"`, true, `[]`},
+		{`s := {x | walk(input, x)}; count(s) > 3`, true, `[]`},
+		{`x := input; x.labels.team == "red"`, true, `[]`},
+		{`k := "labels"; input[k].team == "red"`, true, `[]`},
+		{`some k, v in input; k == "host"`, true, `[]`},
+		{`k := concat("", ["lab", "els"]); object.get(input, k, {}).team == "red"`, true, `[]`},
+		{`some k in ["team"]; object.get(input, ["labels", k], "") == "red"`, true, `[]`},
+		{`object.keys(input)["labels"]`, true, `[]`},
+		{`x := [input]; x[0].labels.team == "red"`, true, `[]`},
+		{`x := object.get({"a": input}, ["a", "labels"], {}); x.team == "red"`, true, `[]`},
+		{`f(input) == "red"`, true, `[]`},
+		{`x := h with input.sysctl.running as {}; count(x) == 0`, true, `[]`},
+		{`f2(input.labels) == "red"`, false, `[["labels"]]`},
+		{`walk(input.limits, [p, v]); v == "red"`, false, `[["limits"]]`},
+		{`every v in input.labels { v == "red" }`, false, `[["labels"]]`},
+		{`input.labels[input.host] == "red"`, false, `[["host"] ["labels"]]`},
+		{`input.nvidia.gpus[0].model == "red"`, false, `[["nvidia" "gpus" 0 "model"]]`},
+	} {
+		mod := "package t\n\nf(x) := x.labels.team\n\nf2(x) := x.team\n\nh := input.sysctl.running\n\nr if {\n\t" + tc.body + "\n}\n"
+		c := ast.NewCompiler()
+		c.Compile(map[string]*ast.Module{"t.rego": ast.MustParseModule(mod)})
+		if c.Failed() {
+			t.Fatalf("%s: %v", tc.body, c.Errors)
+		}
+		got := staticReads(c, ast.MustParseRef("data.t.r"))
+		slices.SortFunc(got.paths, func(a, b inputPath) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 		if got.whole != tc.whole || fmt.Sprint(got.paths) != tc.paths {
 			t.Errorf("%s: whole %v paths %v, want %v %s", tc.body, got.whole, got.paths, tc.whole, tc.paths)
 		}

@@ -282,8 +282,29 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 
 // value is the section as Rego input, converted once.
 func (sec *section) value() (ast.Value, error) {
-	sec.astOnce.Do(func() { sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value) })
+	sec.astOnce.Do(func() {
+		sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value)
+		if sec.astErr == nil {
+			settle(sec.astVal)
+		}
+	})
 	return sec.astVal, sec.astErr
+}
+
+// settle sorts the keys of every object in v before v is shared between
+// evaluations running at once. OPA sorts an object's keys in place on
+// first use (walk, iteration) and copies objects without waiting for that
+// (with input.x as ...): a shared value sorted by one evaluation while
+// another copies it is a data race, and the copy may miss keys.
+func settle(v ast.Value) {
+	switch x := v.(type) {
+	case ast.Object:
+		x.Foreach(func(_, t *ast.Term) { settle(t.Value) })
+	case *ast.Array:
+		x.Foreach(func(t *ast.Term) { settle(t.Value) })
+	case ast.Set:
+		x.Foreach(func(t *ast.Term) { settle(t.Value) })
+	}
 }
 
 // pathDigest is ruleKeys.path's digest of input path p (p[0] is the
@@ -536,6 +557,7 @@ func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.
 func (sec *section) projectionTerm() *ast.Term {
 	sec.projTermOnce.Do(func() {
 		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
+			settle(x)
 			sec.projTerm = ast.NewTerm(x)
 		}
 	})
