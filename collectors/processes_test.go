@@ -1,7 +1,12 @@
 package collectors
 
 import (
+	"context"
+	"io/fs"
+	"slices"
+	"syscall"
 	"testing"
+	"testing/fstest"
 )
 
 func TestIsPersistencedComm(t *testing.T) {
@@ -58,4 +63,48 @@ func TestCollectProcesses(t *testing.T) {
 			t.Errorf("sources %v, errors %v", c.snap.Sources, c.snap.Errors)
 		}
 	})
+}
+
+// eioFS fails the open of one file with EIO, as a /proc entry of a process
+// stuck in the kernel may.
+type eioFS struct {
+	fs.FS
+	name string
+}
+
+func (f eioFS) Open(name string) (fs.File, error) {
+	if name == f.name {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EIO}
+	}
+	return f.FS.Open(name)
+}
+
+// A comm that could not be read may be nvidia-persistenced's: the scan
+// files the error and leaves persistenced false with no source, so no rule
+// reads "not running" as a fact (persistence-mode-off did).
+func TestCollectProcessesUnreadComm(t *testing.T) {
+	fsys := eioFS{FS: fstest.MapFS{
+		"proc/1/comm":  {Data: []byte("systemd\n")},
+		"proc/77/comm": {Data: []byte("nvidia-persiste\n")},
+		"proc/90/comm": {Data: []byte("sshd\n")},
+	}, name: "proc/77/comm"}
+	snap, err := Collect(context.Background(), Target{Files: FS(fsys)}, Options{Hostname: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NVIDIA.Persistenced {
+		t.Error("persistenced = true from an unreadable comm")
+	}
+	if src, ok := snap.Sources["nvidia.persistenced"]; ok {
+		t.Errorf("persistenced has source %q, though a comm could not be read", src.String())
+	}
+	var got []string
+	for _, e := range snap.Errors {
+		if slices.ContainsFunc(Writes(e.Collector), func(w string) bool { return w == "nvidia.persistenced" }) {
+			got = append(got, e.Collector+" "+e.Path)
+		}
+	}
+	if want := []string{"processes /proc/77/comm"}; !slices.Equal(got, want) {
+		t.Errorf("errors covering nvidia.persistenced: %q, want %q (all: %v)", got, want, snap.Errors)
+	}
 }
