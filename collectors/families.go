@@ -10,68 +10,68 @@ import (
 // that depends on a family is derived from this entry.
 //
 //   - name files the family's errors (snapshot.CollectionError.Collector).
-//   - writes are the fact paths it sets (sections, or facts below one) and
-//     records the provenance of. An error it files leaves all of them
-//     partly unread: policies' coverage reads Writes, so a family writing
-//     into another's section (processes into nvidia.persistenced) is
-//     covered. A family writing nothing but snapshot.RunningState is not
-//     run on an offline image.
+//   - the fact paths it sets (sections, or facts below one) and records
+//     the provenance of are snapshot.FamilyWrites(name), beside the
+//     sections they lie in: policies' coverage, which cannot import this
+//     package, reads them there. An error the family files leaves all of
+//     them partly unread. A family writing nothing but
+//     snapshot.RunningState is not run on an offline image.
 //   - reads are the paths under the root it reads, as path.Match patterns;
 //     one ending in "/" is a directory it lists. sshsource checks that its
 //     stream carries every one, so a remote host needs no fetch for them.
 //   - run collects.
 type family struct {
-	name   string
-	writes []string
-	reads  []string
-	run    func(*collection)
+	name  string
+	reads []string
+	run   func(*collection)
 }
+
+func (f family) writes() []string { return snapshot.FamilyWrites(f.name) }
 
 // families run in this order: later ones may read facts earlier ones set
 // (logind's default depends on the OS, IOMMU passthrough on the cmdline).
 var families = []family{
-	{name: "os", writes: []string{"os"}, run: collectOS},
-	{name: "kernel", writes: []string{"kernel"}, run: collectKernel},
-	{name: "boot", writes: []string{"boot"}, run: collectBoot},
-	{name: "sysctl", writes: []string{"sysctl"}, run: collectSysctl},
-	{name: "limits", writes: []string{"limits"}, run: collectLimits},
-	{name: "logind", writes: []string{"logind"}, run: collectLogind},
-	// kernel.arch from the driver's banner on kernels before 6.1.
-	{name: "nvidia", writes: []string{"nvidia", "kernel.arch"}, run: collectNVIDIA},
-	{name: "modules", writes: []string{"modules"}, run: collectModules},
+	{name: "os", run: collectOS},
+	{name: "kernel", run: collectKernel},
+	{name: "boot", run: collectBoot},
+	{name: "sysctl", run: collectSysctl},
+	{name: "limits", run: collectLimits},
+	{name: "logind", run: collectLogind},
+	{name: "nvidia", run: collectNVIDIA},
+	{name: "modules", run: collectModules},
 	// nccl_config before libraries: the login LD_LIBRARY_PATH and
 	// NCCL_NET_PLUGIN decide where NCCL finds its net plugin.
-	{name: "nccl_config", writes: []string{"nccl_config"}, run: collectNCCLConfig},
-	{name: "libraries", writes: []string{"libraries", "nvidia.nvml_versions"}, run: collectLibraries},
-	{name: "memory", writes: []string{"memory"}, run: collectMemory},
-	{name: "rdma", writes: []string{"rdma"}, run: collectRDMA},
-	{name: "iommu", writes: []string{"iommu"}, run: collectIOMMU},
-	{name: "pci", writes: []string{"pci"}, run: collectPCI},
-	{name: "net", writes: []string{"net"}, run: collectNet},
-	{name: "services", writes: []string{"services"}, run: collectServices},
-	{name: "firewall", writes: []string{"firewall"}, run: collectFirewall},
-	{name: "dmi", writes: []string{"dmi"}, run: collectDMI},
-	{name: "processes", writes: []string{"nvidia.persistenced"}, run: collectProcesses},
-	{name: "pods", writes: []string{"pods"}, run: collectPods},
+	{name: "nccl_config", run: collectNCCLConfig},
+	{name: "libraries", run: collectLibraries},
+	{name: "memory", run: collectMemory},
+	{name: "rdma", run: collectRDMA},
+	{name: "iommu", run: collectIOMMU},
+	{name: "pci", run: collectPCI},
+	{name: "net", run: collectNet},
+	{name: "services", run: collectServices},
+	{name: "firewall", run: collectFirewall},
+	{name: "dmi", run: collectDMI},
+	{name: "processes", run: collectProcesses},
+	{name: "pods", run: collectPods},
 }
 
 // running reports whether the family reads nothing but running state: an
 // offline image has none, so it is not run there.
 func (f family) running() bool {
-	for _, w := range f.writes {
+	writes := f.writes()
+	for _, w := range writes {
 		if !snapshot.IsRunningState(w) {
 			return false
 		}
 	}
-	return true
+	return len(writes) > 0
 }
 
 // Family is a fact family as the packages around collectors see it.
 type Family struct {
 	// Name is what the family's errors are filed under.
 	Name string
-	// Writes are the fact paths it sets; an error it files leaves them
-	// partly unread.
+	// Writes are the fact paths it sets (snapshot.FamilyWrites).
 	Writes []string
 	// Reads are the paths under the root it reads (path.Match patterns; a
 	// directory it lists ends in "/").
@@ -84,19 +84,7 @@ type Family struct {
 func Families() []Family {
 	out := make([]Family, len(families))
 	for i, f := range families {
-		out[i] = Family{Name: f.name, Writes: slices.Clone(f.writes), Reads: slices.Clone(f.reads), Running: f.running()}
+		out[i] = Family{Name: f.name, Writes: f.writes(), Reads: slices.Clone(f.reads), Running: f.running()}
 	}
 	return out
-}
-
-// Writes lists the fact paths the family named collector writes (what an
-// error filed under that name leaves partly unread); nil for a name that
-// is no family.
-func Writes(collector string) []string {
-	for _, f := range families {
-		if f.name == collector {
-			return slices.Clone(f.writes)
-		}
-	}
-	return nil
 }

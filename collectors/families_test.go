@@ -104,13 +104,13 @@ func TestFamiliesWriteWhatTheyDeclare(t *testing.T) {
 			}
 			c.runFamily(f)
 			for _, p := range changed("", before, familyDoc(t, c.snap)) {
-				if !onOrBelow(p, f.writes) {
-					t.Errorf("%s: family %s wrote %s, which it does not declare (%q)", h.Name(), f.name, p, f.writes)
+				if !onOrBelow(p, f.writes()) {
+					t.Errorf("%s: family %s wrote %s, which it does not declare (%q)", h.Name(), f.name, p, f.writes())
 				}
 			}
 			for k, v := range c.snap.Sources {
-				if old, ok := oldSources[k]; (!ok || !reflect.DeepEqual(old, v)) && !onOrBelow(k, f.writes) {
-					t.Errorf("%s: family %s recorded the source of %s, which it does not declare (%q)", h.Name(), f.name, k, f.writes)
+				if old, ok := oldSources[k]; (!ok || !reflect.DeepEqual(old, v)) && !onOrBelow(k, f.writes()) {
+					t.Errorf("%s: family %s recorded the source of %s, which it does not declare (%q)", h.Name(), f.name, k, f.writes())
 				}
 			}
 			for _, e := range c.snap.Errors[nerr:] {
@@ -135,14 +135,23 @@ func TestRunningFamiliesDerived(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("running families %q, want %q", got, want)
 	}
+	var names []string
 	for _, f := range families {
+		names = append(names, f.name)
+		if len(f.writes()) == 0 {
+			t.Errorf("family %s writes nothing: add it to snapshot's familyWrites", f.name)
+		}
 		if f.name == snapshot.CollectorSource || f.name == snapshot.CollectorSnapshot {
 			t.Errorf("family %q takes a name coverage reserves", f.name)
 		}
-		for _, w := range f.writes {
+		for _, w := range f.writes() {
 			if p := strings.Split(w, "."); !snapshot.IsSection(p[0]) {
 				t.Errorf("family %s writes %s, in no snapshot section", f.name, w)
 			}
 		}
+	}
+	slices.Sort(names)
+	if got := snapshot.FamilyNames(); !slices.Equal(got, names) {
+		t.Errorf("snapshot.FamilyNames() = %q, families %q", got, names)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 func TestIsPersistencedComm(t *testing.T) {
@@ -100,7 +102,7 @@ func TestCollectProcessesUnreadComm(t *testing.T) {
 	}
 	var got []string
 	for _, e := range snap.Errors {
-		if slices.ContainsFunc(Writes(e.Collector), func(w string) bool { return w == "nvidia.persistenced" }) {
+		if slices.Contains(snapshot.FamilyWrites(e.Collector), "nvidia.persistenced") {
 			got = append(got, e.Collector+" "+e.Path)
 		}
 	}
