@@ -1,7 +1,9 @@
 package collectors
 
 import (
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
@@ -16,9 +18,11 @@ import (
 //     package, reads them there. An error the family files leaves all of
 //     them partly unread. A family writing nothing but
 //     snapshot.RunningState is not run on an offline image.
-//   - reads are the paths under the root it reads, as path.Match patterns;
-//     one ending in "/" is a directory it lists. sshsource checks that its
-//     stream carries every one, so a remote host needs no fetch for them.
+//   - reads are the paths under the root it opens, as path.Match patterns;
+//     one ending in "/" is a directory it lists, one ending in "/**" a tree
+//     it scans as it finds it. A test holds each family to them on every
+//     fixture host, and sshsource's test that its stream carries every one,
+//     so a remote host needs no fetch for them.
 //   - run collects.
 type family struct {
 	name  string
@@ -31,28 +35,84 @@ func (f family) writes() []string { return snapshot.FamilyWrites(f.name) }
 // families run in this order: later ones may read facts earlier ones set
 // (logind's default depends on the OS, IOMMU passthrough on the cmdline).
 var families = []family{
-	{name: "os", run: collectOS},
-	{name: "kernel", run: collectKernel},
-	{name: "boot", run: collectBoot},
-	{name: "sysctl", run: collectSysctl},
-	{name: "limits", run: collectLimits},
-	{name: "logind", run: collectLogind},
-	{name: "nvidia", run: collectNVIDIA},
-	{name: "modules", run: collectModules},
+	{name: "os", run: collectOS, reads: []string{"/etc/os-release", "/usr/lib/os-release"}},
+	{name: "kernel", run: collectKernel, reads: []string{"/proc/sys/kernel/arch", "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version"}},
+	{name: "boot", run: collectBoot, reads: slices.Concat(
+		[]string{"/proc/cmdline", "/etc/default/grub", "/etc/default/grub.d/", "/etc/default/grub.d/*", "/etc/kernel/cmdline", "/usr/lib/kernel/cmdline",
+			"/sys/firmware/efi/efivars/Loader*"},
+		under([]string{"/boot", "/efi", "/boot/efi"}, "/loader/entries/", "/loader/entries/*", "/loader/loader.conf", "/EFI/",
+			"/grub/grub.cfg", "/grub/grubenv", "/grub2/grub.cfg", "/grub2/grubenv", "/EFI/*/grub.cfg"))},
+	{name: "sysctl", run: collectSysctl, reads: slices.Concat(
+		[]string{"/etc/sysctl.conf", "/proc/sys/**"},
+		under(confDirs, "/sysctl.d/", "/sysctl.d/*"))},
+	{name: "limits", run: collectLimits, reads: []string{"/etc/security/limits.conf", "/etc/security/limits.d/", "/etc/security/limits.d/*"}},
+	{name: "logind", run: collectLogind, reads: under(confDirs, "/systemd/logind.conf", "/systemd/logind.conf.d/", "/systemd/logind.conf.d/*")},
+	{name: "nvidia", run: collectNVIDIA, reads: []string{
+		"/proc/driver/nvidia/version", "/proc/driver/nvidia/gpus/", "/proc/driver/nvidia/gpus/*/information",
+		"/proc/driver/nvidia-nvswitch/devices/", "/proc/driver/nvidia-nvswitch/devices/*",
+		"/sys/module/nvidia/version", "/sys/bus/pci/devices/", "/sys/bus/pci/devices/*/class", "/sys/bus/pci/devices/*/vendor",
+		"/var/lib/dpkg/status"}},
+	{name: "modules", run: collectModules, reads: slices.Concat(
+		[]string{"/proc/modules", "/etc/modules"},
+		under(confDirs, "/modules-load.d/", "/modules-load.d/*", "/modprobe.d/", "/modprobe.d/*"))},
 	// nccl_config before libraries: the login LD_LIBRARY_PATH and
 	// NCCL_NET_PLUGIN decide where NCCL finds its net plugin.
-	{name: "nccl_config", run: collectNCCLConfig},
-	{name: "libraries", run: collectLibraries},
-	{name: "memory", run: collectMemory},
-	{name: "rdma", run: collectRDMA},
-	{name: "iommu", run: collectIOMMU},
-	{name: "pci", run: collectPCI},
-	{name: "net", run: collectNet},
-	{name: "services", run: collectServices},
-	{name: "firewall", run: collectFirewall},
-	{name: "dmi", run: collectDMI},
-	{name: "processes", run: collectProcesses},
+	{name: "nccl_config", run: collectNCCLConfig, reads: []string{"/etc/environment", "/etc/nccl.conf", "/etc/profile.d/", "/etc/profile.d/*"}},
+	// The directories ld.so.conf names, and what lies below the scanned
+	// trees ("**"), are found as the scan goes.
+	{name: "libraries", run: collectLibraries, reads: []string{
+		"/etc/ld.so.conf", "/etc/ld.so.conf.d/", "/etc/ld.so.conf.d/*",
+		"/lib/**", "/lib64/**", "/usr/lib/**", "/usr/lib64/**", "/usr/local/**", "/opt/**"}},
+	{name: "memory", run: collectMemory, reads: []string{"/proc/meminfo", "/sys/kernel/mm/transparent_hugepage/enabled"}},
+	{name: "rdma", run: collectRDMA, reads: []string{"/dev/infiniband/", "/sys/class/infiniband/", "/sys/class/infiniband/*/ports/", "/sys/class/infiniband/*/ports/*/*"}},
+	{name: "iommu", run: collectIOMMU, reads: []string{"/proc/cpuinfo", "/sys/hypervisor/type", "/sys/class/iommu/", "/sys/kernel/iommu_groups/", "/sys/kernel/iommu_groups/*/type"}},
+	{name: "pci", run: collectPCI, reads: []string{"/sys/bus/pci/devices/", "/sys/bus/pci/devices/*/*", "/sys/bus/pci/devices/*/iommu_group/type"}},
+	{name: "net", run: collectNet, reads: []string{"/sys/class/net/", "/sys/class/net/*/*"}},
+	{name: "services", run: collectServices, reads: slices.Concat(
+		[]string{"/proc/", "/proc/[0-9]*/comm", "/proc/[0-9]*/limits"},
+		under(unitDirs, "/system.conf", "/system.conf.d/", "/system.conf.d/*", "/system/*.service", "/system/*.service.d/", "/system/*.service.d/*", "/system/service.d/", "/system/service.d/*"))},
+	{name: "firewall", run: collectFirewall, reads: slices.Concat(
+		[]string{"/etc/default/ufw", "/etc/ufw/*", "/etc/firewalld/firewalld.conf", "/etc/firewalld/zones/", "/etc/firewalld/zones/*",
+			"/usr/lib/firewalld/zones/", "/usr/lib/firewalld/zones/*", "/etc/nftables.conf", "/etc/sysconfig/nftables.conf", "/etc/nftables/*"},
+		under(unitDirs, "/system/", "/system/*.service"))},
+	{name: "dmi", run: collectDMI, reads: []string{"/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"}},
+	{name: "processes", run: collectProcesses, reads: []string{"/proc/", "/proc/[0-9]*/comm"}},
 	{name: "pods", run: collectPods},
+}
+
+// confDirs are where systemd-style configuration directories live, and
+// unitDirs where systemd looks for units and system.conf.
+var (
+	confDirs = []string{"/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"}
+	unitDirs = []string{"/etc/systemd", "/run/systemd", "/usr/local/lib/systemd", "/usr/lib/systemd", "/lib/systemd"}
+)
+
+// under lists each of names under each of dirs.
+func under(dirs []string, names ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		for _, n := range names {
+			out = append(out, d+n)
+		}
+	}
+	return out
+}
+
+// readsPath reports whether the family declares name (a path under the
+// root, "/etc/x"; a directory listed as such ends in "/") among its reads.
+func (f family) readsPath(name string) bool {
+	for _, p := range f.reads {
+		if base, ok := strings.CutSuffix(p, "/**"); ok {
+			if name == base || name == base+"/" || strings.HasPrefix(name, base+"/") {
+				return true
+			}
+			continue
+		}
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // running reports whether the family reads nothing but running state: an

@@ -3,6 +3,7 @@ package collectors
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -81,9 +82,27 @@ func onOrBelow(fact string, paths []string) bool {
 	return false
 }
 
-// Each family writes only the facts it declares, records provenance only
-// for them, and files its errors under its own name, which coverage maps
-// to those facts. Run on every fixture host, family by family.
+// recordingSource notes each file a collector opens ("/etc/x") and each
+// directory it lists ("/etc/x.d/").
+type recordingSource struct {
+	Source
+	opened []string
+}
+
+func (r *recordingSource) Open(name string) (fs.File, error) {
+	r.opened = append(r.opened, "/"+name)
+	return r.Source.Open(name)
+}
+
+func (r *recordingSource) ReadDir(name string) ([]fs.DirEntry, error) {
+	r.opened = append(r.opened, strings.TrimSuffix("/"+name, "/.")+"/")
+	return r.Source.ReadDir(name)
+}
+
+// Each family writes only the facts snapshot.FamilyWrites gives it,
+// records provenance only for them, files its errors under its own name
+// (which coverage maps to those facts), and opens only what its reads
+// declare. Run on every fixture host, family by family.
 func TestFamiliesWriteWhatTheyDeclare(t *testing.T) {
 	hosts, err := os.ReadDir(filepath.Join("..", "testdata", "hosts"))
 	if err != nil {
@@ -94,8 +113,10 @@ func TestFamiliesWriteWhatTheyDeclare(t *testing.T) {
 			continue
 		}
 		root := filepath.Join("..", "testdata", "hosts", h.Name())
-		c := &collection{ctx: context.Background(), src: Dir(root), snap: snapshot.New("test"), opts: Options{MaxFileSize: DefaultMaxFileSize}}
+		rec := &recordingSource{Source: Dir(root)}
+		c := &collection{ctx: context.Background(), src: rec, snap: snapshot.New("test"), opts: Options{MaxFileSize: DefaultMaxFileSize}}
 		for _, f := range families {
+			rec.opened = nil
 			before := familyDoc(t, c.snap)
 			nerr := len(c.snap.Errors)
 			oldSources := map[string]snapshot.Provenance{}
@@ -111,6 +132,11 @@ func TestFamiliesWriteWhatTheyDeclare(t *testing.T) {
 			for k, v := range c.snap.Sources {
 				if old, ok := oldSources[k]; (!ok || !reflect.DeepEqual(old, v)) && !onOrBelow(k, f.writes()) {
 					t.Errorf("%s: family %s recorded the source of %s, which it does not declare (%q)", h.Name(), f.name, k, f.writes())
+				}
+			}
+			for _, name := range rec.opened {
+				if !f.readsPath(name) {
+					t.Errorf("%s: family %s read %s, which it does not declare", h.Name(), f.name, name)
 				}
 			}
 			for _, e := range c.snap.Errors[nerr:] {
