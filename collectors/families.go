@@ -46,7 +46,7 @@ var families = []family{
 		[]string{"/etc/sysctl.conf", "/proc/sys/**"},
 		under(confDirs, "/sysctl.d/", "/sysctl.d/*"))},
 	{name: "limits", run: collectLimits, reads: []string{"/etc/security/limits.conf", "/etc/security/limits.d/", "/etc/security/limits.d/*"}},
-	{name: "logind", run: collectLogind, reads: under(confDirs, "/systemd/logind.conf", "/systemd/logind.conf.d/", "/systemd/logind.conf.d/*")},
+	{name: "logind", run: collectLogind, reads: slices.Concat(logindMainFiles, under(logindDropinDirs, "/", "/*"))},
 	{name: "nvidia", run: collectNVIDIA, reads: []string{
 		"/proc/driver/nvidia/version", "/proc/driver/nvidia/gpus/", "/proc/driver/nvidia/gpus/*/information",
 		"/proc/driver/nvidia-nvswitch/devices/", "/proc/driver/nvidia-nvswitch/devices/*",
@@ -70,11 +70,13 @@ var families = []family{
 	{name: "net", run: collectNet, reads: []string{"/sys/class/net/", "/sys/class/net/*/*"}},
 	{name: "services", run: collectServices, reads: slices.Concat(
 		[]string{"/proc/", "/proc/[0-9]*/comm", "/proc/[0-9]*/limits"},
-		under(unitDirs, "/system.conf", "/system.conf.d/", "/system.conf.d/*", "/system/*.service", "/system/*.service.d/", "/system/*.service.d/*", "/system/service.d/", "/system/service.d/*"))},
+		under(unitDirs, "/system.conf", "/system.conf.d/", "/system.conf.d/*", "/system/service.d/", "/system/service.d/*"),
+		under(unitDirs, unitFiles(func() []string { u, _ := JobServiceNames(); return u }())...))},
 	{name: "firewall", run: collectFirewall, reads: slices.Concat(
-		[]string{"/etc/default/ufw", "/etc/ufw/*", "/etc/firewalld/firewalld.conf", "/etc/firewalld/zones/", "/etc/firewalld/zones/*",
-			"/usr/lib/firewalld/zones/", "/usr/lib/firewalld/zones/*", "/etc/nftables.conf", "/etc/sysconfig/nftables.conf", "/etc/nftables/*"},
-		under(unitDirs, "/system/", "/system/*.service"))},
+		[]string{"/etc/default/ufw", "/etc/ufw/ufw.conf", "/etc/ufw/user.rules", "/etc/ufw/user6.rules", "/etc/ufw/before.rules", "/etc/ufw/before6.rules",
+			"/etc/firewalld/firewalld.conf", "/etc/firewalld/zones/", "/etc/firewalld/zones/*.xml", "/usr/lib/firewalld/zones/", "/usr/lib/firewalld/zones/*.xml", "/etc/nftables.conf", "/etc/sysconfig/nftables.conf", "/etc/nftables/*"},
+		[]string{"/etc/systemd/system/"},
+		under(unitDirs, unitFiles(FirewallUnits())...))},
 	{name: "dmi", run: collectDMI, reads: []string{"/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"}},
 	{name: "processes", run: collectProcesses, reads: []string{"/proc/", "/proc/[0-9]*/comm"}},
 	{name: "pods", run: collectPods},
@@ -86,6 +88,15 @@ var (
 	confDirs = []string{"/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"}
 	unitDirs = []string{"/etc/systemd", "/run/systemd", "/usr/local/lib/systemd", "/usr/lib/systemd", "/lib/systemd"}
 )
+
+// unitFiles are where under a unit directory units and their drop-ins lie.
+func unitFiles(units []string) []string {
+	var out []string
+	for _, u := range units {
+		out = append(out, "/system/"+u, "/system/"+u+".d/", "/system/"+u+".d/*")
+	}
+	return out
+}
 
 // under lists each of names under each of dirs.
 func under(dirs []string, names ...string) []string {

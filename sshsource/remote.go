@@ -41,7 +41,7 @@ var descend = []string{
 	`\./(usr/lib|lib|usr/local/lib|run)`,
 	`\./(usr/lib|lib|usr/local/lib|run)/(sysctl\.d|modprobe\.d|modules-load\.d|systemd|systemd/logind\.conf\.d|kernel)`,
 	`\./usr/lib/firewalld(/zones)?`,
-	`\./(usr|usr/local|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
+	`\./(usr|usr/local|lib64|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
 	`\./usr/local/cuda[^/]*(/targets(/[^/]+(/lib)?)?|/lib64)?`,
 	pythonLib + `(/(dist|site)-packages(/nvidia(/[^/]+(/lib)?)?|/nvidia_[^/]*\.dist-info)?)?`,
 	`\./opt/[^/]+/[^/]+(/lib(64)?)?`,
@@ -66,7 +66,7 @@ var descend = []string{
 var read = []string{
 	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf|ufw/(ufw\.conf|(user|before)6?\.rules)|default/ufw|firewalld/(firewalld\.conf|zones/[^/]+\.xml)|(sysconfig/)?nftables\.conf|nftables/[^/]+)`,
 	`\./usr/lib/firewalld/zones/[^/]+\.xml`,
-	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
+	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf(\.d/.*)?|os-release|kernel/cmdline)`,
 	`\./proc/(cmdline|cpuinfo|meminfo|modules|driver/.*|sys/.*)`,
 	`\./sys/(module/nvidia/version|hypervisor/type|devices/virtual/dmi/id/(sys_vendor|product_name)|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
 	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|resource|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,

@@ -1,0 +1,80 @@
+package sshsource
+
+import (
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+)
+
+// viaLinks are sysfs directories whose entries are links into
+// /sys/devices: the stream carries what they resolve to, which no name
+// rule can tell from the link's name (TestFixtureRootsNeedNoMiss checks
+// those reads on real layouts).
+var viaLinks = []string{"sys/class/net/", "sys/class/infiniband/", "sys/class/dmi/", "sys/bus/pci/devices/"}
+
+// sampleOf is a name a read pattern matches: "1" for a PID glob, "x" for
+// any other wildcard.
+func sampleOf(pattern string) string {
+	s := strings.ReplaceAll(pattern, "[0-9]*", "1")
+	return strings.NewReplacer("*", "x", "?", "x").Replace(s)
+}
+
+// TestStreamCoversFamilyReads: every path a collector family declares it
+// reads (collectors.Families) is in the stream, whether or not a fixture
+// root has it: its directories are listed, and it is streamed (a file) or
+// listed (a directory, or a tree the family scans as it finds it). A
+// family that reads a new path fails here until a rule in remote.go
+// carries it: the prefetch list can no longer drift from the families.
+func TestStreamCoversFamilyReads(t *testing.T) {
+	d := regexp.MustCompile(`^` + alternation(descend) + `$`)
+	listed := func(dir string) bool { return dir == "." || d.MatchString("./"+dir) }
+	n := 0
+	for _, f := range collectors.Families() {
+		for _, p := range f.Reads {
+			n++
+			pat, tree := strings.CutSuffix(p, "/**")
+			name := strings.TrimPrefix(sampleOf(pat), "/")
+			base := name
+			dir, isDir := strings.CutSuffix(base, "/")
+			if strings.HasPrefix(name, "proc/1/") {
+				// A process's files: the script's own pass over /proc.
+				if !streamed(name) {
+					t.Errorf("%s: %s (%s) is not streamed", f.Name, p, name)
+				}
+				continue
+			}
+			if below := func() bool {
+				for _, v := range viaLinks {
+					if strings.HasPrefix(base, v) && base != strings.TrimSuffix(v, "/") {
+						return true
+					}
+				}
+				return false
+			}(); below {
+				continue
+			}
+			if tree {
+				dir = base
+			} else if !isDir {
+				dir = path.Dir(base)
+			}
+			for a := dir; ; a = path.Dir(a) {
+				if !listed(a) {
+					t.Errorf("%s: %s (%s): directory /%s is not listed", f.Name, p, name, a)
+				}
+				if a == "." {
+					break
+				}
+			}
+			if !tree && !isDir && !streamed(base) {
+				t.Errorf("%s: %s (%s) is not streamed", f.Name, p, name)
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d declared reads: is collectors.Families filled?", n)
+	}
+}
