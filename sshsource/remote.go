@@ -35,13 +35,15 @@ import (
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
 // them). A directory outside them is listed as an entry of its parent only.
-var descend = []string{
+// Those a collector family declares it reads (familyDescend) are added to
+// the rules written here, which cover the trees found as a scan goes.
+var descend = append([]string{
 	`\.`,
 	`\./etc(/.*)?`,
 	`\./(usr/lib|lib|usr/local/lib|run)`,
 	`\./(usr/lib|lib|usr/local/lib|run)/(sysctl\.d|modprobe\.d|modules-load\.d|systemd|systemd/logind\.conf\.d|kernel)`,
 	`\./usr/lib/firewalld(/zones)?`,
-	`\./(usr|usr/local|lib64|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
+	`\./(usr|usr/local|usr/lib64|usr/local/lib64|usr/lib/x86_64-linux-gnu|usr/lib/aarch64-linux-gnu|usr/bin|sbin|usr/sbin|opt|opt/[^/]+|opt/conda/envs|opt/conda/lib)`,
 	`\./usr/local/cuda[^/]*(/targets(/[^/]+(/lib)?)?|/lib64)?`,
 	pythonLib + `(/(dist|site)-packages(/nvidia(/[^/]+(/lib)?)?|/nvidia_[^/]*\.dist-info)?)?`,
 	`\./opt/[^/]+/[^/]+(/lib(64)?)?`,
@@ -59,14 +61,15 @@ var descend = []string{
 	`\./sys/firmware(/efi(/efivars)?)?`,
 	`\./(boot|efi|boot/efi)(/loader(/entries)?|/EFI(/[^/]+)?|/grub2?)?`,
 	`\./` + unitDirs + `/systemd(/system(/` + jobUnits + `\.d)?|/system\.conf\.d)`,
-}
+}, familyDescend...)
 
 // read are the files whose contents are streamed; the rest are read when a
-// collector opens them.
-var read = []string{
+// collector opens them. Those a collector family declares (familyRead) are
+// added to the rules written here.
+var read = append([]string{
 	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf|ufw/(ufw\.conf|(user|before)6?\.rules)|default/ufw|firewalld/(firewalld\.conf|zones/[^/]+\.xml)|(sysconfig/)?nftables\.conf|nftables/[^/]+)`,
 	`\./usr/lib/firewalld/zones/[^/]+\.xml`,
-	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf(\.d/.*)?|os-release|kernel/cmdline)`,
+	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
 	`\./proc/(cmdline|cpuinfo|meminfo|modules|driver/.*|sys/.*)`,
 	`\./sys/(module/nvidia/version|hypervisor/type|devices/virtual/dmi/id/(sys_vendor|product_name)|kernel/mm/transparent_hugepage/enabled|kernel/iommu_groups/[^/]+/type)`,
 	`\./sys/devices/pci[^/]*(/[0-9a-f]{4}:[^/]*)+/(vendor|device|class|config|resource|infiniband/[^/]+/ports/[^/]+/(link_layer|rate|state))`,
@@ -76,7 +79,7 @@ var read = []string{
 	`\./(boot|efi|boot/efi)/(loader/(loader\.conf|entries/[^/]+)|grub2?/(grub\.cfg|grubenv)|EFI/[^/]+/grub\.cfg)`,
 	`\./sys/firmware/efi/efivars/Loader[^/]*`,
 	`.*\.dist-info/(METADATA|RECORD)`,
-}
+}, familyRead...)
 
 // readRE and procFile say which listed files the stream carries.
 var (
