@@ -3,6 +3,7 @@ package sshsource
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,5 +64,35 @@ func TestStreamCoversFamilyReads(t *testing.T) {
 	}
 	if n < 50 {
 		t.Fatalf("only %d declared reads: is collectors.Families filled?", n)
+	}
+}
+
+// A family added later is carried by the rules derived from its reads,
+// with no rule written in remote.go; a path the written rules carry
+// already adds none.
+func TestFamilyRulesDerived(t *testing.T) {
+	fam := collectors.Family{Name: "newfam", Reads: []string{"/etc/os-release", "/var/lib/newfam/", "/srv/newfam/conf.d/*.conf", "/srv/newfam/state"}}
+	dRules, rRules := familyRules([]collectors.Family{fam}, descendRules, readRules)
+	d := regexp.MustCompile(`^` + alternation(append(slices.Clip(descendRules), dRules...)) + `$`)
+	r := regexp.MustCompile(`^` + alternation(append(slices.Clip(readRules), rRules...)) + `$`)
+	for _, dir := range []string{".", "./var", "./var/lib/newfam", "./srv", "./srv/newfam", "./srv/newfam/conf.d"} {
+		if dir != "." && !d.MatchString(dir) {
+			t.Errorf("%s is not listed", dir)
+		}
+	}
+	for _, f := range []string{"./srv/newfam/conf.d/10-a.conf", "./srv/newfam/state"} {
+		if !r.MatchString(f) {
+			t.Errorf("%s is not streamed", f)
+		}
+	}
+	for _, f := range []string{"./srv/newfam/conf.d/10-a.txt", "./srv/newfam/conf.d/sub/a.conf", "./srv/newfam/other"} {
+		if r.MatchString(f) {
+			t.Errorf("%s is streamed, though no family declares it", f)
+		}
+	}
+	for _, rule := range rRules {
+		if strings.Contains(rule, "os-release") {
+			t.Errorf("a rule for /etc/os-release, which remote.go's rules carry: %q", rule)
+		}
 	}
 }
