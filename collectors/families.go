@@ -38,10 +38,10 @@ var families = []family{
 	{name: "os", run: collectOS, reads: []string{"/etc/os-release", "/usr/lib/os-release"}},
 	{name: "kernel", run: collectKernel, reads: []string{"/proc/sys/kernel/arch", "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version"}},
 	{name: "boot", run: collectBoot, reads: slices.Concat(
-		[]string{"/proc/cmdline", "/etc/default/grub", "/etc/default/grub.d/", "/etc/default/grub.d/*", "/etc/kernel/cmdline", "/usr/lib/kernel/cmdline",
-			"/sys/firmware/efi/efivars/Loader*"},
-		under([]string{"/boot", "/efi", "/boot/efi"}, "/loader/entries/", "/loader/entries/*", "/loader/loader.conf", "/EFI/",
-			"/grub/grub.cfg", "/grub/grubenv", "/grub2/grub.cfg", "/grub2/grubenv", "/EFI/*/grub.cfg"))},
+		[]string{procCmdline, grubDefaultFile, grubDefaultDir + "/", grubDefaultDir + "/*", blsEntriesDir + "/", blsEntriesDir + "/*",
+			grubenvFile, debianGrubenvFile, efiDir + "/", efiDir + "/*/grub.cfg", efivarsDir + "/Loader*"},
+		kernelCmdlineFiles, grubCfgFiles,
+		under(sdBootRoots, "/loader/loader.conf", "/loader/entries/", "/loader/entries/*"))},
 	{name: "sysctl", run: collectSysctl, reads: slices.Concat(
 		[]string{"/etc/sysctl.conf", "/proc/sys/**"},
 		under(confDirs, "/sysctl.d/", "/sysctl.d/*"))},
