@@ -35,7 +35,7 @@ func (f family) writes() []string { return snapshot.FamilyWrites(f.name) }
 // families run in this order: later ones may read facts earlier ones set
 // (logind's default depends on the OS, IOMMU passthrough on the cmdline).
 var families = []family{
-	{name: "os", run: collectOS, reads: []string{"/etc/os-release", "/usr/lib/os-release"}},
+	{name: "os", run: collectOS, reads: osReleaseFiles},
 	{name: "kernel", run: collectKernel, reads: []string{"/proc/sys/kernel/arch", "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version"}},
 	{name: "boot", run: collectBoot, reads: slices.Concat(
 		[]string{procCmdline, grubDefaultFile, grubDefaultDir + "/", grubDefaultDir + "/*", blsEntriesDir + "/", blsEntriesDir + "/*",
@@ -44,7 +44,7 @@ var families = []family{
 		under(sdBootRoots, "/loader/loader.conf", "/loader/entries/", "/loader/entries/*"))},
 	{name: "sysctl", run: collectSysctl, reads: slices.Concat(
 		[]string{"/etc/sysctl.conf", "/proc/sys/**"},
-		under(confDirs, "/sysctl.d/", "/sysctl.d/*"))},
+		under(sysctlDirs, "/", "/*"))},
 	{name: "limits", run: collectLimits, reads: []string{"/etc/security/limits.conf", "/etc/security/limits.d/", "/etc/security/limits.d/*"}},
 	{name: "logind", run: collectLogind, reads: slices.Concat(logindMainFiles, under(logindDropinDirs, "/", "/*"))},
 	{name: "nvidia", run: collectNVIDIA, reads: []string{
@@ -54,7 +54,7 @@ var families = []family{
 		"/var/lib/dpkg/status"}},
 	{name: "modules", run: collectModules, reads: slices.Concat(
 		[]string{"/proc/modules", "/etc/modules"},
-		under(confDirs, "/modules-load.d/", "/modules-load.d/*", "/modprobe.d/", "/modprobe.d/*"))},
+		under(modulesLoadDirs, "/", "/*"), under(modprobeDirs, "/", "/*"))},
 	// nccl_config before libraries: the login LD_LIBRARY_PATH and
 	// NCCL_NET_PLUGIN decide where NCCL finds its net plugin.
 	{name: "nccl_config", run: collectNCCLConfig, reads: []string{"/etc/environment", "/etc/nccl.conf", "/etc/profile.d/", "/etc/profile.d/*"}},
@@ -70,30 +70,27 @@ var families = []family{
 	{name: "net", run: collectNet, reads: []string{"/sys/class/net/", "/sys/class/net/*/*"}},
 	{name: "services", run: collectServices, reads: slices.Concat(
 		[]string{"/proc/", "/proc/[0-9]*/comm", "/proc/[0-9]*/limits"},
-		under(unitDirs, "/system.conf", "/system.conf.d/", "/system.conf.d/*", "/system/service.d/", "/system/service.d/*"),
-		under(unitDirs, unitFiles(func() []string { u, _ := JobServiceNames(); return u }())...))},
+		under(systemConfDirs, "/system.conf", "/system.conf.d/", "/system.conf.d/*"),
+		under(systemUnitDirs, "/service.d/", "/service.d/*"),
+		under(systemUnitDirs, unitFiles(func() []string { u, _ := JobServiceNames(); return u }())...))},
 	{name: "firewall", run: collectFirewall, reads: slices.Concat(
 		[]string{"/etc/default/ufw", "/etc/ufw/ufw.conf", "/etc/ufw/user.rules", "/etc/ufw/user6.rules", "/etc/ufw/before.rules", "/etc/ufw/before6.rules",
 			"/etc/firewalld/firewalld.conf", "/etc/firewalld/zones/", "/etc/firewalld/zones/*.xml", "/usr/lib/firewalld/zones/", "/usr/lib/firewalld/zones/*.xml", "/etc/nftables.conf", "/etc/sysconfig/nftables.conf", "/etc/nftables/*"},
 		[]string{"/etc/systemd/system/"},
-		under(unitDirs, unitFiles(FirewallUnits())...))},
+		under(systemUnitDirs, unitFiles(FirewallUnits())...))},
 	{name: "dmi", run: collectDMI, reads: []string{"/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"}},
 	{name: "processes", run: collectProcesses, reads: []string{"/proc/", "/proc/[0-9]*/comm"}},
 	{name: "pods", run: collectPods},
 }
 
-// confDirs are where systemd-style configuration directories live, and
-// unitDirs where systemd looks for units and system.conf.
-var (
-	confDirs = []string{"/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"}
-	unitDirs = []string{"/etc/systemd", "/run/systemd", "/usr/local/lib/systemd", "/usr/lib/systemd", "/lib/systemd"}
-)
+// systemConfDirs are where the services family reads system.conf.
+var systemConfDirs = []string{"/etc/systemd", "/run/systemd", "/usr/local/lib/systemd", "/usr/lib/systemd"}
 
-// unitFiles are where under a unit directory units and their drop-ins lie.
+// unitFiles are units and their drop-ins, under a unit directory.
 func unitFiles(units []string) []string {
 	var out []string
 	for _, u := range units {
-		out = append(out, "/system/"+u, "/system/"+u+".d/", "/system/"+u+".d/*")
+		out = append(out, "/"+u, "/"+u+".d/", "/"+u+".d/*")
 	}
 	return out
 }
