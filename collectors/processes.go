@@ -22,6 +22,12 @@ func isPersistencedComm(comm string) bool {
 func collectProcesses(c *collection) {
 	const collector = "processes"
 	scanned, failed := 0, false
+	if !c.opts.ConfigOnly && !c.snap.Source.Image && c.missing("/proc") {
+		// A live root without /proc: whether nvidia-persistenced runs is
+		// unknown, not "no". Said, so that coverage withholds the false.
+		c.fail(collector, "/proc", errRunningStateUnknown)
+		return
+	}
 	for _, e := range c.readDir(collector, "/proc") {
 		// A host may run a hundred thousand processes.
 		if c.ctx.Err() != nil {

@@ -58,11 +58,19 @@ func TestCollectProcesses(t *testing.T) {
 			t.Errorf("source = %q", got)
 		}
 	})
+	// A live root without /proc: not knowing is said, as for
+	// /proc/modules; a config repo has no running state to miss.
 	t.Run("no /proc", func(t *testing.T) {
 		c := hwTestCollection(t.TempDir())
 		collectProcesses(c)
-		if _, ok := c.snap.Sources["nvidia.persistenced"]; ok || len(c.snap.Errors) > 0 {
+		if _, ok := c.snap.Sources["nvidia.persistenced"]; ok || len(c.snap.Errors) != 1 || c.snap.Errors[0].Collector != "processes" || c.snap.Errors[0].Path != "/proc" {
 			t.Errorf("sources %v, errors %v", c.snap.Sources, c.snap.Errors)
+		}
+		c = hwTestCollection(t.TempDir())
+		c.opts.ConfigOnly = true
+		collectProcesses(c)
+		if _, ok := c.snap.Sources["nvidia.persistenced"]; ok || len(c.snap.Errors) > 0 {
+			t.Errorf("config only: sources %v, errors %v", c.snap.Sources, c.snap.Errors)
 		}
 	})
 }
