@@ -75,38 +75,6 @@ type collection struct {
 	loginLibraryPath ncclSetting
 }
 
-type family struct {
-	name string
-	run  func(*collection)
-}
-
-// families run in this order: later ones may read facts earlier ones set
-// (logind's default depends on the OS, IOMMU passthrough on the cmdline).
-var families = []family{
-	{"os", collectOS},
-	{"kernel", collectKernel},
-	{"boot", collectBoot},
-	{"sysctl", collectSysctl},
-	{"limits", collectLimits},
-	{"logind", collectLogind},
-	{"nvidia", collectNVIDIA},
-	{"modules", collectModules},
-	// nccl_config before libraries: the login LD_LIBRARY_PATH and
-	// NCCL_NET_PLUGIN decide where NCCL finds its net plugin.
-	{"nccl_config", collectNCCLConfig},
-	{"libraries", collectLibraries},
-	{"memory", collectMemory},
-	{"rdma", collectRDMA},
-	{"iommu", collectIOMMU},
-	{"pci", collectPCI},
-	{"net", collectNet},
-	{"services", collectServices},
-	{"firewall", collectFirewall},
-	{"dmi", collectDMI},
-	{"processes", collectProcesses},
-	{"pods", collectPods},
-}
-
 // Collect reads every fact family from target. Unreadable or malformed
 // sources become entries in the snapshot's Errors, and a root that cannot be
 // listed at all one snapshot.CollectorSource error (see Unread) with no
@@ -142,7 +110,7 @@ func Collect(ctx context.Context, target Target, opts Options) (*snapshot.Snapsh
 		if err := ctx.Err(); err != nil {
 			return snap, fmt.Errorf("collecting %s: %w", f.name, err)
 		}
-		if snap.Source.Image && runningFamilies[f.name] {
+		if snap.Source.Image && f.running() {
 			continue
 		}
 		c.runFamily(f)

@@ -21,10 +21,3 @@ func IsImage(src Source) bool {
 	}
 	return err == nil && len(entries) == 0
 }
-
-// runningFamilies read nothing but running state (snapshot.RunningState):
-// an image has none, so they are not run there.
-var runningFamilies = map[string]bool{
-	"kernel": true, "memory": true, "rdma": true, "iommu": true,
-	"pci": true, "net": true, "dmi": true, "processes": true,
-}

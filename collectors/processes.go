@@ -21,7 +21,13 @@ func isPersistencedComm(comm string) bool {
 
 func collectProcesses(c *collection) {
 	const collector = "processes"
-	scanned := 0
+	scanned, failed := 0, false
+	if !c.opts.ConfigOnly && !c.snap.Source.Image && c.missing("/proc") {
+		// A live root without /proc: whether nvidia-persistenced runs is
+		// unknown, not "no". Said, so that coverage withholds the false.
+		c.fail(collector, "/proc", errRunningStateUnknown)
+		return
+	}
 	for _, e := range c.readDir(collector, "/proc") {
 		// A host may run a hundred thousand processes.
 		if c.ctx.Err() != nil {
@@ -37,6 +43,7 @@ func collectProcesses(c *collection) {
 			// task); that, or a hidden process, is no error.
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.ESRCH) {
 				c.fail(collector, name, err)
+				failed = true
 			}
 			continue
 		}
@@ -47,7 +54,9 @@ func collectProcesses(c *collection) {
 			return
 		}
 	}
-	if _, set := c.snap.Sources["nvidia.persistenced"]; scanned > 0 && !set {
+	// A comm that could not be read may have been nvidia-persistenced's:
+	// then its absence is not known, and no default backs the false.
+	if _, set := c.snap.Sources["nvidia.persistenced"]; scanned > 0 && !failed && !set {
 		c.defaulted("nvidia.persistenced", "no nvidia-persistenced process in /proc")
 	}
 }

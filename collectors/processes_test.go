@@ -1,7 +1,14 @@
 package collectors
 
 import (
+	"context"
+	"io/fs"
+	"slices"
+	"syscall"
 	"testing"
+	"testing/fstest"
+
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 func TestIsPersistencedComm(t *testing.T) {
@@ -51,11 +58,63 @@ func TestCollectProcesses(t *testing.T) {
 			t.Errorf("source = %q", got)
 		}
 	})
+	// A live root without /proc: not knowing is said, as for
+	// /proc/modules; a config repo has no running state to miss.
 	t.Run("no /proc", func(t *testing.T) {
 		c := hwTestCollection(t.TempDir())
 		collectProcesses(c)
-		if _, ok := c.snap.Sources["nvidia.persistenced"]; ok || len(c.snap.Errors) > 0 {
+		if _, ok := c.snap.Sources["nvidia.persistenced"]; ok || len(c.snap.Errors) != 1 || c.snap.Errors[0].Collector != "processes" || c.snap.Errors[0].Path != "/proc" {
 			t.Errorf("sources %v, errors %v", c.snap.Sources, c.snap.Errors)
 		}
+		c = hwTestCollection(t.TempDir())
+		c.opts.ConfigOnly = true
+		collectProcesses(c)
+		if _, ok := c.snap.Sources["nvidia.persistenced"]; ok || len(c.snap.Errors) > 0 {
+			t.Errorf("config only: sources %v, errors %v", c.snap.Sources, c.snap.Errors)
+		}
 	})
+}
+
+// eioFS fails the open of one file with EIO, as a /proc entry of a process
+// stuck in the kernel may.
+type eioFS struct {
+	fs.FS
+	name string
+}
+
+func (f eioFS) Open(name string) (fs.File, error) {
+	if name == f.name {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EIO}
+	}
+	return f.FS.Open(name)
+}
+
+// A comm that could not be read may be nvidia-persistenced's: the scan
+// files the error and leaves persistenced false with no source, so no rule
+// reads "not running" as a fact (persistence-mode-off did).
+func TestCollectProcessesUnreadComm(t *testing.T) {
+	fsys := eioFS{FS: fstest.MapFS{
+		"proc/1/comm":  {Data: []byte("systemd\n")},
+		"proc/77/comm": {Data: []byte("nvidia-persiste\n")},
+		"proc/90/comm": {Data: []byte("sshd\n")},
+	}, name: "proc/77/comm"}
+	snap, err := Collect(context.Background(), Target{Files: FS(fsys)}, Options{Hostname: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NVIDIA.Persistenced {
+		t.Error("persistenced = true from an unreadable comm")
+	}
+	if src, ok := snap.Sources["nvidia.persistenced"]; ok {
+		t.Errorf("persistenced has source %q, though a comm could not be read", src.String())
+	}
+	var got []string
+	for _, e := range snap.Errors {
+		if slices.Contains(snapshot.FamilyWrites(e.Collector), "nvidia.persistenced") {
+			got = append(got, e.Collector+" "+e.Path)
+		}
+	}
+	if want := []string{"processes /proc/77/comm"}; !slices.Equal(got, want) {
+		t.Errorf("errors covering nvidia.persistenced: %q, want %q (all: %v)", got, want, snap.Errors)
+	}
 }

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -22,12 +23,14 @@ import (
 //     above or below it does not run.
 //
 // A rule any of whose sections was not collected does not fire on the host:
-// its findings are dropped and the rule is listed in HostRun.Skipped. A
-// section whose collector recorded an error (errors[].collector is the
-// section's name) is partly unread: a finding citing a fact of that section
-// whose value is absent (or an empty list or object that no source backs)
-// is withheld, since the absence may be what could not be read; the
-// collection-error finding already reports the blind spot. An error marked
+// its findings are dropped and the rule is listed in HostRun.Skipped. The
+// facts a collector family writes (snapshot.FamilyWrites of errors[].collector,
+// which need not be a section's name: processes writes
+// nvidia.persistenced) are partly unread when it recorded an error: a
+// finding citing one of them whose value is absent (or a zero value, false,
+// 0, "", an empty list or object, that no source backs) is withheld, since
+// the absence may be what could not be read; the collection-error finding
+// already reports the blind spot. An error marked
 // skipped (a bad line the file's reader skips too) leaves the section
 // complete: its facts are what the reader computes. A
 // fact that was collected and is absent (a limits section with no memlock
@@ -73,8 +76,8 @@ type coverage struct {
 	doc map[string]any
 	// unread says why nothing was read; "" when the host was read.
 	unread string
-	// partial are sections whose collector recorded an error.
-	partial map[string]bool
+	// partial are fact paths written by a family that recorded an error.
+	partial [][]string
 	// removed are fact paths of members removed on decode.
 	removed [][]string
 	// image: an offline image, whose running state was not collected.
@@ -100,22 +103,38 @@ func coverageOf(doc map[string]any) *coverage {
 		case collector == snapshot.CollectorSnapshot:
 			if p := splitPath(path); snapshot.IsSection(p[0]) {
 				c.removed = append(c.removed, p)
-				c.partly(p[0])
+				c.partly(p[:1])
 			}
 		case e["skipped"] == true:
 			// A line its reader skips: the facts are complete without it.
-		case snapshot.IsSection(collector):
-			c.partly(collector)
+		default:
+			writes := snapshot.FamilyWrites(collector)
+			if writes == nil && snapshot.IsSection(collector) {
+				writes = []string{collector} // a family this build does not know
+			}
+			for _, w := range writes {
+				c.partly(splitPath(w))
+			}
 		}
 	}
 	return c
 }
 
-func (c *coverage) partly(section string) {
-	if c.partial == nil {
-		c.partial = map[string]bool{}
+func (c *coverage) partly(fact []string) {
+	if !slices.ContainsFunc(c.partial, func(p []string) bool { return slices.Equal(p, fact) }) {
+		c.partial = append(c.partial, fact)
 	}
-	c.partial[section] = true
+}
+
+// partlyUnread reports whether fact lies on, above or below a fact whose
+// family recorded an error.
+func (c *coverage) partlyUnread(fact []string) bool {
+	for _, p := range c.partial {
+		if related(fact, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // runs reports whether every section r reads was collected.
@@ -150,23 +169,31 @@ func (c *coverage) admits(r *Rule, f *Finding) bool {
 		return true
 	}
 	for _, ev := range f.Evidence {
-		section, _, _ := strings.Cut(ev.Fact, ".")
-		if c.partial[section] && (ev.Value == nil || ev.Source == "" && isEmpty(ev.Value)) {
+		if (ev.Value == nil || ev.Source == "" && isZero(ev.Value)) && c.partlyUnread(splitPath(ev.Fact)) {
 			return false
 		}
 	}
 	return true
 }
 
-// isEmpty: an empty list or object, which a collector writes for what it
-// found none of, and also for what it could not read; a source tells the
-// two apart.
-func isEmpty(v any) bool {
+// isZero: false, 0, "", an empty list or object, which a collector writes
+// for what it found none of, and also for what it could not read; a source
+// tells the two apart.
+func isZero(v any) bool {
 	switch v := v.(type) {
 	case []any:
 		return len(v) == 0
 	case map[string]any:
 		return len(v) == 0
+	case bool:
+		return !v
+	case string:
+		return v == ""
+	case float64:
+		return v == 0
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
 	}
 	return false
 }

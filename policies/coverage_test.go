@@ -372,3 +372,49 @@ func TestCommonDir(t *testing.T) {
 		}
 	}
 }
+
+// The processes family writes nvidia.persistenced, a fact of a section
+// named otherwise: a /proc scan that failed leaves false with no source,
+// and persistence-mode-off must not read it as "not running". The same
+// host with the scan complete (a default backs the false) fires.
+func TestPartlyUnreadFactOfAnotherSection(t *testing.T) {
+	persistenceOff := func(name string, source bool, errs ...any) map[string]any {
+		doc := host{name: name}.snapshot()
+		nv := doc["nvidia"].(map[string]any)
+		for _, g := range nv["gpus"].([]any) {
+			g.(map[string]any)["persistence_mode"] = "disabled"
+		}
+		nv["persistenced"] = false
+		if source {
+			doc["sources"].(map[string]any)["nvidia.persistenced"] = "default: no nvidia-persistenced process in /proc"
+		}
+		doc["errors"] = errs
+		return doc
+	}
+	dir := t.TempDir()
+	files := []string{
+		writeJSON(t, dir, "a.json", persistenceOff("scanned", true)),
+		writeJSON(t, dir, "b.json", persistenceOff("comm", false, map[string]any{"collector": "processes", "path": "/proc/77/comm", "reason": "read: is a directory"})),
+		writeJSON(t, dir, "c.json", persistenceOff("proc", false, map[string]any{"collector": "processes", "path": "/proc", "reason": "open: permission denied"})),
+	}
+	rep := runFiles(t, newEngine(t, Options{Fleets: gpuFleets()}), files, RunOptions{})
+	has := func(h, rule string) bool {
+		return slices.ContainsFunc(findingsOf(rep, h), func(s string) bool { return strings.HasPrefix(s, rule+":") })
+	}
+	if !has("scanned", "persistence-mode-off") {
+		t.Errorf("/proc scanned, no nvidia-persistenced: persistence-mode-off did not fire: %q", findingsOf(rep, "scanned"))
+	}
+	for _, h := range []string{"comm", "proc"} {
+		if has(h, "persistence-mode-off") || !has(h, "collection-error") {
+			t.Errorf("%s: /proc scan failed: findings %q, want collection-error and no persistence-mode-off", h, findingsOf(rep, h))
+		}
+	}
+	for _, doc := range []map[string]any{persistenceOff("x", false, map[string]any{"collector": "processes", "path": "/proc", "reason": "open: permission denied"})} {
+		if AbsenceKnown(doc, "nvidia.persistenced") {
+			t.Error("AbsenceKnown(nvidia.persistenced) after a failed /proc scan")
+		}
+		if !AbsenceKnown(doc, "nvidia.gpus") {
+			t.Error("a failed /proc scan leaves nvidia.gpus unknown")
+		}
+	}
+}

@@ -64,7 +64,7 @@ func EvidenceOf(doc map[string]any, fact string) Evidence { return evidence(doc,
 
 // AbsenceKnown reports whether a fact that doc does not hold is known to be
 // absent: the host was read, the fact's section was collected, no member on
-// its path was removed on decode, and the section's collector recorded no
+// its path was removed on decode, and the family that writes it recorded no
 // error (which may be what kept the fact out). Otherwise the fact was not
 // collected and nothing can be said about it.
 func AbsenceKnown(doc map[string]any, fact string) bool {
@@ -87,7 +87,7 @@ func AbsenceKnown(doc map[string]any, fact string) bool {
 	if c.image && snapshot.IsRunningState(fact) {
 		return false
 	}
-	return !c.partial[p[0]]
+	return !c.partlyUnread(p)
 }
 
 // Unread says why nothing of a snapshot document's host was read; "" when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,13 @@ import (
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
 // them). A directory outside them is listed as an entry of its parent only.
-var descend = []string{
+// Those a collector family declares it reads that these rules do not list
+// (familyDescend) are added to them.
+var descend = append(slices.Clip(descendRules), familyDescend...)
+
+// descendRules are written here: the trees found as a scan goes (sysfs
+// devices, the library scan) and what families read.
+var descendRules = []string{
 	`\.`,
 	`\./etc(/.*)?`,
 	`\./(usr/lib|lib|usr/local/lib|run)`,
@@ -62,8 +69,12 @@ var descend = []string{
 }
 
 // read are the files whose contents are streamed; the rest are read when a
-// collector opens them.
-var read = []string{
+// collector opens them. Those a collector family declares that these rules
+// do not stream (familyRead) are added to them.
+var read = append(slices.Clip(readRules), familyRead...)
+
+// readRules are written here.
+var readRules = []string{
 	`\./etc/(default/grub(\.d/.*)?|kernel/cmdline|sysctl\.conf|sysctl\.d/.*|security/limits\.(conf|d/.*)|systemd/logind\.conf(\.d/.*)?|modprobe\.d/.*|modules|modules-load\.d/.*|ld\.so\.conf(\.d/.*)?|profile\.d/.*|environment|os-release|hostname|nccl\.conf|ufw/(ufw\.conf|(user|before)6?\.rules)|default/ufw|firewalld/(firewalld\.conf|zones/[^/]+\.xml)|(sysconfig/)?nftables\.conf|nftables/[^/]+)`,
 	`\./usr/lib/firewalld/zones/[^/]+\.xml`,
 	`\./(usr/lib|lib|usr/local/lib|run)/((sysctl|modprobe|modules-load)\.d/.*|systemd/logind\.conf\.d/.*|os-release|kernel/cmdline)`,
