@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -49,4 +50,23 @@ func BuildDeadline(tb any, max time.Duration) time.Time {
 		}
 	}
 	return time.Now().Add(max)
+}
+
+// LockGoBuild makes the tests that build fleetaudit with the same flags
+// (release, image, pre-commit hook) do so one at a time across the test
+// binaries go test runs side by side: the second finds the first's packages
+// in the build cache instead of compiling them again alongside. unlock ends
+// the hold.
+func LockGoBuild(tb TB) (unlock func()) {
+	tb.Helper()
+	lock := filepath.Join(os.TempDir(), "fleetaudit-test-go-build.lock")
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_WRONLY, 0o666)
+	if err != nil {
+		tb.Fatal(fmt.Errorf("test build lock: %w", err))
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		tb.Fatal(fmt.Errorf("test build lock %s: %w", lock, err))
+	}
+	return func() { f.Close() }
 }
