@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -82,5 +83,20 @@ func TestBuildDeadlineLeavesAMinuteOfTheTestTimeout(t *testing.T) {
 	}
 	if got := BuildDeadline(struct{}{}, time.Hour); got.Sub(time.Now()) < 59*time.Minute {
 		t.Errorf("no Deadline method: %v, want an hour from now", got)
+	}
+}
+
+// A second test binary's build waits while the first one's holds the lock.
+func TestLockGoBuildOneAtATime(t *testing.T) {
+	unlock := LockGoBuild(t)
+	var released atomic.Bool
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		released.Store(true)
+		unlock()
+	}()
+	LockGoBuild(t)() // a new open file description: blocks as another process would
+	if !released.Load() {
+		t.Fatal("the second build went ahead while the first held the lock")
 	}
 }
