@@ -18,6 +18,8 @@ EXAMPLE   := examples/fleet
 # RACE=-race forces it (CI does), RACE= turns it off.
 CGO_CC    := $(firstword $(shell $(GO) env CC 2>/dev/null))
 RACE      ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED 2>/dev/null)),$(CGO_CC),$(shell command -v '$(CGO_CC)' 2>/dev/null)),-race)
+# Each test binary's limit (go test -timeout); CI's tests may wait for a peer build.
+TIMEOUT   ?= 10m
 
 .PHONY: build test demo gate-demo bench fuzz lint docs clean release image tools actionlint
 
@@ -30,7 +32,7 @@ test: lint
 ifeq ($(RACE),)
 	@echo "make test: no C compiler for cgo (go env CC), so no -race; install gcc to run with it"
 endif
-	$(GO) test $(RACE) -count=1 ./...
+	$(GO) test $(RACE) -count=1 -timeout $(TIMEOUT) ./...
 
 # Audit the bundled example fleet (the hugetlb_cma incident among them);
 # it finds hazards, so --fail-on none keeps the demo's exit status 0.
