@@ -21,8 +21,8 @@ if [ "${1:-}" != "-f" ] && [ -x "$DEST/bin/gitea" ] && [ "$(cat "$DEST/VERSION" 
 fi
 cd "$HERE/server"
 start=$(date +%s)
-# go build fetches only the modules the build needs (go mod download would
-# fetch the whole graph, test-only modules too).
+# No go mod download first: go build fetches only the modules it compiles
+# (251 of the 261 that server/go.mod requires).
 # TAGS empty and CGO_ENABLED=0: Gitea's Makefile defaults (modernc sqlite, no bindata).
 CGO_ENABLED=0 go build -buildvcs=false -trimpath -tags '' \
 	-ldflags "-s -w -X main.Version=${VERSION#v} -X main.Tags=" \
