@@ -18,6 +18,8 @@ EXAMPLE   := examples/fleet
 # RACE=-race forces it (CI does), RACE= turns it off.
 CGO_CC    := $(firstword $(shell $(GO) env CC 2>/dev/null))
 RACE      ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED 2>/dev/null)),$(CGO_CC),$(shell command -v '$(CGO_CC)' 2>/dev/null)),-race)
+# Each test binary's limit (go test -timeout); CI's tests may wait for a peer build.
+TIMEOUT   ?= 10m
 
 .PHONY: build test demo gate-demo bench fuzz lint docs clean release image tools actionlint
 
@@ -25,12 +27,14 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/fleetaudit
 
 # Everything: vet, formatting, unit, golden, fuzz seed corpora and CLI tests,
-# with the race detector where a C compiler makes it available.
+# with the race detector where a C compiler makes it available. -race goes in
+# GOFLAGS so the binaries tests build with go build are race builds too: vet,
+# the tests and those binaries then share one compile of every dependency.
 test: lint
 ifeq ($(RACE),)
 	@echo "make test: no C compiler for cgo (go env CC), so no -race; install gcc to run with it"
 endif
-	$(GO) test $(RACE) -count=1 ./...
+	GOFLAGS='$(strip $(GOFLAGS) $(RACE))' $(GO) test -count=1 -timeout $(TIMEOUT) ./...
 
 # Audit the bundled example fleet (the hugetlb_cma incident among them);
 # it finds hazards, so --fail-on none keeps the demo's exit status 0.
@@ -68,7 +72,7 @@ docs:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet $(RACE) ./...
 
 # Static, stamped, reproducible binaries for linux/amd64, linux/arm64 and
 # darwin/arm64, a CycloneDX SBOM each and SHA256SUMS, in dist/.

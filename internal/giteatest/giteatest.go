@@ -57,11 +57,18 @@ func Dir() string {
 
 // Start starts Gitea for tb and stops it when tb ends. Without a build it
 // skips tb, or fails it under CI=true or FLEETAUDIT_REQUIRE_GITEA (.ci/run
-// builds one first and sets that).
+// starts the build in the background and sets that), after waiting for a
+// build in progress.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	gittest.Require(tb)
 	dir := Dir()
+	// CI starts the build in the background: wait for it here.
+	if testpeer.Required("FLEETAUDIT_REQUIRE_GITEA") {
+		if err := testpeer.WaitForBuild(filepath.Join(dir, ".build.lock"), testpeer.BuildDeadline(tb, 40*time.Minute)); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	bin, share := filepath.Join(dir, "bin", "gitea"), filepath.Join(dir, "share")
 	ver, _ := os.ReadFile(filepath.Join(dir, "VERSION"))
 	if _, err := os.Stat(bin); err != nil || strings.TrimSpace(string(ver)) != Version {

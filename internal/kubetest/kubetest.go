@@ -10,7 +10,8 @@
 //	func TestX(t *testing.T) { env := apiserver.Get(t); ... env.Config ... }
 //
 // Without the binaries a test skips with how to build them, except under
-// CI=true (or FLEETAUDIT_REQUIRE_K8S=1), where it fails.
+// CI=true (or FLEETAUDIT_REQUIRE_K8S=1), where it fails, after waiting for a
+// build in progress.
 package kubetest
 
 import (
@@ -100,6 +101,13 @@ func (s *Server) Main(m *testing.M) int {
 func (s *Server) Get(t testing.TB) *Env {
 	t.Helper()
 	s.once.Do(func() {
+		// CI starts the build in the background: wait for it here.
+		if Required() {
+			if err := testpeer.WaitForBuild(filepath.Join(BinDir(), ".build.lock"), testpeer.BuildDeadline(t, 40*time.Minute)); err != nil {
+				s.err = err
+				return
+			}
+		}
 		var missing []string
 		for _, b := range []string{"etcd", "kube-apiserver"} {
 			if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {

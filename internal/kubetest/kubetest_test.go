@@ -2,8 +2,13 @@ package kubetest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // recorder is a testing.TB that records Skip and Fatal instead of ending
@@ -41,5 +46,36 @@ func TestMissingBinariesSkipOrFail(t *testing.T) {
 		if !strings.Contains(msg, "scripts/k8s-testenv/build.sh") || !strings.Contains(msg, "etcd and kube-apiserver not in") {
 			t.Errorf("CI=%q: message %q", ci, msg)
 		}
+	}
+}
+
+// In CI the build runs in the background (.ci/run): Get waits while
+// scripts/k8s-testenv/build.sh holds its lock, then looks for the binaries.
+func TestGetWaitsForTheBuildInProgress(t *testing.T) {
+	bin := t.TempDir()
+	t.Setenv("FLEETAUDIT_K8S_BIN", bin)
+	t.Setenv("CI", "true")
+	f, err := os.Create(filepath.Join(bin, ".build.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Bool
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		released.Store(true)
+		f.Close()
+	}()
+	var s Server
+	r := &recorder{TB: t}
+	s.Get(r)
+	if !released.Load() {
+		t.Fatalf("Get returned while the build held its lock (failed: %q)", r.failed)
+	}
+	if !strings.Contains(r.failed, "etcd and kube-apiserver not in") {
+		t.Errorf("after the build: %q, want the missing binaries", r.failed)
 	}
 }

@@ -39,10 +39,12 @@ func TestImageRunsTheBinaryAsNonRootWithNoShell(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	created := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	host := release.Target{OS: "linux", Arch: runtime.GOARCH}
+	unlock := testpeer.LockGoBuild(t) // the release test builds the same
 	arts, err := release.Build(context.Background(), release.Options{
 		Module: root, Main: "./cmd/fleetaudit", Dir: t.TempDir(), Targets: []release.Target{host},
 		Stamp: release.Stamp{Version: "v9.8.7", Commit: "0123456789abcdef0123456789abcdef01234567", Date: created},
 	})
+	unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

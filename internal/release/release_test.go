@@ -38,7 +38,9 @@ func TestReleaseBinaryRunsAndSumsMatch(t *testing.T) {
 		Module: moduleRoot(t), Main: "./cmd/fleetaudit", Dir: dir, Targets: []Target{host},
 		Stamp: Stamp{Version: "v9.8.7", Commit: "0123456789abcdef0123456789abcdef01234567", Date: date},
 	}
+	unlock := testpeer.LockGoBuild(t)
 	arts, err := Build(context.Background(), opts)
+	unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ K8S_VERSION=v1.37.2 # must match apiserver/go.mod
 FORCE=${1:-}
 mkdir -p "$BIN"
 
-# One build at a time: a second caller waits for the first, then finds the binaries.
+# One build at a time: a second caller waits for the first, then finds the
+# binaries; the tests (internal/kubetest) wait on this lock too.
 exec 9>"$BIN/.build.lock"
 flock 9
 
