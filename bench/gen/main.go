@@ -19,7 +19,7 @@ func main() {
 	flag.StringVar(&o.Dir, "o", "", "output directory (created)")
 	flag.StringVar(&o.Roots, "roots", "testdata/hosts", "directory of fixture roots")
 	flag.Uint64Var(&o.Seed, "seed", 1, "variation seed")
-	flag.BoolVar(&o.Unique, "unique", false, "every host differs: its own collection time and 1-3 changes in facts rules read")
+	flag.BoolVar(&o.Unique, "unique", false, "every host differs: its own collection time, memlock limit, sysctls and boot parameters; versions drawn")
 	flag.Parse()
 	if o.Dir == "" {
 		fmt.Fprintln(os.Stderr, "gen: -o DIR is required")

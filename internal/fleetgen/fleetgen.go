@@ -3,9 +3,10 @@
 // copied with new host names and deterministic variation in the facts
 // fleet-wide rules compare (NCCL, driver and kernel versions, boot params,
 // memlock), so skew rules have work. With Unique, every host also differs
-// from every other in its identity (collection time) and in one to three
-// facts that rules read (versions, sysctls, limits, boot params): the
-// worst case for an auditor that shares work between equal hosts.
+// from every other in its identity (collection time) and, as real drift
+// does, in the facts many rules read (memlock limits, several sysctls,
+// boot parameters, kernel, driver and NCCL versions): the worst case for
+// an auditor that shares work between equal hosts.
 package fleetgen
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
@@ -164,15 +166,16 @@ func deepCopy(v any) any {
 	return v
 }
 
-// unique gives host i a collection time of its own and one to three
-// changes in facts rules read. The first is made from i, so no two hosts
-// are equal even without their names or collection times: a memlock limit
-// or a configured sysctl, facts host rules read and fleet-wide rules do
-// not (skew rules cost distinct values × hosts, so a value unique to every
-// host would make them quadratic, which no real fleet is). The others are
-// drawn from small sets of real-looking values of sysctls, limits, boot
-// params and kernel, driver and NCCL versions, rarely enough for each
-// fleet to keep a majority for skew rules to compare with.
+// unique gives host i a collection time of its own and drifts every fact
+// that many rules read, the way a real fleet drifts: each host has its own
+// root file system (boot parameter root=UUID), its own tuned memlock limit
+// and sysctl (so no section rules read is equal between two hosts, and no
+// rule's result can be shared between them), and draws its running sysctls,
+// hugetlb_cma, kernel, driver and NCCL versions from small sets of
+// real-looking values, most often the template's own so every fleet keeps a
+// majority for skew rules to compare with (skew rules cost distinct values
+// × hosts, so a version unique to every host would make them quadratic,
+// which no real fleet is).
 func unique(doc map[string]any, rng *rand.Rand, i int) {
 	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	doc["collected_at"] = base.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
@@ -185,38 +188,103 @@ func unique(doc map[string]any, rng *rand.Rand, i int) {
 		set(doc, v, path...)
 		return true
 	}
-	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
-	configured := []string{"vm.max_map_count", "net.core.rmem_max", "net.core.wmem_max", "net.core.somaxconn", "fs.file-max", "kernel.pid_max"}
-	others := []func() bool{
-		func() bool { return setIn(pick("262144", "1048576"), "sysctl", "running", "vm.max_map_count") },
-		func() bool { return setIn(pick("4096", "65535"), "sysctl", "running", "net.core.somaxconn") },
-		func() bool { return setIn(pick("0", "1"), "sysctl", "running", "kernel.numa_balancing") },
-		func() bool {
-			return setIn(pick("unlimited", "65536", "8192"), "limits", "effective", "*", "memlock", "soft")
-		},
-		func() bool { return setIn(pick("0", "2G", "6G"), "boot", "running", "params", "hugetlb_cma") },
-		func() bool {
-			return setIn(pick("5.15.0-105-generic", "5.15.0-107-generic", "6.8.0-45-generic"), "kernel", "release")
-		},
-		func() bool { return setIn(pick("535.104.05", "535.129.03", "550.90.07"), "nvidia", "driver_version") },
-		func() bool {
-			if l, _ := lookup(doc, "libraries", "nccl").([]any); len(l) == 0 {
-				return false
-			}
-			set(doc, pick("2.18.3", "2.20.5", "2.21.5"), "libraries", "nccl", 0, "version")
-			return true
-		},
+	// drift keeps the current value at path three times in five, else
+	// draws one of vs.
+	drift := func(vs []string, path ...any) string {
+		cur, ok := lookup(doc, path...).(string)
+		if ok && rng.IntN(5) < 3 {
+			return cur
+		}
+		v := vs[rng.IntN(len(vs))]
+		setIn(v, path...)
+		return v
 	}
 	own := strconv.Itoa(65536 + 4*i)
-	sysctl := func() bool { return setIn(own, "sysctl", "configured", configured[rng.IntN(len(configured))]) }
-	memlock := func() bool { return setIn(own, "limits", "effective", "*", "memlock", "hard") }
-	if rng.IntN(2) == 0 {
-		sysctl, memlock = memlock, sysctl
+
+	// Limits: a memlock hard limit of its own, the soft one drawn; the
+	// limits.conf entries say the same.
+	if setIn(own, "limits", "effective", "*", "memlock", "hard") {
+		soft := drift([]string{"unlimited", "65536", own}, "limits", "effective", "*", "memlock", "soft")
+		entries, _ := lookup(doc, "limits", "entries").([]any)
+		for _, e := range entries {
+			if m, ok := e.(map[string]any); ok && m["domain"] == "*" && m["item"] == "memlock" {
+				switch m["type"] {
+				case "hard":
+					m["value"] = own
+				case "soft":
+					m["value"] = soft
+				}
+			}
+		}
 	}
-	_ = sysctl() || memlock()
-	for range rng.IntN(3) {
-		others[rng.IntN(len(others))]()
+
+	// Sysctls: one configured and applied with a value of its own, several
+	// running ones drawn (so running and configured may disagree).
+	configured := []string{"vm.max_map_count", "net.core.rmem_max", "net.core.wmem_max", "net.core.somaxconn", "fs.file-max", "kernel.pid_max"}
+	name := configured[rng.IntN(len(configured))]
+	setIn(own, "sysctl", "configured", name)
+	setIn(own, "sysctl", "running", name)
+	for _, s := range []struct {
+		name string
+		vs   []string
+	}{
+		{"vm.max_map_count", []string{"262144", "1048576", "65530"}},
+		{"net.core.somaxconn", []string{"4096", "65535"}},
+		{"kernel.numa_balancing", []string{"0", "1"}},
+		{"vm.swappiness", []string{"1", "10", "60"}},
+		{"net.core.rmem_max", []string{"212992", "268435456"}},
+		{"kernel.perf_event_paranoid", []string{"2", "4"}},
+	} {
+		if name != s.name {
+			drift(s.vs, "sysctl", "running", s.name)
+		}
 	}
+
+	// Kernel, driver and NCCL versions.
+	kernel := drift([]string{"5.15.0-105-generic", "5.15.0-107-generic", "6.8.0-45-generic"}, "kernel", "release")
+	if nv, _ := lookup(doc, "nvidia", "present").(bool); nv {
+		driver := drift([]string{"535.104.05", "535.129.03", "550.90.07"}, "nvidia", "driver_version")
+		// A driver upgraded without a reload, one host in ten.
+		if rng.IntN(10) != 0 {
+			setIn(driver, "nvidia", "module_version")
+			setIn([]any{driver}, "nvidia", "nvml_versions")
+		}
+	}
+	if l, _ := lookup(doc, "libraries", "nccl").([]any); len(l) > 0 {
+		drift([]string{"2.18.3", "2.20.5", "2.21.5"}, "libraries", "nccl", 0, "version")
+	}
+
+	// Boot parameters of the running kernel: the host's own root file
+	// system, the booted image, hugetlb_cma drawn.
+	params, ok := lookup(doc, "boot", "running", "params").(map[string]any)
+	if !ok {
+		return
+	}
+	params["root"] = fmt.Sprintf("UUID=%08x-9b1f-4d7e-a0c4-%012x", rng.Uint32(), i)
+	if img, ok := params["BOOT_IMAGE"].(string); ok {
+		if j := strings.LastIndex(img, "vmlinuz-"); j >= 0 {
+			params["BOOT_IMAGE"] = img[:j] + "vmlinuz-" + kernel
+		}
+	}
+	if _, ok := params["hugetlb_cma"]; ok || rng.IntN(4) == 0 {
+		params["hugetlb_cma"] = []string{"0", "2G", "6G", "6G"}[rng.IntN(4)]
+	}
+	cmdline, _ := lookup(doc, "boot", "running", "cmdline").(string)
+	fields := strings.Fields(cmdline)
+	seen := map[string]bool{}
+	for j, f := range fields {
+		k, _, _ := strings.Cut(f, "=")
+		if v, ok := params[k].(string); ok && (k == "root" || k == "BOOT_IMAGE" || k == "hugetlb_cma") {
+			fields[j] = k + "=" + v
+			seen[k] = true
+		}
+	}
+	for _, k := range []string{"root", "hugetlb_cma"} {
+		if v, ok := params[k].(string); ok && !seen[k] {
+			fields = append(fields, k+"="+v)
+		}
+	}
+	set(doc, strings.Join(fields, " "), "boot", "running", "cmdline")
 }
 
 // lookup returns the value at a path of map keys and list indexes, or nil.
