@@ -168,9 +168,9 @@ func deepCopy(v any) any {
 
 // unique gives host i a collection time of its own and drifts every fact
 // that many rules read, the way a real fleet drifts: each host has its own
-// root file system (boot parameter root=UUID), its own tuned memlock limit
-// and sysctl (so no section rules read is equal between two hosts, and no
-// rule's result can be shared between them), and draws its running sysctls,
+// root file system (boot parameter root=UUID), its own memlock limit and
+// configured sysctl (so no section rules read is equal between two hosts),
+// and draws its running sysctls,
 // hugetlb_cma, kernel, driver and NCCL versions from small sets of
 // real-looking values, most often the template's own so every fleet keeps a
 // majority for skew rules to compare with (skew rules cost distinct values
@@ -218,12 +218,11 @@ func unique(doc map[string]any, rng *rand.Rand, i int) {
 		}
 	}
 
-	// Sysctls: one configured and applied with a value of its own, several
-	// running ones drawn (so running and configured may disagree).
+	// Sysctls: one configured with a value of its own (host rules read
+	// it, fleet-wide rules do not), several running ones drawn.
 	configured := []string{"vm.max_map_count", "net.core.rmem_max", "net.core.wmem_max", "net.core.somaxconn", "fs.file-max", "kernel.pid_max"}
 	name := configured[rng.IntN(len(configured))]
 	setIn(own, "sysctl", "configured", name)
-	setIn(own, "sysctl", "running", name)
 	for _, s := range []struct {
 		name string
 		vs   []string
@@ -235,9 +234,7 @@ func unique(doc map[string]any, rng *rand.Rand, i int) {
 		{"net.core.rmem_max", []string{"212992", "268435456"}},
 		{"kernel.perf_event_paranoid", []string{"2", "4"}},
 	} {
-		if name != s.name {
-			drift(s.vs, "sysctl", "running", s.name)
-		}
+		drift(s.vs, "sysctl", "running", s.name)
 	}
 
 	// Kernel, driver and NCCL versions.
