@@ -263,8 +263,10 @@ func unique(doc map[string]any, rng *rand.Rand, i int) {
 			params["BOOT_IMAGE"] = img[:j] + "vmlinuz-" + kernel
 		}
 	}
-	if _, ok := params["hugetlb_cma"]; ok || rng.IntN(4) == 0 {
-		params["hugetlb_cma"] = []string{"0", "2G", "6G", "6G"}[rng.IntN(4)]
+	if _, ok := params["hugetlb_cma"]; ok {
+		drift([]string{"0", "2G", "6G"}, "boot", "running", "params", "hugetlb_cma")
+	} else if rng.IntN(10) == 0 {
+		params["hugetlb_cma"] = "2G"
 	}
 	cmdline, _ := lookup(doc, "boot", "running", "cmdline").(string)
 	fields := strings.Fields(cmdline)
