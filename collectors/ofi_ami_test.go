@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -34,23 +33,9 @@ func firedRules(t *testing.T, root string, rules []string) (*snapshot.Snapshot, 
 	ctx := context.Background()
 	target := Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: Dir(root)}
 	snap := collectGuarded(t, ctx, target, fixtureOptions("efa-node"))
-	doc, err := snapshot.Document(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policies.New(ctx, policies.Options{Fleets: map[string]policies.FleetConfig{
-		"gpu": {Select: func(r policies.Rule) bool { return slices.Contains(rules, r.ID) }},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := e.EvalHost(ctx, doc, "gpu")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var fired []string
-	for _, f := range findings {
-		if slices.Contains(rules, f.Rule) && !slices.Contains(fired, f.Rule) {
+	for _, f := range evalRules(t, snap, nil, rules...) {
+		if !slices.Contains(fired, f.Rule) {
 			fired = append(fired, f.Rule)
 		}
 	}

@@ -27,27 +27,7 @@ func ruleFindings(t *testing.T, root string, rules ...string) (*snapshot.Snapsho
 	ctx := context.Background()
 	target := Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: Dir(root)}
 	snap := collectGuarded(t, ctx, target, fixtureOptions("readers"))
-	doc, err := snapshot.Document(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policies.New(ctx, policies.Options{Fleets: map[string]policies.FleetConfig{
-		"gpu": {Select: func(r policies.Rule) bool { return slices.Contains(rules, r.ID) }},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := e.EvalHost(ctx, doc, "gpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []policies.Finding
-	for _, f := range findings {
-		if slices.Contains(rules, f.Rule) {
-			out = append(out, f)
-		}
-	}
-	return snap, out
+	return snap, evalRules(t, snap, nil, rules...)
 }
 
 // wantFinding checks that rule fired citing fact from source ("file:line").

@@ -192,37 +192,11 @@ func collectBootRules(t *testing.T, root string) (*snapshot.Snapshot, map[string
 	ctx := context.Background()
 	target := Target{Origin: snapshot.Origin{Kind: "local", Root: root}, Files: Dir(root)}
 	snap := collectGuarded(t, ctx, target, fixtureOptions("sdboot"))
-	doc, err := snapshot.Document(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policies.New(ctx, policies.Options{Fleets: map[string]policies.FleetConfig{
-		"all": {Select: func(r policies.Rule) bool { return slices.Contains(bootRules, r.ID) }},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := e.EvalHost(ctx, doc, "all")
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]policies.Finding{}
-	for _, f := range findings {
-		if !slices.Contains(bootRules, f.Rule) {
-			continue // collection-error for files outside these packages (/proc/modules)
-		}
+	for _, f := range evalRules(t, snap, nil, bootRules...) {
 		out[f.Rule] = append(out[f.Rule], f)
 	}
 	return snap, out
-}
-
-func evidenceSource(f policies.Finding, fact string) string {
-	for _, e := range f.Evidence {
-		if e.Fact == fact {
-			return e.Source
-		}
-	}
-	return ""
 }
 
 // TestRealSdBootDebianHost: systemd-boot with the installer's leftover
@@ -299,14 +273,14 @@ func TestRealSdBootHugetlbCMAPlanted(t *testing.T) {
 	if !strings.HasSuffix(div[0].Message, ": hugetlb_cma=6G only in /etc/kernel/cmdline") {
 		t.Errorf("message %q, want only hugetlb_cma named (systemd.machine_id is kernel-install's own)", div[0].Message)
 	}
-	if got := evidenceSource(div[0], "boot.configured.kernel_cmdline.params.hugetlb_cma"); got != "/etc/kernel/cmdline:2" {
+	if got := evidenceFrom(div[0], "boot.configured.kernel_cmdline.params.hugetlb_cma"); got != "/etc/kernel/cmdline:2" {
 		t.Errorf("hugetlb_cma cited at %q, want /etc/kernel/cmdline:2", got)
 	}
 	cma := fired["hugetlb-cma-on-gpu"]
 	if len(cma) != 1 || !strings.HasPrefix(cma[0].Message, "hugetlb_cma=6G in /etc/kernel/cmdline, which the next kernel install writes") {
 		t.Fatalf("hugetlb-cma-on-gpu %+v, want it planted in /etc/kernel/cmdline", cma)
 	}
-	if got := evidenceSource(cma[0], "boot.configured.kernel_cmdline.params.hugetlb_cma"); got != "/etc/kernel/cmdline:2" {
+	if got := evidenceFrom(cma[0], "boot.configured.kernel_cmdline.params.hugetlb_cma"); got != "/etc/kernel/cmdline:2" {
 		t.Errorf("hugetlb-cma-on-gpu cites %q, want /etc/kernel/cmdline:2", got)
 	}
 
@@ -330,7 +304,7 @@ func TestRealSdBootHugetlbCMAPlanted(t *testing.T) {
 		t.Errorf("message %q, want only +hugetlb_cma from the systemd-boot entry", pend[0].Message)
 	}
 	want := entryPath(next) + ":" + strconv.Itoa(h.optionsLine(t, next))
-	if got := evidenceSource(pend[0], "boot.configured.params.hugetlb_cma"); got != want {
+	if got := evidenceFrom(pend[0], "boot.configured.params.hugetlb_cma"); got != want {
 		t.Errorf("hugetlb_cma cited at %q, want %q", got, want)
 	}
 	if len(fired["boot-entry-divergent"]) > 0 {
@@ -340,7 +314,7 @@ func TestRealSdBootHugetlbCMAPlanted(t *testing.T) {
 	if len(cma) != 1 || !strings.HasPrefix(cma[0].Message, "hugetlb_cma=6G on the configured kernel command line") {
 		t.Fatalf("hugetlb-cma-on-gpu %+v, want it on the configured command line", cma)
 	}
-	if got := evidenceSource(cma[0], "boot.configured.params.hugetlb_cma"); got != want {
+	if got := evidenceFrom(cma[0], "boot.configured.params.hugetlb_cma"); got != want {
 		t.Errorf("hugetlb-cma-on-gpu cites %q, want %q", got, want)
 	}
 }
@@ -366,7 +340,7 @@ func TestRealSdBootEntriesOnAGrubBootedHost(t *testing.T) {
 	if !strings.HasSuffix(c[0].Message, "evidence of another boot loader: systemd-boot entries: /efi/loader/entries") {
 		t.Errorf("message %q", c[0].Message)
 	}
-	if got := evidenceSource(c[0], "boot.configured.loader_conflict"); got != "/efi/loader/entries" {
+	if got := evidenceFrom(c[0], "boot.configured.loader_conflict"); got != "/efi/loader/entries" {
 		t.Errorf("conflict cited at %q, want /efi/loader/entries", got)
 	}
 	if len(fired["boot-config-pending"]) > 0 {
@@ -417,7 +391,7 @@ func TestRealGrubDebianDefaults(t *testing.T) {
 	if len(pend) != 1 || !strings.HasSuffix(pend[0].Message, "(grub loader): +hugetlb_cma") {
 		t.Fatalf("boot-config-pending %+v, want +hugetlb_cma", pend)
 	}
-	if got := evidenceSource(pend[0], "boot.configured.params.hugetlb_cma"); got != "/etc/default/grub.d/60-hugetlb.cfg:2" {
+	if got := evidenceFrom(pend[0], "boot.configured.params.hugetlb_cma"); got != "/etc/default/grub.d/60-hugetlb.cfg:2" {
 		t.Errorf("hugetlb_cma cited at %q, want /etc/default/grub.d/60-hugetlb.cfg:2", got)
 	}
 

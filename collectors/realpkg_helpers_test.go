@@ -46,38 +46,7 @@ func realpkgNoErrors(t *testing.T, snap *snapshot.Snapshot) {
 // realpkgFindings evaluates rule on snap in a fleet with params.
 func realpkgFindings(t *testing.T, snap *snapshot.Snapshot, rule string, params map[string]any) []policies.Finding {
 	t.Helper()
-	ctx := context.Background()
-	doc, err := snapshot.Document(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policies.New(ctx, policies.Options{Fleets: map[string]policies.FleetConfig{
-		"gpu": {Select: func(r policies.Rule) bool { return r.ID == rule }, Params: params},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := e.EvalHost(ctx, doc, "gpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []policies.Finding
-	for _, f := range findings {
-		if f.Rule == rule {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// evidenceFrom is where finding f says fact was set, "" when it does not
-// cite fact.
-func evidenceFrom(f policies.Finding, fact string) string {
-	i := slices.IndexFunc(f.Evidence, func(e policies.Evidence) bool { return e.Fact == fact })
-	if i < 0 {
-		return ""
-	}
-	return f.Evidence[i].Source
+	return evalRules(t, snap, params, rule)
 }
 
 // lineOf is the 1-based number of the first line of root's file that

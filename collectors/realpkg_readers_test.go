@@ -29,27 +29,7 @@ func pkgFindings(t *testing.T, root string, rules ...string) (*snapshot.Snapshot
 	opts := fixtureOptions("pkg")
 	opts.ConfigOnly = true
 	snap := collectGuarded(t, ctx, target, opts)
-	doc, err := snapshot.Document(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policies.New(ctx, policies.Options{Fleets: map[string]policies.FleetConfig{
-		"gpu": {Select: func(r policies.Rule) bool { return slices.Contains(rules, r.ID) }},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := e.EvalHost(ctx, doc, "gpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []policies.Finding
-	for _, f := range findings {
-		if slices.Contains(rules, f.Rule) {
-			out = append(out, f)
-		}
-	}
-	return snap, out
+	return snap, evalRules(t, snap, nil, rules...)
 }
 
 // noErrors fails on any error of the collectors named.
