@@ -77,24 +77,7 @@ func TestAuditInventoryExampleSummary(t *testing.T) {
 // A user rule that never ends is stopped by --rule-timeout and reported for
 // each host; the other findings and hosts are still there.
 func TestAuditRuleTimeout(t *testing.T) {
-	dir := t.TempDir()
-	rule := `package fleetaudit.rules.site
-
-# METADATA
-# title: Slow
-# description: counts to ten billion
-# related_resources: [{ref: "https://example.com"}]
-# custom: {id: slow-rule, severity: low, profiles: [all], remediation: r, facts: [host]}
-slow_rule contains f if {
-	some i in numbers.range(1, 100000)
-	some j in numbers.range(1, 100000)
-	i * j == -1
-	f := {"msg": "never", "evidence": ["host"]}
-}
-`
-	if err := os.WriteFile(filepath.Join(dir, "slow.rego"), []byte(rule), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := slowPolicyDir(t)
 	snaps := []string{filepath.Join(exampleSnapshots, "gpu-a-001.json"), filepath.Join(exampleSnapshots, "web-01.json")}
 	r := runCLIGuarded(t, "audit", "--snapshots", strings.Join(snaps, ","), "--policies", dir,
 		"--rule-timeout", "1s", "--format", "json", "--fail-on", "none")
