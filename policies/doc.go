@@ -78,7 +78,7 @@
 //     its groups, each finding naming a group (groupIndex).
 //  9. Report. The Audit holds the records, the templates and the groups:
 //     Audit.Hosts yields each HostRun, Audit.Each yields every finding in
-//     report order with a group's findings given to each of its hosts
-//     (Audit.Findings collects them). audit.Result.All streams them to
-//     the reports.
+//     report order, a group's findings given to each of its hosts
+//     (Audit.Findings returns them all at once, in input order);
+//     audit.Result.All streams them to the reports.
 package policies
