@@ -61,8 +61,8 @@
 //     host name included). A key already in runState.results reuses that
 //     rule's raw result.
 //  7. Result (fleetrun.go, eval.go). runState.evalMissing evaluates the
-//     rules without a result: all in one query for a fleet's first host,
-//     else each alone (fleetQueries.single) on the sections it reads
+//     rules without a result: all in one query when none is known (a fleet's
+//     first host), else each alone (fleetQueries.single) on the sections it reads
 //     (Engine.ruleInputSections), each within the rule budget
 //     (RunOptions.HostTimeout, evalBudget); a rule over it becomes the
 //     host's overBudget finding. appendRuleFindings turns raw results into

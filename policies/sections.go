@@ -14,7 +14,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
-// A third level of reuse, below the two of dedup.go: hosts that differ
+// The second of dedup.go's three levels of reuse: hosts that differ
 // still share most sections (one sysctl or limit differs, the collection
 // time always does). A snapshot file that must be decoded is split into
 // its top-level members (snapshot.SplitMembers); each member (name and
