@@ -21,7 +21,7 @@
 //
 // # The runner
 //
-// Engine.RunAudit is the one production path: audit runs every fleet
+// Engine.RunAudit is the one production path: audit runs a run's hosts
 // through it, and the gate (configrepo) each rendered fleet as one host.
 // Engine.Run wraps it for tests; Engine.EvalHost and Engine.EvalFleet
 // (oracle.go) are the plain evaluation the tests hold it to. RunAudit takes
