@@ -6,8 +6,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-
-	"github.com/fleetaudit/fleetaudit/internal/offheap"
 )
 
 // classTable finds the class of a snapshot file (see dedup.go): a keyed
@@ -23,8 +21,7 @@ import (
 // starts a new class). A fleet of few configurations so keeps them all,
 // and a fleet of distinct hosts the latest of them, in memory that grows
 // with the configurations, in steps of a chunk, up to a bound, and is not
-// allocated again per host. The chunks are outside the Go heap, so the
-// GC's headroom does not double them; close frees them.
+// allocated again per host; close drops them.
 type classTable struct {
 	seed maphash.Seed
 
@@ -36,7 +33,6 @@ type classTable struct {
 }
 
 type classChunkState struct {
-	block   *offheap.Block
 	buf     []byte
 	classes []*class
 }
@@ -87,8 +83,7 @@ func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 			t.drop(old)
 			t.free(old)
 		}
-		ch.block = offheap.Bytes(size)
-		ch.buf = ch.block.Bytes()[:0]
+		ch.buf = make([]byte, 0, size)
 		t.total += size
 	}
 	off := len(ch.buf)
@@ -102,12 +97,11 @@ func (t *classTable) find(raw []byte, start, end int) (c *class, seen bool) {
 // free gives up an emptied chunk's buffer.
 func (t *classTable) free(ch *classChunkState) {
 	t.total -= cap(ch.buf)
-	ch.block.Free()
-	ch.block, ch.buf = nil, nil
+	ch.buf = nil
 }
 
-// close drops every class and frees the chunks, which are outside the Go
-// heap (internal/offheap): the run is over, no worker compares again.
+// close drops every class and its chunk: the run is over, no worker
+// compares again.
 func (t *classTable) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -387,7 +386,6 @@ func (a *Audit) group(i int32) *fleetGroup {
 // Findings returns every finding: host findings in input order, then
 // fleet-wide findings by fleet name and host.
 func (a *Audit) Findings() []Finding {
-	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)
 	var out []Finding
 	for i := range a.hosts {
 		t := a.tmpl(int32(i))
@@ -410,8 +408,6 @@ func (a *Audit) Findings() []Finding {
 
 // Append adds the hosts, findings and failures of another run.
 func (a *Audit) Append(b *Audit) {
-	defer runtime.KeepAlive(a)
-	defer runtime.KeepAlive(b)
 	off := int32(len(a.groups))
 	var c namesCache
 	for i := range b.hosts {
@@ -453,7 +449,6 @@ func citesHost(f *Finding) bool {
 // with another host's name: a writer may encode shared once for all the
 // hosts that yield it.
 func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
-	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)
 	order := a.sorted()
 	type item struct {
 		f      *Finding

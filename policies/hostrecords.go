@@ -3,19 +3,15 @@ package policies
 import (
 	"bytes"
 	"iter"
-	"runtime"
 	"strings"
 	"sync"
-
-	"github.com/fleetaudit/fleetaudit/internal/offheap"
 )
 
 // hostRecord is what a run keeps of one host after evaluating it: indexes
 // into what hosts share (its name in the names arena, its fleet, the
 // directory of its snapshot file, the evaluation's outcome). The rest of
 // its HostRun is its template's. A 100,000-host run keeps 100,000 of
-// these: 20 bytes each, holding no pointer, kept outside the Go heap with
-// the names (internal/offheap) so the GC's headroom does not double them.
+// these: 20 bytes each, holding no pointer.
 type hostRecord struct {
 	// name is a nameRef.
 	name uint32
@@ -37,12 +33,10 @@ type hostRecord struct {
 // once: each writes names into an arena chunk of its own, and keeps the
 // last fleet and directory it saw, so the lock is taken about once per
 // distinct value or chunk, not per host. Records are read only once the
-// workers are done. Its blocks (name chunks, the records) are freed when
-// the Audit holding it is unreachable: nothing hands their memory out.
+// workers are done.
 type hostNames struct {
 	mu     sync.Mutex
 	chunks [][]byte // names, each a length byte and the name
-	blocks []*offheap.Block
 	long   []string // names too long for a chunk
 	tmpls  []*template
 	fleets []string
@@ -103,9 +97,7 @@ func (n *hostNames) addName(name string, c *namesCache) uint32 {
 		if c.chunk == nil || len(c.chunk)+1+len(name) > cap(c.chunk) {
 			n.mu.Lock()
 			if len(n.chunks) < maxChunks {
-				b := offheap.Bytes(nameChunk)
-				n.blocks = append(n.blocks, b)
-				c.chunk = b.Bytes()[:0]
+				c.chunk = make([]byte, 0, nameChunk)
 				c.chunkID = len(n.chunks)
 				n.chunks = append(n.chunks, c.chunk)
 			} else {
@@ -125,8 +117,7 @@ func (n *hostNames) addName(name string, c *namesCache) uint32 {
 	return longName | uint32(len(n.long)-1)
 }
 
-// nameBytes is the name ref points to, in the arena: valid while the
-// Audit is, and not to be kept.
+// nameBytes is the name ref points to, in the arena: not to be changed.
 func (n *hostNames) nameBytes(ref uint32) []byte {
 	if ref&longName != 0 {
 		return []byte(n.long[ref&^longName])
@@ -214,7 +205,6 @@ func (n *hostNames) tmpl(r *hostRecord) *template {
 
 // Host is host i's record, in the order the inputs came.
 func (a *Audit) Host(i int) HostRun {
-	defer runtime.KeepAlive(a) // its records are freed with it (newAudit)
 	return a.names.run(&a.hosts[i])
 }
 
@@ -222,7 +212,6 @@ func (a *Audit) Host(i int) HostRun {
 // yielded: a large fleet's records are never all held as HostRuns.
 func (a *Audit) Hosts() iter.Seq[HostRun] {
 	return func(yield func(HostRun) bool) {
-		defer runtime.KeepAlive(a)
 		for i := range a.hosts {
 			if !yield(a.names.run(&a.hosts[i])) {
 				return
@@ -233,23 +222,7 @@ func (a *Audit) Hosts() iter.Seq[HostRun] {
 
 // newAudit makes an Audit with room for hint host records.
 func newAudit(hint int) *Audit {
-	names := &hostNames{}
-	a := &Audit{names: names}
-	var b *offheap.Block
-	b, a.hosts = offheap.Slice[hostRecord](hint)
-	names.blocks = append(names.blocks, b)
-	runtime.AddCleanup(a, (*hostNames).free, names)
-	return a
-}
-
-// free gives back the arena and the records; the Audit is gone.
-func (n *hostNames) free() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, b := range n.blocks {
-		b.Free()
-	}
-	n.blocks, n.chunks = nil, nil
+	return &Audit{names: &hostNames{}, hosts: make([]hostRecord, hint)}
 }
 
 // host is host i's name, copied; sameHost and compareHosts compare names

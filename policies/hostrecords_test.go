@@ -2,7 +2,6 @@ package policies
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -106,32 +105,5 @@ func TestFileDir(t *testing.T) {
 		if dir != c.dir || ok != c.ok {
 			t.Errorf("fileDir(%q, %q) = %q, %v; want %q, %v", c.file, c.host, dir, ok, c.dir, c.ok)
 		}
-	}
-}
-
-// An Audit's records and names, outside the Go heap, are given back once
-// the Audit is unreachable.
-func TestHostRecordsFreedWithTheAudit(t *testing.T) {
-	a := newAudit(1000)
-	var c namesCache
-	for i := range 1000 {
-		a.hosts[i] = a.names.record(HostRun{Host: fmt.Sprintf("h-%d", i), File: fmt.Sprintf("/s/h-%d.json", i)}, nil, &c)
-	}
-	names := a.names
-	if a.Host(999).Host != "h-999" {
-		t.Fatal("record 999 reads wrong")
-	}
-	a = nil
-	freed := func() bool {
-		names.mu.Lock()
-		defer names.mu.Unlock()
-		return names.blocks == nil
-	}
-	for i := 0; i < 100 && !freed(); i++ {
-		runtime.GC()
-		runtime.Gosched()
-	}
-	if !freed() {
-		t.Error("the records were not freed after the Audit became unreachable")
 	}
 }
