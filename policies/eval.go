@@ -363,3 +363,84 @@ func sectionTermsOf() map[string]*ast.Term {
 	}
 	return m
 }
+
+// settle sorts the keys of every object in v before v is shared between
+// evaluations running at once. OPA sorts an object's keys in place on
+// first use (walk, iteration) and copies objects without waiting for that
+// (with input.x as ...): a shared value sorted by one evaluation while
+// another copies it is a data race, and the copy may miss keys.
+func settle(v ast.Value) {
+	switch x := v.(type) {
+	case ast.Object:
+		x.Foreach(func(_, t *ast.Term) { settle(t.Value) })
+	case *ast.Array:
+		x.Foreach(func(t *ast.Term) { settle(t.Value) })
+	case ast.Set:
+		x.Foreach(func(t *ast.Term) { settle(t.Value) })
+	}
+}
+
+// bindings puts each rule's raw findings (the set, as a list) into vals.
+// A rule with no findings has an empty, non-nil list.
+func (ps *preparedScope) bindings(rs rego.ResultSet, vals [][]any) error {
+	if len(rs) != 1 {
+		return fmt.Errorf("policy query returned %d results, want 1", len(rs))
+	}
+	var errs []error
+	for i, r := range ps.rules {
+		values, ok := rs[0].Bindings[ps.names[i]].([]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("rule %s (%s): want a set of findings, got %T", r.ID, r.Location, rs[0].Bindings[ps.names[i]]))
+			continue
+		}
+		if values == nil {
+			values = []any{}
+		}
+		vals[i] = values
+	}
+	return errors.Join(errs...)
+}
+
+// convertedMembers gives the Rego value of a document member converted
+// before, when the caller holds one (the runner's shared sections).
+type convertedMembers interface {
+	converted(member string) (ast.Value, bool, error)
+}
+
+// ruleInputSections is ruleInput of doc (only the members in sections,
+// when not nil) with the members d holds converted (d may be nil).
+func (e *Engine) ruleInputSections(doc map[string]any, sections map[string]bool, d convertedMembers) (ast.Value, error) {
+	// One allocation for every value term, as InterfaceToValue does; the
+	// section names' terms are made once, in New.
+	n := len(doc)
+	if sections != nil {
+		n = min(n, len(sections))
+	}
+	values := make([]ast.Term, n)
+	items := make([][2]*ast.Term, 0, n)
+	for k, v := range doc {
+		if k == "sources" || sections != nil && !sections[k] {
+			continue
+		}
+		var x ast.Value
+		var err error
+		held := false
+		if d != nil {
+			x, held, err = d.converted(k)
+		}
+		if !held {
+			x, err = ast.InterfaceToValue(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		key, ok := e.sectionTerms[k]
+		if !ok {
+			key = ast.InternedTerm(k)
+		}
+		t := &values[len(items)]
+		t.Value = x
+		items = append(items, [2]*ast.Term{key, t})
+	}
+	return ast.NewObject(items...), nil
+}

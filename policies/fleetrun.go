@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
@@ -553,37 +552,4 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 		vals[i] = one1[0]
 	}
 	return slow, errors.Join(errs...)
-}
-
-// readsOf is the reads of a fleet's host rules, by rule index.
-type readsOf []ruleReads
-
-func (r readsOf) anyWhole(idx []int) bool {
-	for _, i := range idx {
-		if r[i].whole {
-			return true
-		}
-	}
-	return false
-}
-
-// bindings puts each rule's raw findings (the set, as a list) into vals.
-// A rule with no findings has an empty, non-nil list.
-func (ps *preparedScope) bindings(rs rego.ResultSet, vals [][]any) error {
-	if len(rs) != 1 {
-		return fmt.Errorf("policy query returned %d results, want 1", len(rs))
-	}
-	var errs []error
-	for i, r := range ps.rules {
-		values, ok := rs[0].Bindings[ps.names[i]].([]any)
-		if !ok {
-			errs = append(errs, fmt.Errorf("rule %s (%s): want a set of findings, got %T", r.ID, r.Location, rs[0].Bindings[ps.names[i]]))
-			continue
-		}
-		if values == nil {
-			values = []any{}
-		}
-		vals[i] = values
-	}
-	return errors.Join(errs...)
 }

@@ -271,3 +271,16 @@ func customStrings(custom map[string]any, key string) ([]string, bool) {
 	}
 	return out, true
 }
+
+// checkFleetInput refuses a fleet rule written for the input fleet rules
+// saw before groups ({"hosts": [projection]}): it would find nothing.
+func checkFleetInput(c *ast.Compiler, r *Rule) error {
+	for _, p := range staticReads(c, r.ref).paths {
+		if p[0].Equal(hostsTerm) {
+			return fmt.Errorf("%s: fleet rule %s reads input.hosts, which fleet rules no longer see: they see each distinct configuration once, as input.groups (each with its \"count\" of hosts), and name a \"group\" in each finding; see \"Fleet-wide rules\" in docs/writing-policies.md", r.Location, r.ID)
+		}
+	}
+	return nil
+}
+
+var hostsTerm = ast.StringTerm("hosts")

@@ -3,7 +3,6 @@ package policies
 import (
 	"bytes"
 	"crypto/sha256"
-	"fmt"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -291,22 +290,6 @@ func (sec *section) value() (ast.Value, error) {
 	return sec.astVal, sec.astErr
 }
 
-// settle sorts the keys of every object in v before v is shared between
-// evaluations running at once. OPA sorts an object's keys in place on
-// first use (walk, iteration) and copies objects without waiting for that
-// (with input.x as ...): a shared value sorted by one evaluation while
-// another copies it is a data race, and the copy may miss keys.
-func settle(v ast.Value) {
-	switch x := v.(type) {
-	case ast.Object:
-		x.Foreach(func(_, t *ast.Term) { settle(t.Value) })
-	case *ast.Array:
-		x.Foreach(func(t *ast.Term) { settle(t.Value) })
-	case ast.Set:
-		x.Foreach(func(t *ast.Term) { settle(t.Value) })
-	}
-}
-
 // pathDigest is ruleKeys.path's digest of input path p (p[0] is the
 // section's name), computed once per section.
 func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest, bool) {
@@ -419,43 +402,6 @@ func cloneValue(v any) any {
 	return v
 }
 
-// ruleInputSections is ruleInput of doc (only the members in sections,
-// when not nil) with the shared sections' values (d, when split)
-// converted once.
-func (e *Engine) ruleInputSections(doc map[string]any, sections map[string]bool, d *docSections) (ast.Value, error) {
-	// One allocation for every value term, as InterfaceToValue does; the
-	// section names' terms are made once, in New.
-	n := len(doc)
-	if sections != nil {
-		n = min(n, len(sections))
-	}
-	values := make([]ast.Term, n)
-	items := make([][2]*ast.Term, 0, n)
-	for k, v := range doc {
-		if k == "sources" || sections != nil && !sections[k] {
-			continue
-		}
-		var x ast.Value
-		var err error
-		if sec := d.of(k); sec != nil {
-			x, err = sec.value()
-		} else {
-			x, err = ast.InterfaceToValue(v)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
-		}
-		key, ok := e.sectionTerms[k]
-		if !ok {
-			key = ast.InternedTerm(k)
-		}
-		t := &values[len(items)]
-		t.Value = x
-		items = append(items, [2]*ast.Term{key, t})
-	}
-	return ast.NewObject(items...), nil
-}
-
 // evidence is evidence(doc, fact) with the value and source of each fact
 // resolved once per section.
 func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
@@ -562,4 +508,15 @@ func (sec *section) projectionTerm() *ast.Term {
 		}
 	})
 	return sec.projTerm
+}
+
+// converted is the value of member name when it is a shared section,
+// converted once per run (see Engine.ruleInputSections).
+func (d *docSections) converted(name string) (ast.Value, bool, error) {
+	sec := d.of(name)
+	if sec == nil {
+		return nil, false, nil
+	}
+	v, err := sec.value()
+	return v, true, err
 }
