@@ -19,6 +19,16 @@
 // ("group" is required in fleet rules) and carries its id, severity, title,
 // remediation and references in a METADATA block.
 //
+// # The engine core and the runner
+//
+// The engine core (compile: engine.go, load.go, rule.go, reads.go,
+// params.go, capabilities.go; per-rule evaluation: eval.go, fleeteval.go,
+// oracle.go; coverage.go; evidence: finding.go, project.go, identity.go,
+// podevidence.go) reads alone and names nothing the runner files declare
+// (TestCoreUsesNoRunner); the runner files (run.go, fleetrun.go,
+// classes.go, dedup.go, sections.go, hostrecords.go, fleetpass.go,
+// testrun.go) build on it.
+//
 // # The runner
 //
 // Engine.RunAudit is the one production path: audit runs a run's hosts
@@ -74,7 +84,7 @@
 //     (runState.fleetProjection: Project, made from sections by
 //     Engine.projectSections) is interned by content; runState.fleetPass
 //     groups the hosts of a fleet by projection into fleetGroups and
-//     Engine.evalGroups evaluates the fleet-wide rules once per fleet on
+//     Engine.evalGroups (fleeteval.go) evaluates the fleet-wide rules once per fleet on
 //     its groups, each finding naming a group (groupIndex).
 //  9. Report. The Audit holds the records, the templates and the groups:
 //     Audit.Hosts yields each HostRun, Audit.Each yields every finding in
