@@ -84,8 +84,8 @@
 //     (runState.fleetProjection: Project, made from sections by
 //     Engine.projectSections) is interned by content; runState.fleetPass
 //     groups the hosts of a fleet by projection into fleetGroups and
-//     Engine.evalGroups (fleeteval.go) evaluates the fleet-wide rules once per fleet on
-//     its groups, each finding naming a group (groupIndex).
+//     Engine.evalGroups (fleeteval.go) evaluates the fleet-wide rules once
+//     per fleet on its groups, each finding naming a group (groupIndex).
 //  9. Report. The Audit holds the records, the templates and the groups:
 //     Audit.Hosts yields each HostRun, Audit.Each yields every finding in
 //     report order, a group's findings given to each of its hosts
