@@ -124,6 +124,9 @@ type HostRun struct {
 	// Skipped are the rules that did not run on the host because facts
 	// they read were not collected.
 	Skipped []string `json:"skipped,omitempty"`
+	// Image: the host is an offline OS image (source.image), so rules
+	// that read running state are among Skipped.
+	Image bool `json:"image,omitempty"`
 	// TimedOut are the rules that did not finish within the budget.
 	TimedOut []string `json:"timed_out,omitempty"`
 }

@@ -150,6 +150,19 @@ func (junitFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	for _, f := range r.Findings {
 		byFleet[f.Fleet] = append(byFleet[f.Fleet], f)
 	}
+	// skipped: fleet -> rule -> whether an image -> hosts the rule did not run on.
+	skipped := map[string]map[string]map[bool][]string{}
+	for h := range r.HostRuns() {
+		for _, id := range h.Skipped {
+			if skipped[h.Fleet] == nil {
+				skipped[h.Fleet] = map[string]map[bool][]string{}
+			}
+			if skipped[h.Fleet][id] == nil {
+				skipped[h.Fleet][id] = map[bool][]string{}
+			}
+			skipped[h.Fleet][id][h.Image] = append(skipped[h.Fleet][id][h.Image], h.Host)
+		}
+	}
 	suites := junitSuites{Name: "fleetaudit audit"}
 	for _, name := range slices.Sorted(maps.Keys(r.Summary.Fleets)) {
 		suite := junitSuite{Name: cmp.Or(name, "(no fleet)")}
@@ -189,6 +202,10 @@ func (junitFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 				suite.Failures++
 			}
 			suite.Cases = append(suite.Cases, c)
+		}
+		for _, c := range junitSkippedCases(name, skipped[name]) {
+			suite.Cases = append(suite.Cases, c)
+			suite.Skipped++
 		}
 		suite.Tests = len(suite.Cases)
 		suites.Suites = append(suites.Suites, suite)
@@ -258,6 +275,26 @@ func (junitFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) erro
 		suites.Suites = append(suites.Suites, junitSuite{Name: "notices", SystemErr: escapeLines(notes)})
 	}
 	return writeJUnit(w, suites)
+}
+
+// junitSkippedCases are a fleet's rules that did not run on some hosts: a
+// skipped case per rule and reason, naming the hosts, apart from the
+// rule's own case, which judges the hosts it ran on.
+func junitSkippedCases(fleet string, rules map[string]map[bool][]string) []junitCase {
+	var cases []junitCase
+	for _, rule := range slices.Sorted(maps.Keys(rules)) {
+		for _, image := range []bool{true, false} {
+			hosts := rules[rule][image]
+			if len(hosts) == 0 {
+				continue
+			}
+			slices.Sort(hosts)
+			msg := fmt.Sprintf("%s on %d %s: %s", skippedMessage(image), len(hosts), plural(len(hosts), "host", "hosts"), foldHosts(hosts, 6))
+			cases = append(cases, junitCase{Classname: "fleetaudit." + cmp.Or(fleet, "no-fleet"), Name: Escape(rule) + " (not evaluated)",
+				Skipped: &junitSkipped{Message: Escape(msg)}})
+		}
+	}
+	return cases
 }
 
 // escapeLines escapes each line and joins them, one per line.

@@ -99,6 +99,12 @@ func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 			fmt.Fprintf(&out, "- %s: %s\n", mdCell(who), mdCell(e.Error))
 		}
 	}
+	if lines := skippedLines(r); len(lines) > 0 {
+		out.WriteString("\n")
+		for _, l := range lines {
+			fmt.Fprintf(&out, "- %s\n", mdCell(l))
+		}
+	}
 	_, err := w.Write(out.Bytes())
 	return err
 }

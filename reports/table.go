@@ -89,6 +89,12 @@ func (tableFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 			hanging(&out, Escape(who)+": "+Escape(e.Error), "  ", width)
 		}
 	}
+	if lines := skippedLines(r); len(lines) > 0 {
+		out.WriteString("\n")
+		for _, l := range lines {
+			hanging(&out, Escape(l), "  ", width)
+		}
+	}
 	unread := ""
 	if r.Summary.Unread > 0 {
 		unread = fmt.Sprintf(", %d not read (see errors)", r.Summary.Unread)
