@@ -57,6 +57,9 @@ func TestImageRunningStateNotCollected(t *testing.T) {
 	skipped := map[string][]string{}
 	for _, hr := range rep.Hosts {
 		skipped[hr.Host] = hr.Skipped
+		if hr.Image != (hr.Host != "live") {
+			t.Errorf("%s: HostRun.Image %v", hr.Host, hr.Image)
+		}
 	}
 	for _, id := range []string{"hugetlb-cma-on-gpu", "numa-balancing-enabled"} {
 		if !slices.Contains(rules("live"), id) {
