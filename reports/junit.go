@@ -152,7 +152,7 @@ func (junitFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	}
 	// skipped: fleet -> rule -> whether an image -> hosts the rule did not run on.
 	skipped := map[string]map[string]map[bool][]string{}
-	for h := range r.HostRuns() {
+	for h := range hostRuns(r) {
 		for _, id := range h.Skipped {
 			if skipped[h.Fleet] == nil {
 				skipped[h.Fleet] = map[string]map[bool][]string{}
