@@ -21,15 +21,7 @@ const hangGuard = 60 * time.Second
 
 func runCLIGuarded(t *testing.T, args ...string) result {
 	t.Helper()
-	done := make(chan result, 1)
-	go func() { done <- runCLI(t, nil, args...) }()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(hangGuard):
-		t.Fatalf("fleetaudit %s still running after %s", strings.Join(args, " "), hangGuard)
-		return result{}
-	}
+	return runCLIWithin(t, nil, args...)
 }
 
 func mustSnapshot(t *testing.T, data []byte) {
