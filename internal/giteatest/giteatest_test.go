@@ -2,14 +2,13 @@ package giteatest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 )
 
 // fatalTB records Fatal and ends its goroutine there, as testing.T does.
@@ -30,20 +29,7 @@ func TestStartWaitsForTheBuildInProgress(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("FLEETAUDIT_GITEA", dir)
 	t.Setenv("CI", "true")
-	f, err := os.Create(filepath.Join(dir, ".build.lock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	var released atomic.Bool
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		released.Store(true)
-		f.Close()
-	}()
+	released := testpeer.BuildInProgress(t, filepath.Join(dir, ".build.lock"), 1500*time.Millisecond)
 	r := &fatalTB{TB: t}
 	done := make(chan struct{})
 	go func() {

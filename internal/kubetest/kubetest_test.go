@@ -2,13 +2,12 @@ package kubetest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fleetaudit/fleetaudit/internal/testpeer"
 )
 
 // recorder is a testing.TB that records Skip and Fatal instead of ending
@@ -55,20 +54,7 @@ func TestGetWaitsForTheBuildInProgress(t *testing.T) {
 	bin := t.TempDir()
 	t.Setenv("FLEETAUDIT_K8S_BIN", bin)
 	t.Setenv("CI", "true")
-	f, err := os.Create(filepath.Join(bin, ".build.lock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	var released atomic.Bool
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		released.Store(true)
-		f.Close()
-	}()
+	released := testpeer.BuildInProgress(t, filepath.Join(bin, ".build.lock"), 1500*time.Millisecond)
 	var s Server
 	r := &recorder{TB: t}
 	s.Get(r)

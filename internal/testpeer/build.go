@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -69,4 +70,27 @@ func LockGoBuild(tb TB) (unlock func()) {
 		tb.Fatal(fmt.Errorf("test build lock %s: %w", lock, err))
 	}
 	return func() { f.Close() }
+}
+
+// BuildInProgress stands in for a peer's build script in a test: it takes
+// lock's flock as the script's `exec 9>lock; flock 9` does and lets it go
+// after d. released reports whether it has; the lock also goes with tb's
+// cleanup.
+func BuildInProgress(tb HangTB, lock string, d time.Duration) (released *atomic.Bool) {
+	tb.Helper()
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		tb.Fatal(err)
+	}
+	released = &atomic.Bool{}
+	go func() {
+		time.Sleep(d)
+		released.Store(true)
+		f.Close()
+	}()
+	return released
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // holdLock takes path's flock as a build script's `exec 9>lock; flock 9`
-// does; release gives it up.
+// does, until release.
 func holdLock(t *testing.T, path string) (release func()) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
@@ -29,19 +29,11 @@ func holdLock(t *testing.T, path string) (release func()) {
 // build lets it go.
 func TestWaitForBuildWaitsForTheBuildToFinish(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), ".build.lock")
-	release := holdLock(t, lock)
-	released := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		released <- time.Now()
-		release()
-	}()
+	released := BuildInProgress(t, lock, 1500*time.Millisecond)
 	if err := WaitForBuild(lock, time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-released:
-	default:
+	if !released.Load() {
 		t.Fatal("WaitForBuild returned while the build still held the lock")
 	}
 }
