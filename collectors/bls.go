@@ -40,7 +40,7 @@ type BLSLine struct {
 // A NUL byte ends the file for GRUB's C strings and is an error.
 func ParseGrubBLSEntry(data []byte) (lines []BLSLine, stop int, err error) {
 	data, err = cutNUL(data)
-	for i, raw := range splitLines(data) {
+	for i, raw := range confFileLines(data) {
 		n := i + 1
 		text := strings.TrimLeft(strings.TrimSuffix(raw, "\r"), " \t")
 		if strings.HasPrefix(text, "#") {
@@ -66,7 +66,7 @@ func ParseGrubBLSEntry(data []byte) (lines []BLSLine, stop int, err error) {
 // each such line is in skipped, an ErrParse naming it.
 func ParseSdBootEntry(data []byte) (lines []BLSLine, skipped []error, err error) {
 	data, err = cutNUL(data)
-	for i, raw := range splitLines(data) {
+	for i, raw := range confFileLines(data) {
 		for _, part := range strings.Split(raw, "\r") {
 			text := strings.Trim(part, " \t")
 			if text == "" || strings.HasPrefix(text, "#") {
@@ -199,14 +199,6 @@ func cutNUL(data []byte) ([]byte, error) {
 		return data[:i], fmt.Errorf("%w: line %d: NUL byte; the boot loader reads no further", ErrParse, line)
 	}
 	return data, nil
-}
-
-func splitLines(data []byte) []string {
-	text := strings.TrimSuffix(string(data), "\n")
-	if text == "" {
-		return nil
-	}
-	return strings.Split(text, "\n")
 }
 
 // firstBLS returns the first line with key (GRUB's bls_get_val).

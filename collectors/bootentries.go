@@ -41,23 +41,6 @@ var grubCfgFiles = []string{"/boot/grub2/grub.cfg", "/boot/grub/grub.cfg"}
 // loader/loader.conf and loader/entries (bootctl's search order).
 var sdBootRoots = []string{"/efi", "/boot", "/boot/efi"}
 
-// BootPaths lists every file and directory the boot collector reads, for
-// transports that fetch a host's files ahead of collection. A directory
-// stands for its entries.
-func BootPaths() []string {
-	paths := []string{procCmdline, grubDefaultFile, grubDefaultDir}
-	paths = append(paths, kernelCmdlineFiles...)
-	paths = append(paths, blsEntriesDir, grubenvFile, debianGrubenvFile, efiDir)
-	paths = append(paths, grubCfgFiles...)
-	for _, r := range sdBootRoots {
-		paths = append(paths, r+"/loader/loader.conf", r+"/loader/entries", r+"/EFI/systemd")
-	}
-	for _, v := range append([]string{loaderInfoVar}, sdBootVars...) {
-		paths = append(paths, efivarsDir+"/"+v+"-"+loaderVendor)
-	}
-	return slices.Compact(slices.Sorted(slices.Values(paths)))
-}
-
 // bootEntries is what the boot loader's entries make of the next boot.
 type bootEntries struct {
 	loader  string

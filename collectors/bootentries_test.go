@@ -334,27 +334,6 @@ func TestSdBootDefaultEntry(t *testing.T) {
 	}
 }
 
-func TestBootPathsCoverReads(t *testing.T) {
-	// Every file the fixture roots' boot collection reads lies under a path
-	// BootPaths declares, so a transport that fetches only those paths
-	// collects the same boot facts.
-	paths := BootPaths()
-	for _, root := range fixtureRoots(t) {
-		snap, err := Collect(context.Background(), fixtureTarget(root), fixtureOptions(root))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for fact, p := range snap.Sources {
-			if !strings.HasPrefix(fact, "boot.") || p.File == "" {
-				continue
-			}
-			if !slices.ContainsFunc(paths, func(d string) bool { return p.File == d || strings.HasPrefix(p.File, d+"/") }) {
-				t.Errorf("%s: %s is read from %s, which BootPaths does not declare", root, fact, p.File)
-			}
-		}
-	}
-}
-
 // systemd-boot v252 skips a loader.conf line it cannot parse (boot.c
 // config_defaults_load_from_file: "Unsupported special entry identifier")
 // and ignores an entry key in another case (streq8): each is a skipped

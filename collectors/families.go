@@ -41,7 +41,7 @@ var families = []family{
 		[]string{procCmdline, grubDefaultFile, grubDefaultDir + "/", grubDefaultDir + "/*", blsEntriesDir + "/", blsEntriesDir + "/*",
 			grubenvFile, debianGrubenvFile, efiDir + "/", efiDir + "/*/grub.cfg", efivarsDir + "/Loader*"},
 		kernelCmdlineFiles, grubCfgFiles,
-		under(sdBootRoots, "/loader/loader.conf", "/loader/entries/", "/loader/entries/*"))},
+		under(sdBootRoots, "/loader/loader.conf", "/loader/entries/", "/loader/entries/*", "/EFI/systemd/"))},
 	{name: "sysctl", run: collectSysctl, reads: slices.Concat(
 		[]string{"/etc/sysctl.conf", "/proc/sys/**"},
 		under(sysctlDirs, "/", "/*"))},

@@ -181,3 +181,28 @@ func TestRunningFamiliesDerived(t *testing.T) {
 		t.Errorf("snapshot.FamilyNames() = %q, families %q", got, names)
 	}
 }
+
+// The boot family lists EFI/systemd on a boot partition (systemd-boot's
+// binary as evidence), which no fixture host has: declared all the same.
+func TestBootFamilyDeclaresSdBootBinaryDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "boot", "efi", "EFI", "systemd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "systemd-bootx64.efi"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingSource{Source: Dir(root)}
+	c := &collection{ctx: context.Background(), src: rec, snap: snapshot.New("test"), opts: Options{MaxFileSize: DefaultMaxFileSize}}
+	i := slices.IndexFunc(families, func(f family) bool { return f.name == "boot" })
+	c.runFamily(families[i])
+	if !slices.Contains(rec.opened, "/boot/efi/EFI/systemd/") {
+		t.Fatalf("boot did not list /boot/efi/EFI/systemd: %q", rec.opened)
+	}
+	for _, name := range rec.opened {
+		if !families[i].readsPath(name) {
+			t.Errorf("boot read %s, which it does not declare", name)
+		}
+	}
+}

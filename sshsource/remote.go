@@ -30,8 +30,9 @@ import (
 // outside it is fetched when a collector asks for it (see tree.spend),
 // within a small per-host budget, so a collector added later reads the same
 // facts, one round trip slower, and TestFixtureRootsNeedNoMiss says which
-// rule to add (TestStreamCoversBootPaths checks BootPaths without a
-// fixture). Processes are listed by the read of their comm, in one pass.
+// rule to add (TestStreamCoversFamilyReads checks the families' declared
+// reads without a fixture). Processes are listed by the read of their
+// comm, in one pass.
 
 // descend are the directories whose every entry is listed (anchored
 // POSIX-extended regular expressions over "./path", as find -regex takes
