@@ -516,12 +516,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 			}
 		}
 	}
-	var input ast.Value
-	var err error
-	if sections == nil || fq.reads.anyWhole(missing) {
-		sections = nil
-	}
-	input, err = e.ruleInputSections(doc, sections, secs)
+	input, err := e.ruleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
