@@ -84,11 +84,14 @@ type coverage struct {
 	image bool
 }
 
+// offlineImage reports whether doc is of an offline image (source.image).
+func offlineImage(doc map[string]any) bool {
+	src, _ := doc["source"].(map[string]any)
+	return src["image"] == true
+}
+
 func coverageOf(doc map[string]any) *coverage {
-	c := &coverage{doc: doc}
-	if src, ok := doc["source"].(map[string]any); ok {
-		c.image = src["image"] == true
-	}
+	c := &coverage{doc: doc, image: offlineImage(doc)}
 	errs, _ := doc["errors"].([]any)
 	for _, x := range errs {
 		e, _ := x.(map[string]any)

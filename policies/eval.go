@@ -35,20 +35,15 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 	var slow []string
 	var errs []error
 	for _, r := range ps.rules {
-		one, err := fq.single(ctx, r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
-			continue
-		}
-		rs, err := evalBudget(ctx, one, input, budget)
+		one, rs, timedOut, err := fq.evalAlone(ctx, r, input, budget)
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
+		case timedOut:
 			slow = append(slow, r.ID)
 			continue
 		case err != nil:
-			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+			errs = append(errs, err)
 			continue
 		}
 		findings, err := one.findings(rs, of, fleet, fq.severity, admit)
@@ -76,20 +71,15 @@ func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, inp
 	g.SetLimit(workers)
 	for i, r := range ps.rules {
 		g.Go(func() error {
-			one, err := fq.single(gctx, r)
-			if err != nil {
-				outs[i].err = fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
-				return nil
-			}
-			rs, err := evalBudget(gctx, one, input, budget)
+			one, rs, timedOut, err := fq.evalAlone(gctx, r, input, budget)
 			switch {
 			case gctx.Err() != nil:
 				return gctx.Err()
-			case errors.Is(err, context.DeadlineExceeded):
+			case timedOut:
 				outs[i].slow = true
 				return nil
 			case err != nil:
-				outs[i].err = fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
+				outs[i].err = err
 				return nil
 			}
 			mu.Lock()
@@ -115,6 +105,23 @@ func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, inp
 		errs = append(errs, o.err)
 	}
 	return out, slow, errors.Join(errs...)
+}
+
+// evalAlone evaluates rule r alone on input within budget (0: none).
+// timedOut: the budget ran out. An error names the rule; when ctx is done
+// the caller is to check ctx.Err() first.
+func (fq *fleetQueries) evalAlone(ctx context.Context, r *Rule, input ast.Value, budget time.Duration) (one *preparedScope, rs rego.ResultSet, timedOut bool, err error) {
+	one, err = fq.single(ctx, r)
+	if err == nil {
+		rs, err = evalBudget(ctx, one, input, budget)
+	}
+	switch {
+	case err == nil:
+		return one, rs, false, nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return nil, nil, true, nil
+	}
+	return nil, nil, false, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err)
 }
 
 // evalBudget runs a prepared query within budget (0: none). A query the

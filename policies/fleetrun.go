@@ -516,12 +516,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 			}
 		}
 	}
-	var input ast.Value
-	var err error
-	if sections == nil || fq.reads.anyWhole(missing) {
-		sections = nil
-	}
-	input, err = e.ruleInputSections(doc, sections, secs)
+	input, err := e.ruleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
@@ -529,20 +524,15 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 	var errs []error
 	for _, i := range missing {
 		r := rules[i]
-		one, err := fq.single(ctx, r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
-			continue
-		}
-		rs, err := evalBudget(ctx, one, input, s.budget)
+		one, rs, timedOut, err := fq.evalAlone(ctx, r, input, s.budget)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
+		case timedOut:
 			slow = append(slow, r.ID)
 			continue
 		case err != nil:
-			errs = append(errs, fmt.Errorf("rule %s (%s): %w", r.ID, r.Location, err))
+			errs = append(errs, err)
 			continue
 		}
 		one1 := [][]any{nil}

@@ -41,7 +41,7 @@ func (e *Engine) Project(doc map[string]any) map[string]any {
 		// What could not be collected decides which findings stand.
 		out["errors"] = errs
 	}
-	if src, ok := doc["source"].(map[string]any); ok && src["image"] == true {
+	if offlineImage(doc) {
 		// So does an image's running state, never collected.
 		out["source"] = map[string]any{"image": true}
 	}

@@ -308,12 +308,3 @@ func constantIn(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, st
 
 // readsOf is the reads of a fleet's host rules, by rule index.
 type readsOf []ruleReads
-
-func (r readsOf) anyWhole(idx []int) bool {
-	for _, i := range idx {
-		if r[i].whole {
-			return true
-		}
-	}
-	return false
-}

@@ -166,11 +166,17 @@ func (jw *jsonWriter) value(v any, prefix string) {
 
 // gateJSON writes the fleetaudit.gate/v1 document.
 func (jsonFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
+	return writeJSON(w, r, false)
+}
+
+// writeJSON writes v as indented JSON (see EscapeJSON), with <, > and &
+// escaped when escapeHTML.
+func writeJSON(w io.Writer, v any, escapeHTML bool) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	_, err := w.Write(EscapeJSON(buf.Bytes()))

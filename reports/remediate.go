@@ -1,8 +1,6 @@
 package reports
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -56,14 +54,7 @@ func WriteRemediateJSON(w io.Writer, plan *remediate.Plan, published []githubpr.
 			doc.Refused = append(doc.Refused, refusedGroup{Rule: g.Rule, Fleet: g.Fleet, Hosts: g.Hosts, Fix: g.Fix, Placement: g.Placement, Proof: g.Proof, Reason: g.Refused})
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := w.Write(EscapeJSON(buf.Bytes()))
-	return err
+	return writeJSON(w, doc, true)
 }
 
 // WriteRemediateTable writes the proposals for a person: every line but

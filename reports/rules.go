@@ -1,8 +1,6 @@
 package reports
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -45,14 +43,7 @@ func ListRules(rules []policies.Rule, profile *fleets.Profile, fleet string) (li
 
 // RuleListJSON writes the listed rules as a JSON array.
 func RuleListJSON(w io.Writer, listed []ListedRule) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(listed); err != nil {
-		return err
-	}
-	_, err := w.Write(EscapeJSON(buf.Bytes()))
-	return err
+	return writeJSON(w, listed, true)
 }
 
 // RuleListTable writes the listed rules for a person, then the rules the

@@ -16,11 +16,7 @@ func skippedLines(r *audit.Result) []string {
 		if len(h.Skipped) == 0 {
 			continue
 		}
-		why := "facts not collected"
-		if h.Image {
-			why = "offline image, no running state"
-		}
-		lines = append(lines, fmt.Sprintf("%s: %d %s not evaluated: %s", h.Host, len(h.Skipped), plural(len(h.Skipped), "rule", "rules"), why))
+		lines = append(lines, fmt.Sprintf("%s: %d %s not evaluated: %s", h.Host, len(h.Skipped), plural(len(h.Skipped), "rule", "rules"), skippedWhy(h.Image)))
 	}
 	return lines
 }
@@ -35,9 +31,12 @@ func hostRuns(r *audit.Result) iter.Seq[policies.HostRun] {
 
 // skippedMessage is the reason a JUnit case gives for a rule skipped on
 // a host.
-func skippedMessage(image bool) string {
+func skippedMessage(image bool) string { return "not evaluated: " + skippedWhy(image) }
+
+// skippedWhy is why a host's rules were skipped.
+func skippedWhy(image bool) string {
 	if image {
-		return "not evaluated: offline image, no running state"
+		return "offline image, no running state"
 	}
-	return "not evaluated: facts not collected"
+	return "facts not collected"
 }
