@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetaudit/fleetaudit/internal/sshdtest"
 	"github.com/fleetaudit/fleetaudit/inventory"
@@ -116,5 +118,73 @@ func TestSnapshotWinsOverAddress(t *testing.T) {
 		if e.Host == "gpu-a-001" {
 			t.Errorf("gpu-a-001 has an error: %s", e.Error)
 		}
+	}
+}
+
+// A host whose login shell hangs (a .bashrc that never returns) runs into
+// the host timeout through the transport registry: it is one
+// collection-error finding saying it timed out, and the good host beside
+// it is audited in full, without waiting on the slow one's shell.
+func TestSlowLoginShellTimesOutAlone(t *testing.T) {
+	good := sshdtest.Start(t)
+	slow := sshdtest.StartWith(t, sshdtest.Config{LoginRC: "sleep 300"})
+	if !slow.CountsExecs {
+		t.Skip("the user's login shell is not bash: it runs no LoginRC")
+	}
+	root, err := filepath.Abs(filepath.Join("..", "testdata", "hosts", "gpu-node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ini := fmt.Sprintf(`good ansible_host=127.0.0.1 ansible_port=%d ansible_user=%s ansible_ssh_private_key_file=%s fleetaudit_remote_root=%s
+slow ansible_host=127.0.0.1 ansible_port=%d ansible_user=%s ansible_ssh_private_key_file=%s fleetaudit_remote_root=%s
+`, good.Port, good.User, good.ClientKey, root, slow.Port, slow.User, slow.ClientKey, root)
+	file := filepath.Join(t.TempDir(), "hosts.ini")
+	if err := os.WriteFile(file, []byte(ini), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sshsource.NewDialer(sshsource.Options{KnownHosts: []string{good.KnownHosts, slow.KnownHosts}, Home: good.Dir, ConnectTimeout: sshdtest.Timeout(t)})
+	defer d.Close()
+	// Long enough for the good host on a loaded machine, far below the
+	// slow one's sleep.
+	timeout := min(sshdtest.Timeout(t), 20*time.Second)
+	classes := map[string]string{}
+	ssh := &sshsource.Transport{Dialer: d, Timeout: timeout, Total: 2, Done: func(r sshsource.Result, _ sshsource.Progress) {
+		if r.Err != nil {
+			classes[r.Host.Name] = r.Err.Class
+		}
+	}}
+	start := time.Now()
+	res, err := Run(context.Background(), Options{Fleets: loadFleets(t), Inventory: inv, Transports: transport.Set{transport.SSH: ssh}, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*timeout+10*time.Second {
+		t.Errorf("the run took %s: longer than the host timeout %s allows", took, timeout)
+	}
+	if c := classes["slow"]; c != sshsource.ClassTimeout {
+		t.Errorf("slow: class %q, want %q", c, sshsource.ClassTimeout)
+	}
+	if c, ok := classes["good"]; ok {
+		t.Errorf("good: %s", c)
+	}
+	if s := res.Summary; s.Hosts != 2 || s.Audited != 1 || s.Unread != 1 {
+		t.Errorf("summary hosts %d audited %d unread %d, want 2, 1, 1", s.Hosts, s.Audited, s.Unread)
+	}
+	rules := map[string][]string{}
+	for _, f := range res.Findings {
+		rules[f.Host] = append(rules[f.Host], f.Rule)
+		if f.Host == "slow" && !strings.Contains(f.Message, "host timeout") {
+			t.Errorf("slow: %s, want it to name the host timeout", f.Message)
+		}
+	}
+	if r := rules["slow"]; len(r) != 1 || r[0] != "collection-error" {
+		t.Errorf("slow was not read, yet has findings %v", r)
+	}
+	if r := rules["good"]; len(r) == 0 || slices.Contains(r, "collection-error") {
+		t.Errorf("good: findings %v, want the gpu-node fixture's, read in full", r)
 	}
 }

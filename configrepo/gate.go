@@ -191,7 +191,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if head.manifest == nil {
 		return nil, fmt.Errorf("%s at %s: no %s: not a fleetaudit config repo", opts.Repo, head.co.Label(), ManifestFile)
 	}
-	base, err := g.side(ctx, opts.Base, opts.BaseCheckout, filepath.Join(work, "base"))
+	var base *side
+	if opts.BaseCheckout != nil && opts.BaseCheckout == opts.HeadCheckout {
+		// One checkout on both sides (remediate's base gated against
+		// itself): its fleets are rendered and evaluated once.
+		base = head
+	} else {
+		base, err = g.side(ctx, opts.Base, opts.BaseCheckout, filepath.Join(work, "base"))
+	}
 	var badManifest *manifestError
 	warning := ""
 	if errors.As(err, &badManifest) {
