@@ -3,14 +3,15 @@
 # Go module proxy only, into a cache outside the repository.
 #   scripts/k8s-testenv/build.sh          build what the cache lacks
 #   scripts/k8s-testenv/build.sh --force  rebuild both
-# The binaries go to $FLEETAUDIT_K8S_BIN (default /root/.cache/fleetaudit/k8s/bin).
+# The binaries go to $FLEETAUDIT_K8S_BIN (default: the user cache directory's
+# fleetaudit/k8s/bin, where internal/kubetest looks).
 # etcd/ and apiserver/ pin the module graphs (apiserver/go.mod replaces every
 # k8s.io staging module by its v0.37.2 tag, as kubernetes' own go.mod does with
 # ./staging). Cold: 12-20 minutes on 2 cores; about 2 GiB of module and build cache.
 set -euo pipefail
 export PATH=/usr/local/go/bin:$PATH
 HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=${FLEETAUDIT_K8S_BIN:-/root/.cache/fleetaudit/k8s/bin}
+BIN=${FLEETAUDIT_K8S_BIN:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/fleetaudit/k8s/bin}
 K8S_VERSION=v1.37.2 # must match apiserver/go.mod
 FORCE=${1:-}
 mkdir -p "$BIN"
