@@ -33,6 +33,11 @@ node label --kube-host-label. Nodes no other input names are audited on what the
 alone knows: the pod and label rules run, host rules are reported skipped. --kubeconfig or
 --context imply --kube.
 
+--publish-reports applies the run's OpenReports (as --format openreports writes them: a
+Report per node in --reports-namespace, a ClusterReport per other host) to the cluster by
+server-side apply, field manager fleetaudit, replacing the last run's; fleetaudit's reports
+of nodes and hosts gone are deleted, except by a partial run (--shard, --kube-node-selector).
+
 --manifests audits workload manifests (files or directories of YAML or JSON, kubectl get
 -o json output included) without any host, as pods of the fleet --fleet names: a team's
 job specs checked in CI. A manifest file that cannot be read or parsed fails the run (exit
@@ -49,6 +54,9 @@ const kubeExamples = `
   # Only the GPU nodes of one cluster, hosts named by a label
   fleetaudit audit --context prod --kube-node-selector nvidia.com/gpu.present=true \
     --kube-host-label fleetaudit.io/host --inventory hosts.yaml --snapshots snaps/
+
+  # Every night in the cluster: the results as OpenReports, for Policy Reporter
+  fleetaudit audit --kube --snapshots /var/lib/fleetaudit/snapshots --publish-reports --fail-on none
 
   # A team's job specs in CI, with the rules of the gpu-training fleet
   fleetaudit audit --manifests k8s/jobs/ --fleet gpu-training --format json`
