@@ -1,9 +1,12 @@
 package reports
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -113,13 +116,33 @@ func (openReportsFormat) Streams() bool      { return false }
 func (openReportsFormat) NeedsCatalog() bool { return true }
 func (openReportsFormat) Compliance() bool   { return false }
 
+// Render writes the List one report at a time: the bytes of writeJSON's
+// indented encoding of the whole, without a buffer of the whole.
 func (openReportsFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	bw.WriteString("{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [")
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("    ", "  ")
 	items := OpenReports(r, opts)
-	return writeJSON(w, struct {
-		APIVersion string       `json:"apiVersion"`
-		Kind       string       `json:"kind"`
-		Items      []OpenReport `json:"items"`
-	}{"v1", "List", items}, true)
+	for i := range items {
+		buf.Reset()
+		if err := enc.Encode(&items[i]); err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		if _, err := bw.Write(EscapeJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))); err != nil {
+			return err
+		}
+	}
+	if len(items) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]\n}\n")
+	return bw.Flush()
 }
 
 // orSubject is what one report is about: a host of a fleet, or a fleet's
