@@ -66,7 +66,7 @@ func Publish(ctx context.Context, cfg *rest.Config, reps []reports.OpenReport, o
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandler = rest.NoWarnings{}
 	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 50, 100
+		cfg.QPS, cfg.Burst = 100, 200
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package openreports
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -195,4 +196,46 @@ func TestPublishReplacesLastNightsReports(t *testing.T) {
 	if _, bare := readBack(t, dyn, "ClusterReport", "fleetaudit-host-bare-1"); resultOf(bare, "r-crit") != "fail" {
 		t.Errorf("bare-1 after a partial run: %+v", bare)
 	}
+}
+
+// BenchmarkPublish applies the reports of 1,000 nodes of 55 rules each
+// (5 failing) and replaces them, as a nightly run does.
+func BenchmarkPublish(b *testing.B) {
+	env := apiserver.Get(b)
+	ctx := context.Background()
+	if err := kubetest.InstallCRDs(ctx, env.Config, crdFiles...); err != nil {
+		b.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	cat := &reports.Catalog{Rules: map[string]policies.Rule{}, FleetRules: map[string][]string{}}
+	res := &audit.Result{}
+	for i := range 55 {
+		id := fmt.Sprintf("rule-%02d", i)
+		cat.Rules[id] = policies.Rule{ID: id, Title: "title of " + id, Severity: "high"}
+		cat.FleetRules["gpu"] = append(cat.FleetRules["gpu"], id)
+	}
+	for n := range 1000 {
+		host := fmt.Sprintf("node-%04d", n)
+		res.Hosts = append(res.Hosts, policies.HostRun{Host: host, Fleet: "gpu"})
+		for i := range 5 {
+			res.Findings = append(res.Findings, policies.Finding{Rule: fmt.Sprintf("rule-%02d", i*11), Severity: "high", Host: host, Fleet: "gpu",
+				Message:  "a value the rule refuses",
+				Evidence: []policies.Evidence{{Fact: "sysctl.running.vm.x", Value: "1", Source: "/etc/sysctl.d/99-x.conf:3"}}})
+		}
+	}
+	reps := reports.OpenReports(res, reports.Options{Catalog: cat, Run: reports.RunInfo{At: time.Now()},
+		OpenReports: reports.OpenReportsOptions{Namespace: ns, Node: func(h string) string { return h }}})
+	for b.Loop() {
+		out, err := Publish(ctx, env.Config, reps, Options{Namespace: ns, Prune: true})
+		if err != nil || out.Applied != len(reps) {
+			b.Fatalf("%+v, %v", out, err)
+		}
+	}
+	b.ReportMetric(float64(len(reps)*b.N)/b.Elapsed().Seconds(), "reports/s")
 }
