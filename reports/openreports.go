@@ -400,11 +400,14 @@ func findingProperties(props map[string]string, fs []policies.Finding) {
 }
 
 // ruleCategory is the package a built-in rule lives in ("boot" of
-// data.fleetaudit.rules.boot.x), "" for others.
+// data.fleetaudit.rules.boot.x or data.fleetaudit.fleet_rules.boot.x), ""
+// for others.
 func ruleCategory(ref string) string {
 	rest, ok := strings.CutPrefix(ref, "data.fleetaudit.rules.")
 	if !ok {
-		return ""
+		if rest, ok = strings.CutPrefix(ref, "data.fleetaudit.fleet_rules."); !ok {
+			return ""
+		}
 	}
 	pkg, _, ok := strings.Cut(rest, ".")
 	if !ok {
