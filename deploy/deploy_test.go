@@ -30,6 +30,8 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/internal/kubetest"
 	"github.com/fleetaudit/fleetaudit/kube/cluster"
+	"github.com/fleetaudit/fleetaudit/kube/openreports"
+	"github.com/fleetaudit/fleetaudit/reports"
 )
 
 var apiserver kubetest.Server
@@ -152,34 +154,7 @@ func TestAuditorRoleIsGetListNodesAndPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	for _, o := range objects(t) {
-		switch o.GetKind() {
-		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding":
-		default:
-			continue
-		}
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == "namespace" {
-			r = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
-		if _, err := r.Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	createRBAC(t, env)
 	// The RBAC authorizer learns of the new binding through its informers:
 	// wait until it allows what the role grants.
 	waitAllowed(t, admin, "system:serviceaccount:fleetaudit:fleetaudit-auditor")
@@ -209,6 +184,41 @@ func TestAuditorRoleIsGetListNodesAndPods(t *testing.T) {
 	}
 }
 
+// createRBAC creates the manifests' namespace, service accounts, roles
+// and bindings (those that exist already are left).
+func createRBAC(t *testing.T, env *kubetest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	for _, o := range objects(t) {
+		switch o.GetKind() {
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		default:
+			continue
+		}
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			r = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if _, err := r.Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
 // What the manifests promise about privilege, checked on the objects: the
 // host's root read-only, no capabilities, no API token for the collector.
 func TestLeastPrivilege(t *testing.T) {
@@ -233,16 +243,25 @@ func TestLeastPrivilege(t *testing.T) {
 					t.Errorf("host root mounted %v, want read-only, recursively", m)
 				}
 			}
-		case "ClusterRole":
+		case "ClusterRole", "Role":
 			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
 			if len(rules) != 1 {
 				t.Fatalf("rules %v", rules)
 			}
 			r := rules[0].(map[string]any)
+			groups, _, _ := unstructured.NestedStringSlice(r, "apiGroups")
 			res, _, _ := unstructured.NestedStringSlice(r, "resources")
 			verbs, _, _ := unstructured.NestedStringSlice(r, "verbs")
-			if !slices.Equal(res, []string{"nodes", "pods"}) || !slices.Equal(verbs, []string{"get", "list"}) {
-				t.Errorf("auditor role: %v on %v, want get, list on nodes, pods", verbs, res)
+			want := map[string][3][]string{ // groups, resources, verbs
+				"ClusterRole/fleetaudit-auditor":        {{""}, {"nodes", "pods"}, {"get", "list"}},
+				"Role/fleetaudit-reports":               {{"openreports.io"}, {"reports"}, {"get", "list", "patch", "create", "delete"}},
+				"ClusterRole/fleetaudit-clusterreports": {{"openreports.io"}, {"clusterreports"}, {"get", "list", "patch", "create", "delete"}},
+			}[o.GetKind()+"/"+o.GetName()]
+			if !slices.Equal(groups, want[0]) || !slices.Equal(res, want[1]) || !slices.Equal(verbs, want[2]) {
+				t.Errorf("%s %s: %v on %v %v, want %v on %v %v", o.GetKind(), o.GetName(), verbs, groups, res, want[2], want[0], want[1])
+			}
+			if o.GetKind() == "Role" && o.GetNamespace() != "fleetaudit" {
+				t.Errorf("role %s in namespace %q", o.GetName(), o.GetNamespace())
 			}
 		}
 	}
@@ -265,6 +284,93 @@ func waitAllowed(t *testing.T, admin kubernetes.Interface, user string) {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("%s is never allowed to list nodes: %v", user, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// The auditor's account publishes the OpenReports (apply, and delete a
+// report of a host gone) with the roles of rbac.yaml, and no more: no
+// update or watch, no reports outside its namespace, no CRDs.
+func TestAuditorPublishesOpenReports(t *testing.T) {
+	env := apiserver.Get(t)
+	ctx := context.Background()
+	if err := kubetest.InstallCRDs(ctx, env.Config, "../testdata/openreports/openreports.io_reports.yaml", "../testdata/openreports/openreports.io_clusterreports.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	createRBAC(t, env)
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user = "system:serviceaccount:fleetaudit:fleetaudit-auditor"
+	waitAllowed(t, admin, user)
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Verb: "patch", Group: "openreports.io", Resource: "reports", Namespace: "fleetaudit"},
+		{Verb: "patch", Group: "openreports.io", Resource: "clusterreports"},
+	} {
+		waitAccess(t, admin, user, ra, true)
+	}
+	auditor := rest.CopyConfig(env.Config)
+	auditor.Impersonate = rest.ImpersonationConfig{UserName: user}
+	rep := func(kind, name string) reports.OpenReport {
+		r := reports.OpenReport{APIVersion: "openreports.io/v1alpha1", Kind: kind, Source: "fleetaudit",
+			Metadata: reports.OpenReportMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "fleetaudit"}},
+			Results:  []reports.OpenReportResult{{Policy: "hugetlb-cma-on-gpu", Result: "fail", Severity: "critical", Source: "fleetaudit", Scored: true}}}
+		if kind == "Report" {
+			r.Metadata.Namespace = "fleetaudit"
+		}
+		return r
+	}
+	opts := openreports.Options{Namespace: "fleetaudit", Prune: true}
+	first := []reports.OpenReport{rep("Report", "fleetaudit-node-a"), rep("Report", "fleetaudit-node-b"), rep("ClusterReport", "fleetaudit-host-c"), rep("ClusterReport", "fleetaudit-host-d")}
+	if _, err := openreports.Publish(ctx, auditor, first, opts); err != nil {
+		t.Fatalf("the auditor cannot publish: %v", err)
+	}
+	out, err := openreports.Publish(ctx, auditor, first[:1], opts)
+	if err != nil {
+		t.Fatalf("the auditor cannot replace its reports: %v", err)
+	}
+	if len(out.Deleted) != 3 {
+		t.Errorf("deleted %v, want node-b, host-c and host-d's", out.Deleted)
+	}
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Group: "openreports.io", Resource: "reports", Namespace: "default"},
+		{Verb: "update", Group: "openreports.io", Resource: "reports", Namespace: "fleetaudit"},
+		{Verb: "watch", Group: "openreports.io", Resource: "clusterreports"},
+		{Verb: "deletecollection", Group: "openreports.io", Resource: "clusterreports"},
+		{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "create", Group: "wgpolicyk8s.io", Resource: "policyreports", Namespace: "fleetaudit"},
+	} {
+		waitAccess(t, admin, user, ra, false)
+	}
+	other := rep("Report", "fleetaudit-node-a")
+	other.Metadata.Namespace = "default"
+	if _, err := openreports.Publish(ctx, auditor, []reports.OpenReport{other}, openreports.Options{Namespace: "default"}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("the auditor publishes to namespace default: %v", err)
+	}
+}
+
+// waitAccess checks what a SubjectAccessReview says of user and ra,
+// polling for at most a minute for an allowed one (the authorizer learns
+// of new bindings through its informers).
+func waitAccess(t *testing.T, admin kubernetes.Interface, user string, ra authorizationv1.ResourceAttributes, allowed bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		r, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &ra,
+		}}, metav1.CreateOptions{})
+		if err == nil && (r.Status.Allowed == allowed || !allowed) {
+			if r.Status.Allowed != allowed {
+				t.Errorf("%s may %s %s.%s in %q: %v, want %v", user, ra.Verb, ra.Resource, ra.Group, ra.Namespace, r.Status.Allowed, allowed)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s is never allowed to %s %s.%s: %v", user, ra.Verb, ra.Resource, ra.Group, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

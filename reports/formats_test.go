@@ -120,7 +120,16 @@ func trendBefore() []TrendPoint {
 }
 
 func goldenOptions(cat *Catalog) Options {
-	return Options{Width: 100, Catalog: cat, Run: RunInfo{ID: "run-4", At: goldenNow}, Trend: trendBefore()}
+	return Options{Width: 100, Catalog: cat, Run: RunInfo{ID: "run-4", At: goldenNow}, Trend: trendBefore(),
+		OpenReports: OpenReportsOptions{Namespace: "fleetaudit", Node: goldenNode}}
+}
+
+// goldenNode: the gpu-a hosts are Kubernetes nodes, the rest are not.
+func goldenNode(host string) string {
+	if strings.HasPrefix(host, "gpu-a-") {
+		return host
+	}
+	return ""
 }
 
 func checkGolden(t *testing.T, name string, got []byte) {
@@ -157,6 +166,7 @@ func TestAuditGolden(t *testing.T) {
 		{"audit.junit.xml", "junit", ""},
 		{"audit.prom", "prometheus", ""},
 		{"audit.html", "html", ""},
+		{"audit.openreports.json", "openreports", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -39,7 +39,7 @@ func TestHostileContentStaysData(t *testing.T) {
 			}
 			s := out.String()
 			switch format {
-			case "json", "sarif":
+			case "json", "sarif", "openreports":
 				if !json.Valid(out.Bytes()) {
 					t.Errorf("%s: not valid JSON", format)
 				}
@@ -70,7 +70,7 @@ func TestHostileContentStaysData(t *testing.T) {
 				}
 			}
 			raw := "\x1b\x07\u202e"
-			if format == "json" || format == "sarif" {
+			if format == "json" || format == "sarif" || format == "openreports" {
 				raw = "\x1b\x07" // JSON escapes controls; bidi stays data, as in fleetaudit.findings/v1
 			}
 			if i := strings.IndexAny(s, raw); i >= 0 {

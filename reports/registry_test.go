@@ -11,13 +11,14 @@ import (
 // findings through audit.Result.All (TestStreamedReportsMatchCollected).
 func TestFormatsDeclareTheirCapabilities(t *testing.T) {
 	want := map[string][3]bool{ // streams, needs the catalog, compliance
-		"table":      {true, false, false},
-		"json":       {true, false, false},
-		"markdown":   {true, false, true},
-		"sarif":      {false, true, false},
-		"junit":      {false, true, false},
-		"prometheus": {false, true, false},
-		"html":       {false, true, true},
+		"table":       {true, false, false},
+		"json":        {true, false, false},
+		"markdown":    {true, false, true},
+		"sarif":       {false, true, false},
+		"junit":       {false, true, false},
+		"prometheus":  {false, true, false},
+		"html":        {false, true, true},
+		"openreports": {false, true, false},
 	}
 	if got := len(Formats()); got != len(want) {
 		t.Fatalf("Formats() = %v, want the %d of the table", Formats(), len(want))
@@ -30,14 +31,14 @@ func TestFormatsDeclareTheirCapabilities(t *testing.T) {
 		if got := [3]bool{f.Streams(), f.NeedsCatalog(), f.Compliance()}; got != caps {
 			t.Errorf("%s: streams, needs catalog, compliance = %v, want %v", name, got, caps)
 		}
-		if _, err := GetGate(name); err != nil {
-			t.Errorf("%s: not a gate format: %v", name, err)
+		if _, err := GetGate(name); (err == nil) != (name != "openreports") {
+			t.Errorf("%s: gate format: %v", name, err)
 		}
 	}
 	if got := ComplianceFormats(); len(got) != 2 || got[0] != "html" || got[1] != "markdown" {
 		t.Errorf("ComplianceFormats() = %v, want [html markdown]", got)
 	}
-	if _, err := Get("csv"); err == nil || err.Error() != `unknown format "csv": want one of html, json, junit, markdown, prometheus, sarif, table` {
+	if _, err := Get("csv"); err == nil || err.Error() != `unknown format "csv": want one of html, json, junit, markdown, openreports, prometheus, sarif, table` {
 		t.Errorf("Get(csv): %v", err)
 	}
 

@@ -31,6 +31,8 @@ type Options struct {
 	// Trend are earlier runs' points, oldest first.
 	Run   RunInfo
 	Trend []TrendPoint
+	// OpenReports places the openreports format's reports.
+	OpenReports OpenReportsOptions
 }
 
 // Renderer writes one audit result in one format.
@@ -70,6 +72,7 @@ var formats = []Format{
 	junitFormat{},
 	promFormat{},
 	htmlFormat{},
+	openReportsFormat{},
 }
 
 // Formats lists the format names Get accepts (audit's).

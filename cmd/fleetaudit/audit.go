@@ -173,7 +173,8 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if ssh != nil {
 		opts.Parallel = v.GetInt("parallel")
 	}
-	if err := a.kubeAuditOptions(cmd, set, &opts); err != nil {
+	kr, err := a.kubeAuditOptions(cmd, set, &opts)
+	if err != nil {
 		return err
 	}
 	if opts.RuleTimeout, err = a.ruleTimeout(); err != nil {
@@ -218,6 +219,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	ropts.OpenReports = a.openReportsOptions(kr)
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
 		if err := render.Render(w, res, ropts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
@@ -228,6 +230,9 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		return err
 	}
 	a.log.Info("audited", "hosts", res.Summary.Audited, "unread", res.Summary.Unread, "findings", res.Summary.Findings, "errors", len(res.Errors))
+	if err := a.publishReports(cmd.Context(), kr, res, ropts); err != nil {
+		return err
+	}
 	if err := manifestsUnread(res.ManifestErrors); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func TestCompletionCompletesValues(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"audit formats", []string{"audit", "--format", ""}, []string{"html", "json", "junit", "markdown", "prometheus", "sarif", "table"}},
+		{"audit formats", []string{"audit", "--format", ""}, []string{"html", "json", "junit", "markdown", "openreports", "prometheus", "sarif", "table"}},
 		{"gate formats", []string{"gate", "--format", ""}, []string{"html", "json", "junit", "markdown", "prometheus", "sarif", "table"}},
 		{"audit group-by", []string{"audit", "--group-by", ""}, []string{"rule", "host", "none"}},
 		{"gate formats by prefix", []string{"gate", "--format", "m"}, []string{"markdown"}},
