@@ -73,6 +73,8 @@ type collection struct {
 	// loginLibraryPath is LD_LIBRARY_PATH as the login environment exports
 	// it (/etc/environment, profile.d), set by nccl_config for libraries.
 	loginLibraryPath ncclSetting
+	// proc is the one scan of /proc (procs), nil until a family asks.
+	proc *procScan
 }
 
 // Collect reads every fact family from target. Unreadable or malformed

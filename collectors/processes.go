@@ -1,12 +1,6 @@
 package collectors
 
-import (
-	"errors"
-	"io/fs"
-	"strconv"
-	"strings"
-	"syscall"
-)
+import "strings"
 
 // persistencedComm is nvidia-persistenced as /proc/<pid>/comm shows it: the
 // kernel keeps TASK_COMM_LEN-1 = 15 bytes of a task's name.
@@ -28,31 +22,28 @@ func collectProcesses(c *collection) {
 		c.fail(collector, "/proc", errRunningStateUnknown)
 		return
 	}
-	for _, e := range c.readDir(collector, "/proc") {
-		// A host may run a hundred thousand processes.
-		if c.ctx.Err() != nil {
-			return
-		}
-		if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
+	scan := c.procs()
+	if scan.listErr != nil {
+		c.fail(collector, "/proc", scan.listErr)
+	}
+	for _, p := range scan.procs {
+		if p.err != nil {
+			c.fail(collector, p.name, p.err)
+			failed = true
 			continue
 		}
-		name := "/proc/" + e.Name() + "/comm"
-		data, err := readCapped(c.src, name, c.opts.MaxFileSize)
-		if err != nil {
-			// Processes exit mid-scan (ENOENT, or ESRCH from a dying
-			// task); that, or a hidden process, is no error.
-			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.ESRCH) {
-				c.fail(collector, name, err)
-				failed = true
-			}
+		if p.gone {
 			continue
 		}
 		scanned++
-		if isPersistencedComm(string(data)) {
+		if isPersistencedComm(p.comm) {
 			c.snap.NVIDIA.Persistenced = true
-			c.from("nvidia.persistenced", name, 0)
+			c.from("nvidia.persistenced", p.name, 0)
 			return
 		}
+	}
+	if scan.stopped {
+		return
 	}
 	// A comm that could not be read may have been nvidia-persistenced's:
 	// then its absence is not known, and no default backs the false.

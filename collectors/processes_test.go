@@ -118,3 +118,86 @@ func TestCollectProcessesUnreadComm(t *testing.T) {
 		t.Errorf("errors covering nvidia.persistenced: %q, want %q (all: %v)", got, want, snap.Errors)
 	}
 }
+
+// countingSource counts what a collection opens and lists.
+type countingSource struct {
+	Source
+	opens, lists map[string]int
+	listErr      map[string]error // ReadDir of the name fails so
+}
+
+func (s *countingSource) Open(name string) (fs.File, error) {
+	s.opens[name]++
+	return s.Source.Open(name)
+}
+
+func (s *countingSource) ReadDir(name string) ([]fs.DirEntry, error) {
+	s.lists[name]++
+	if err := s.listErr[name]; err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return s.Source.ReadDir(name)
+}
+
+// /proc is scanned once per host: the services and processes families
+// share one listing and one read of each comm, and each still finds what
+// it looks for.
+func TestProcScannedOnce(t *testing.T) {
+	root := versionsHostTree(t, map[string]string{
+		"etc/hostname":                          "h\n",
+		"usr/lib/systemd/system/slurmd.service": "[Service]\nLimitMEMLOCK=infinity\n",
+		"proc/1/comm":                           "systemd\n",
+		"proc/700/comm":                         "slurmd\n",
+		"proc/700/limits":                       "Max locked memory         unlimited            unlimited            bytes\n",
+		"proc/1311/comm":                        "nvidia-persiste\n",
+		"proc/1400/comm":                        "sshd\n",
+	})
+	src := &countingSource{Source: Dir(root), opens: map[string]int{}, lists: map[string]int{}}
+	snap, err := Collect(context.Background(), Target{Files: src}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := snap.Services.Units["slurmd.service"]; u.RunningPID != 700 {
+		t.Errorf("slurmd running pid %d, want 700", u.RunningPID)
+	}
+	if !snap.NVIDIA.Persistenced {
+		t.Error("persistenced = false")
+	}
+	if n := src.lists["proc"]; n != 1 {
+		t.Errorf("/proc listed %d times, want 1", n)
+	}
+	for _, pid := range []string{"1", "700", "1311", "1400"} {
+		if n := src.opens["proc/"+pid+"/comm"]; n != 1 {
+			t.Errorf("/proc/%s/comm opened %d times, want 1", pid, n)
+		}
+	}
+}
+
+// A /proc that cannot be listed is filed under each family that needed it:
+// both read running state from it.
+func TestProcListFailedFiledPerFamily(t *testing.T) {
+	root := versionsHostTree(t, map[string]string{
+		"etc/hostname":  "h\n",
+		"proc/1/comm":   "systemd\n",
+		"proc/cmdline":  "ro\n",
+		"proc/700/comm": "slurmd\n",
+	})
+	src := &countingSource{Source: Dir(root), opens: map[string]int{}, lists: map[string]int{}, listErr: map[string]error{"proc": syscall.EIO}}
+	snap, err := Collect(context.Background(), Target{Files: src}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range snap.Errors {
+		if e.Path == "/proc" {
+			got = append(got, e.Collector+": "+e.Reason)
+		}
+	}
+	want := []string{"processes: open: input/output error", "services: open: input/output error"}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors for /proc: %q, want %q", got, want)
+	}
+	if _, ok := snap.Sources["nvidia.persistenced"]; ok {
+		t.Errorf("persistenced has a source though /proc was not listed: %v", snap.Sources["nvidia.persistenced"])
+	}
+}

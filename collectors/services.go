@@ -432,24 +432,20 @@ func (c *collection) runningServices() map[string]int {
 		wanted[js.comm] = true
 	}
 	found := map[string]int{}
-	for _, e := range c.readDir("services", "/proc") {
-		if c.ctx.Err() != nil {
-			return found
-		}
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
+	scan := c.procs()
+	if scan.listErr != nil {
+		c.fail("services", "/proc", scan.listErr)
+	}
+	// A comm that cannot be read is filed by the processes family; a
+	// second entry for it would say nothing new.
+	for _, p := range scan.procs {
+		if p.pid == 0 || p.pid > math.MaxInt || p.err != nil || p.gone {
 			continue
 		}
-		// The processes collector reads the same files and reports one
-		// it cannot read; a second entry for it would say nothing new.
-		data, err := readCapped(c.src, "/proc/"+e.Name()+"/comm", 4096)
-		if err != nil {
-			continue
-		}
-		comm := strings.TrimSpace(string(data))
-		if wanted[comm] {
-			if old, ok := found[comm]; !ok || pid < old {
-				found[comm] = pid
+		pid := int(p.pid)
+		if wanted[p.comm] {
+			if old, ok := found[p.comm]; !ok || pid < old {
+				found[p.comm] = pid
 			}
 		}
 	}
