@@ -54,7 +54,8 @@ var families = []family{
 		"/var/lib/dpkg/status"}},
 	{name: "modules", run: collectModules, reads: slices.Concat(
 		[]string{"/proc/modules", "/etc/modules"},
-		under(modulesLoadDirs, "/", "/*"), under(modprobeDirs, "/", "/*"))},
+		under(modulesLoadDirs, "/", "/*"), under(modprobeDirs, "/", "/*"),
+		rdmaModuleFiles(), under(systemUnitDirs, "/"+rdmaLoadUnit))},
 	// nccl_config before libraries: the login LD_LIBRARY_PATH and
 	// NCCL_NET_PLUGIN decide where NCCL finds its net plugin.
 	{name: "nccl_config", run: collectNCCLConfig, reads: []string{"/etc/environment", "/etc/nccl.conf", "/etc/profile.d/", "/etc/profile.d/*"}},

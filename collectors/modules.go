@@ -109,6 +109,7 @@ func collectModules(c *collection) {
 		}
 		configure(file, mods)
 	}
+	collectRDMAModules(c, configure)
 	collectModprobeD(c)
 }
 

@@ -1,6 +1,7 @@
 package collectors
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,8 +124,8 @@ func TestRealContainerdPackage(t *testing.T) {
 // The rdma collector reads /sys/class/infiniband and /dev/infiniband only,
 // so with no device the RDMA facts are empty. /etc/rdma/modules/*.conf
 // are loaded by rdma-load-modules@.service (systemd-modules-load FILE)
-// when udev finds hardware of their class, not at boot: not "configured"
-// modules, and read by no collector; they parse as modules-load.d files.
+// when udev finds hardware of their class (udev.md): each uncommented line
+// is a module configured to load, cited at its line.
 func TestRealRDMACorePackage(t *testing.T) {
 	root, pkgs := debroot.Root(t, "rdma-core")
 	t.Logf("rdma-core %s", pkgs[0].Version)
@@ -143,8 +144,8 @@ func TestRealRDMACorePackage(t *testing.T) {
 	if at := snap.Sources["modules.install.ib_qib"]; at.File != "/"+truescale || at.Line != line {
 		t.Errorf("ib_qib install from %+v, want /%s:%d", at, truescale, line)
 	}
-	if len(snap.Modules.Blacklisted) != 0 || len(snap.Modules.Configured) != 0 {
-		t.Errorf("blacklisted %v, configured %v: rdma-core ships neither", snap.Modules.Blacklisted, snap.Modules.Configured)
+	if len(snap.Modules.Blacklisted) != 0 {
+		t.Errorf("blacklisted %v: rdma-core blacklists nothing", snap.Modules.Blacklisted)
 	}
 	if len(snap.RDMA.Devices) != 0 || len(snap.RDMA.DevFiles) != 0 {
 		t.Errorf("no device, yet %+v", snap.RDMA)
@@ -155,6 +156,8 @@ func TestRealRDMACorePackage(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no /etc/rdma/modules files (%v)", err)
 	}
+	// Glob sorts by name, as the collector reads the lists.
+	configured, firstAt := map[string]bool{}, map[string]string{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -174,6 +177,24 @@ func TestRealRDMACorePackage(t *testing.T) {
 		}
 		if !cmp.Equal(got, want) {
 			t.Errorf("%s: modules %v, want %v", filepath.Base(f), got, want)
+		}
+		for i, l := range confFileLines(data) {
+			if !uncommented.MatchString(l) {
+				continue
+			}
+			m := strings.ReplaceAll(l, "-", "_")
+			configured[m] = true
+			if _, ok := firstAt[m]; !ok {
+				firstAt[m] = fmt.Sprintf("/etc/rdma/modules/%s:%d", filepath.Base(f), i+1)
+			}
+		}
+	}
+	if diff := cmp.Diff(configured, snap.Modules.Configured); diff != "" {
+		t.Errorf("configured (-want +got):\n%s", diff)
+	}
+	for m, at := range firstAt {
+		if got := snap.Sources["modules.configured."+m].String(); got != at {
+			t.Errorf("%s configured from %q, want %q", m, got, at)
 		}
 	}
 }
@@ -252,5 +273,53 @@ func TestRealPackagesTogether(t *testing.T) {
 	}
 	if _, ok := snap.Modules.Install["ib_qib"]; !ok {
 		t.Errorf("no ib_qib install line in %+v", snap.Modules.Install)
+	}
+}
+
+// TestRealRDMACoreModuleLists: a module an admin adds to rdma-core's
+// /etc/rdma/modules/rdma.conf (loaded on any RDMA device, rdma-hw.target)
+// counts as configured to load, cited at its line; a line naming no
+// module is skipped as systemd-modules-load skips it. A list by another
+// name, or the lists with rdma-load-modules@.service masked, load nothing.
+func TestRealRDMACoreModuleLists(t *testing.T) {
+	root, _ := debroot.Root(t, "rdma-core")
+	const list = "etc/rdma/modules/rdma.conf"
+	data, err := os.ReadFile(filepath.Join(root, list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := len(confFileLines(data))
+	writeFile(t, root, list, string(data)+"nvidia-peermem\nnv_peer_mem force=1\n")
+	writeFile(t, root, "etc/rdma/modules/local.conf", "nv_peer_mem\n")
+
+	snap := realpkgCollect(t, root)
+	if !snap.Modules.Configured["nvidia_peermem"] {
+		t.Errorf("nvidia_peermem in %s not configured: %v", list, snap.Modules.Configured)
+	}
+	if got, want := snap.Sources["modules.configured.nvidia_peermem"].String(), fmt.Sprintf("/%s:%d", list, lines+1); got != want {
+		t.Errorf("nvidia_peermem configured from %q, want %q", got, want)
+	}
+	if snap.Modules.Configured["nv_peer_mem"] {
+		t.Error("nv_peer_mem configured: its line names no module, and local.conf is no list rdma-core loads")
+	}
+	var skipped []string
+	for _, e := range snap.Errors {
+		if e.Collector == "modules" && e.Path != procModules {
+			skipped = append(skipped, fmt.Sprintf("%s skipped=%v", e.Path, e.Skipped))
+		}
+	}
+	if want := []string{"/" + list + " skipped=true"}; !cmp.Equal(skipped, want) {
+		t.Errorf("modules errors %q, want %q", skipped, want)
+	}
+
+	if err := os.MkdirAll(filepath.Join(root, "etc/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/rdma-load-modules@.service")); err != nil {
+		t.Fatal(err)
+	}
+	snap = realpkgCollect(t, root)
+	if len(snap.Modules.Configured) != 0 {
+		t.Errorf("loader masked, yet configured %v", snap.Modules.Configured)
 	}
 }

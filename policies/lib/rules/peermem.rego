@@ -7,8 +7,9 @@ loaded(m) if m in input.modules.loaded
 
 configured(m) if input.modules.configured[m]
 
-# Set to load at boot: listed in modules-load.d (or /etc/modules) and not
-# blocked by modprobe.d. systemd-modules-load probes with kmod's
+# Set to load at boot: listed in modules-load.d (or /etc/modules, or
+# rdma-core's /etc/rdma/modules lists, loaded by systemd-modules-load once
+# RDMA hardware appears) and not blocked by modprobe.d. systemd-modules-load probes with kmod's
 # KMOD_PROBE_APPLY_BLACKLIST, so a "blacklist" line stops it; an install
 # command that is true or false runs instead of loading the module.
 boot_loads(m) if {
@@ -344,10 +345,10 @@ gpudirect_path_missing contains f if {
 # METADATA
 # title: nvidia-peermem configured to load but not loaded
 # description: >-
-#   modules-load.d (or /etc/modules) lists nvidia_peermem and modprobe.d does
-#   not block it, yet the running host has not loaded it: typically the
-#   module was loaded before the nvidia driver or the RDMA core it depends on
-#   and failed, and nothing retried. GPUDirect RDMA is then silently off. High
+#   modules-load.d (or /etc/modules, or rdma-core's /etc/rdma/modules lists)
+#   lists nvidia_peermem and modprobe.d does not block it, yet the running
+#   host has not loaded it: typically the module was loaded before the
+#   nvidia driver or the RDMA core it depends on and failed, and nothing retried. GPUDirect RDMA is then silently off. High
 #   when DMA-BUF cannot replace it (the prerequisites of
 #   gpudirect-path-missing), else medium. Live hosts only: a rendered
 #   configuration has no running modules.
