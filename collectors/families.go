@@ -36,7 +36,8 @@ func (f family) writes() []string { return snapshot.FamilyWrites(f.name) }
 // (logind's default depends on the OS, IOMMU passthrough on the cmdline).
 var families = []family{
 	{name: "os", run: collectOS, reads: osReleaseFiles},
-	{name: "kernel", run: collectKernel, reads: []string{"/proc/sys/kernel/arch", "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version"}},
+	// An image's installed kernels: /boot and /lib/modules listed.
+	{name: "kernel", run: collectKernel, reads: []string{"/proc/sys/kernel/arch", "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version", bootDir + "/", modulesRoot + "/"}},
 	{name: "boot", run: collectBoot, reads: slices.Concat(
 		[]string{procCmdline, grubDefaultFile, grubDefaultDir + "/", grubDefaultDir + "/*", blsEntriesDir + "/", blsEntriesDir + "/*",
 			grubenvFile, debianGrubenvFile, efiDir + "/", efiDir + "/*/grub.cfg", efivarsDir + "/Loader*"},

@@ -7,6 +7,11 @@ import "strings"
 var releaseArchSuffixes = []string{"x86_64", "aarch64", "ppc64le", "s390x", "i686", "riscv64"}
 
 func collectKernel(c *collection) {
+	if c.snap.Source.Image {
+		// No kernel runs: the installed ones are what applies.
+		collectInstalledKernels(c)
+		return
+	}
 	k := &c.snap.Kernel
 	set := func(fact, name string, dst *string) bool {
 		v, ok := c.readTrimmed("kernel", name)

@@ -165,3 +165,68 @@ func TestImageOnlyForLocalRoots(t *testing.T) {
 		t.Errorf("no error for the missing /proc/modules of a live host: %+v", snap.Errors)
 	}
 }
+
+// TestRealDebianImageInstalledKernels: an image runs no kernel, so the
+// installed ones stand in. Each is laid out as Debian's linux-image-<release>
+// package installs it (/boot/vmlinuz-<release>, config-, System.map-, and
+// /lib/modules/<release>/ with kernel/, modules.order, modules.builtin);
+// the package itself (tens of MiB) is not fetched. 6.1.0-9 is older than
+// 6.1.0-18 by version order (sort -V, which grub-mkconfig's 10_linux sorts
+// with), though newer as a string; a backports 6.5 kernel was removed and
+// its DKMS modules left, with no kernel image to boot. The image boots
+// 6.1.0-18, whose memlock default is 8 MiB (since Linux 5.16, MLOCK_LIMIT
+// in include/uapi/linux/resource.h): an unset limit meets a 1 MiB minimum,
+// which the fallback to the old kernels' 64 KiB reported as too low.
+func TestRealDebianImageInstalledKernels(t *testing.T) {
+	root, _ := debroot.DebianImage(t, "gpu-image")
+	files := map[string]string{"lib/modules/6.5.0-0.deb12.4-amd64/updates/dkms/nvidia-peermem.ko": "\x7fELF"}
+	for _, r := range []string{"6.1.0-9-amd64", "6.1.0-18-amd64"} {
+		for name, text := range map[string]string{
+			"boot/vmlinuz-" + r:                             "MZ",
+			"boot/config-" + r:                              "CONFIG_64BIT=y\n",
+			"boot/System.map-" + r:                          "ffffffff81000000 T _text\n",
+			"lib/modules/" + r + "/modules.order":           "kernel/fs/ext4/ext4.ko\n",
+			"lib/modules/" + r + "/modules.builtin":         "kernel/fs/proc/proc.ko\n",
+			"lib/modules/" + r + "/kernel/fs/ext4/ext4.ko":  "\x7fELF",
+			"lib/modules/" + r + "/modules.builtin.modinfo": "",
+		} {
+			files[name] = text
+		}
+	}
+	for name, text := range files {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, root, name, text)
+	}
+	snap := realpkgCollect(t, root)
+	if !snap.Source.Image {
+		t.Fatal("not collected as an image")
+	}
+	realpkgNoErrors(t, snap)
+	if want := []string{"6.1.0-9-amd64", "6.1.0-18-amd64", "6.5.0-0.deb12.4-amd64"}; !slices.Equal(snap.Kernel.Installed, want) {
+		t.Errorf("installed %q, want %q", snap.Kernel.Installed, want)
+	}
+	if snap.Kernel.BootRelease != "6.1.0-18-amd64" || snap.Kernel.Release != "" {
+		t.Errorf("boot release %q (running %q), want 6.1.0-18-amd64 and no running kernel", snap.Kernel.BootRelease, snap.Kernel.Release)
+	}
+	if got, want := snap.Sources["kernel.boot_release"].String(), "/boot/vmlinuz-6.1.0-18-amd64, /lib/modules/6.1.0-18-amd64"; got != want {
+		t.Errorf("boot release from %q, want %q", got, want)
+	}
+	if got := snap.Sources["kernel.installed"].String(); !strings.Contains(got, "/lib/modules/6.5.0-0.deb12.4-amd64") || !strings.HasPrefix(got, "/boot/vmlinuz-6.1.0-9-amd64") {
+		t.Errorf("installed from %q", got)
+	}
+
+	if fs := evalRules(t, snap, map[string]any{"memlock_min_kb": 1024}, "memlock-too-low"); len(fs) != 0 {
+		t.Errorf("memlock-too-low for an unset limit under Linux 6.1's 8 MiB default, minimum 1 MiB: %+v", fs)
+	}
+	fs := evalRules(t, snap, map[string]any{"memlock_min_kb": 16384}, "memlock-too-low")
+	if len(fs) != 2 {
+		t.Fatalf("memlock-too-low, minimum 16 MiB: %d findings, want soft and hard", len(fs))
+	}
+	for _, f := range fs {
+		if !strings.Contains(f.Message, "kernel default 8192 KiB") {
+			t.Errorf("message %q, want Linux 6.1's default", f.Message)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func (c *coverage) runs(r *Rule) bool {
 		if c.unread != "" {
 			return false
 		}
-		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) && !(c.image && snapshot.IsRunningState(s)) {
+		if _, ok := c.doc[s]; !ok && !snapshot.SectionOmitted(s) && !(c.image && snapshot.ImageMayLack(s)) {
 			return false
 		}
 	}

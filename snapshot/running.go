@@ -11,7 +11,10 @@ var RunningState = []string{
 	"boot.running",
 	"sysctl.running",
 	"sysctl.missing",
-	"kernel",
+	// kernel.installed and kernel.boot_release are read from an image's files.
+	"kernel.release",
+	"kernel.version",
+	"kernel.arch",
 	"nvidia.present",
 	"nvidia.driver_version",
 	"nvidia.flavor",
@@ -40,6 +43,13 @@ func IsRunningState(path string) bool {
 		}
 	}
 	return false
+}
+
+// ImageMayLack reports whether an image's snapshot may lack section: it is
+// running state, or was wholly running state in files written before
+// kernel.installed (kernel).
+func ImageMayLack(section string) bool {
+	return IsRunningState(section) || section == "kernel"
 }
 
 func coversPath(pattern, path []string) bool {

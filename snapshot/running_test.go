@@ -25,6 +25,9 @@ func TestRunningStatePathsExist(t *testing.T) {
 		"nvidia.fabric_manager":              false,
 		"modules.loaded":                     true,
 		"source.image":                       false,
+		"kernel.release":                     true,
+		"kernel.installed":                   false,
+		"kernel.boot_release":                false,
 	} {
 		if got := IsRunningState(path); got != want {
 			t.Errorf("IsRunningState(%s) = %v, want %v", path, got, want)
@@ -39,6 +42,7 @@ func TestImageSnapshotLeavesRunningStateOut(t *testing.T) {
 	s.Source = Origin{Kind: "local", Root: "/img", Image: true}
 	s.Services.Units = map[string]ServiceUnit{"slurmd.service": {File: "/lib/systemd/system/slurmd.service", RunningPID: 7}}
 	s.Sysctl.Configured = map[string]string{"kernel.pid_max": "4194304"}
+	s.Kernel = Kernel{Release: "6.1.0-18-amd64", Installed: []string{"5.10.0-28-amd64", "6.1.0-18-amd64"}, BootRelease: "6.1.0-18-amd64"}
 	s.Normalize()
 	var buf bytes.Buffer
 	if err := Encode(&buf, s); err != nil {
@@ -55,12 +59,13 @@ func TestImageSnapshotLeavesRunningStateOut(t *testing.T) {
 	if d := cmp.Diff(fromFile, doc); d != "" {
 		t.Errorf("document differs from the file (-file +document):\n%s", d)
 	}
-	for _, p := range []string{"boot.running", "sysctl.running", "sysctl.missing", "memory", "kernel", "modules.loaded", "nvidia.gpus", "services.units.slurmd.service.running_pid"} {
+	for _, p := range []string{"boot.running", "sysctl.running", "sysctl.missing", "memory", "kernel.release", "kernel.version", "kernel.arch", "modules.loaded", "nvidia.gpus", "services.units.slurmd.service.running_pid"} {
 		if v, ok := Lookup(doc, p); ok {
 			t.Errorf("%s written for an image: %v", p, v)
 		}
 	}
-	for _, p := range []string{"sysctl.configured.kernel.pid_max", "services.units.slurmd.service.file", "source.image", "boot.configured"} {
+	// An image's installed kernels are files of it, not running state.
+	for _, p := range []string{"sysctl.configured.kernel.pid_max", "services.units.slurmd.service.file", "source.image", "boot.configured", "kernel.installed", "kernel.boot_release"} {
 		if _, ok := Lookup(doc, p); !ok {
 			t.Errorf("%s left out", p)
 		}

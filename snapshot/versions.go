@@ -18,6 +18,15 @@ type Kernel struct {
 	// Linux 6.1; older kernels take it from an arch-suffixed release
 	// (5.14.0-427.el9_4.x86_64) or the NVIDIA module banner, else "".
 	Arch string `json:"arch"`
+	// Installed are the kernels installed in an offline image, which runs
+	// none (/lib/modules/<release>, /boot/vmlinuz-<release>), in version
+	// order; not collected on a running host.
+	Installed []string `json:"installed,omitempty"`
+	// BootRelease is the one of Installed the image boots: the newest by
+	// version order that has a kernel image, as the boot loader's default
+	// usually is. Rules that depend on the kernel read it where Release is
+	// absent.
+	BootRelease string `json:"boot_release,omitempty"`
 }
 
 // OSRelease is /etc/os-release (falling back to /usr/lib/os-release).

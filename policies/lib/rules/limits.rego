@@ -15,9 +15,15 @@ memlock_domains := {"*"} | {u |
 	input.limits.effective[u]
 }
 
+# The kernel that applies: the running one, or on an offline image the one
+# it boots.
+kernel_release := input.kernel.release
+
+kernel_release := input.kernel.boot_release if not input.kernel.release
+
 # Without a memlock line the kernel default applies: 8 MiB since Linux 5.16
-# (MLOCK_LIMIT), 64 KiB before.
-kernel_default_kb := 8192 if not version.less(input.kernel.release, "5.16")
+# (MLOCK_LIMIT), 64 KiB before or when the kernel is unknown.
+kernel_default_kb := 8192 if not version.less(kernel_release, "5.16")
 
 else := 64
 
@@ -58,7 +64,8 @@ limit_text(v) := v if v != ""
 #   fleet's job user (param job_user), is below param memlock_min_kb. RDMA
 #   verbs pin every registered buffer against RLIMIT_MEMLOCK: ibv_reg_mr and
 #   ibv_create_cq fail with ENOMEM and NCCL falls back or aborts. An unset
-#   limit is the kernel default (8 MiB since Linux 5.16, 64 KiB before). The
+#   limit is the kernel default (8 MiB since Linux 5.16, 64 KiB before; on
+#   an offline image, of the kernel it boots: the newest installed). The
 #   default minimum is unlimited, from NCCL's own troubleshooting guide, which
 #   gives "the solution is to remove the user limits on registering pinned
 #   memory" with "* soft/hard memlock unlimited" (networking_troubleshooting.rst,
@@ -86,6 +93,7 @@ limit_text(v) := v if v != ""
 #   facts:
 #   - limits.effective
 #   - kernel.release
+#   - kernel.boot_release
 memlock_too_low contains f if {
 	some domain in memlock_domains
 	some kind in ["soft", "hard"]

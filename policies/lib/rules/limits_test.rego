@@ -90,3 +90,11 @@ test_stack_fix_sets_a_finite_soft_limit_for_that_domain if {
 	[f] := [f | some f in limits.stack_unlimited with input as h]
 	f.fix == {"kind": "limits", "set": {"domain": "@hpc", "type": "soft", "item": "stack", "value": "8192"}}
 }
+
+# An offline image runs no kernel: the default is that of the one it boots.
+test_unset_on_an_image_is_the_boot_kernels_default if {
+	h := {"source": {"image": true}, "limits": {"effective": {"*": {}}}, "kernel": {"installed": ["5.10.0-28-amd64", "6.1.0-18-amd64"], "boot_release": "6.1.0-18-amd64"}}
+	count(limits.memlock_too_low) == 0 with input as h with data.fleetaudit.params as {"memlock_min_kb": 8192}
+	some f in limits.memlock_too_low with input as h
+	f.msg == "memlock soft limit for * is unset (kernel default 8192 KiB), below the fleet's minimum unlimited"
+}

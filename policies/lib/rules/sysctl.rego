@@ -116,6 +116,7 @@ somaxconn_low contains f if {
 #   facts:
 #   - sysctl.configured.net.ipv4.tcp_tw_recycle
 #   - kernel.release
+#   - kernel.boot_release
 tcp_tw_recycle contains f if {
 	v := input.sysctl.configured["net.ipv4.tcp_tw_recycle"]
 	v != "0"
@@ -123,7 +124,7 @@ tcp_tw_recycle contains f if {
 	f := object.union(
 		{
 			"msg": tw_message(v, stale),
-			"evidence": ["sysctl.configured.net.ipv4.tcp_tw_recycle", "kernel.release"],
+			"evidence": ["sysctl.configured.net.ipv4.tcp_tw_recycle", kernel_fact],
 			"severity": tw_severity(stale),
 		},
 		tw_fix(stale),
@@ -137,8 +138,21 @@ tw_fix(false) := {"fix": {"kind": "sysctl", "set": {"net.ipv4.tcp_tw_recycle": "
 
 tw_fix(true) := {}
 
+# The kernel that applies: the running one, or on an offline image the one
+# it boots.
+kernel_release := input.kernel.release
+
+kernel_release := input.kernel.boot_release if not input.kernel.release
+
+kernel_fact := "kernel.boot_release" if {
+	not input.kernel.release
+	input.kernel.boot_release
+}
+
+else := "kernel.release"
+
 # Linux 4.12 removed the knob; an unknown kernel counts as a newer one.
-knob_removed := false if version.less(input.kernel.release, "4.12")
+knob_removed := false if version.less(kernel_release, "4.12")
 
 else := true
 

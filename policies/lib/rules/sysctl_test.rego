@@ -94,3 +94,11 @@ test_tcp_tw_recycle_fix_only_where_the_knob_exists if {
 	[g] := [g | some g in sysctl.tcp_tw_recycle with input as host({}, {"net.ipv4.tcp_tw_recycle": "1"})]
 	not g.fix
 }
+
+# An offline image: the kernel it boots decides, and is cited.
+test_tcp_tw_recycle_on_an_image_boot_kernel if {
+	h := {"source": {"kind": "local", "image": true}, "kernel": {"boot_release": "4.9.0-19-amd64"}, "sysctl": {"configured": {"net.ipv4.tcp_tw_recycle": "1"}}}
+	[f] := [f | some f in sysctl.tcp_tw_recycle with input as h]
+	f.severity == "high"
+	f.evidence == ["sysctl.configured.net.ipv4.tcp_tw_recycle", "kernel.boot_release"]
+}
