@@ -2,7 +2,9 @@ package collectors
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -22,5 +24,31 @@ func BenchmarkCollectFixtureRoot(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCollectManyProcesses is the gpu-node fixture with 2,000
+// processes in /proc, as a busy training node runs: what the /proc scan
+// costs per host.
+func BenchmarkCollectManyProcesses(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtureHosts, "gpu-node"))); err != nil {
+		b.Fatal(err)
+	}
+	for pid := 10000; pid < 12000; pid++ {
+		p := filepath.Join(dir, "proc", strconv.Itoa(pid))
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "comm"), []byte("python3\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	opts := fixtureOptions("gpu-node")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Collect(context.Background(), Target{Files: Dir(dir)}, opts); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
