@@ -25,7 +25,7 @@ var versionCollectors = map[string]bool{"os": true, "kernel": true, "nvidia": tr
 func versionFactsOf(s *snapshot.Snapshot) versionFacts {
 	f := versionFacts{Kernel: s.Kernel, OS: s.OS, NVIDIA: s.NVIDIA, Modules: s.Modules, Libraries: s.Libraries, Sources: map[string]string{}}
 	f.NVIDIA.Persistenced = false // the processes collector's
-	f.Kernel.Installed = nil // an image's only (TestRealDebianImageInstalledKernels)
+	f.Kernel.Installed = nil      // an image's only (TestRealDebianImageInstalledKernels)
 	// NCCL net plugins and libibverbs have their own test (TestCollectLibraries)
 	// and the goldens; these wants pin NCCL and CUDA.
 	f.Libraries.NCCLNet, f.Libraries.Verbs = nil, nil
