@@ -100,7 +100,7 @@ memlock_too_low contains f if {
 	value := object.get(input.limits.effective, [domain, "memlock", kind], "")
 	below(value)
 	f := {
-		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value), memlock_min]),
+		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value), memlock_value]),
 		"evidence": [sprintf("limits.effective.%s.memlock.%s", [domain, kind])],
 		"fix": {"kind": "limits", "set": {"domain": domain, "type": kind, "item": "memlock", "value": memlock_value}},
 	}

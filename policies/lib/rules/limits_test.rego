@@ -75,6 +75,8 @@ test_memlock_fix_value_is_the_fleet_minimum_as_text if {
 	f.fix == {"kind": "limits", "set": {"domain": "*", "type": "soft", "item": "memlock", "value": "67108864"}}
 	[g] := [g | some g in limits.memlock_too_low] with input as h with data.fleetaudit.params as {"memlock_min_kb": "1048576"}
 	g.fix.set.value == "1048576"
+	f.msg == "memlock soft limit for * is 65536, below the fleet's minimum 67108864"
+	g.msg == "memlock soft limit for * is 65536, below the fleet's minimum 1048576"
 }
 
 test_nofile_fix_raises_the_hard_limit if {
