@@ -29,19 +29,6 @@ func (markdownFormat) Compliance() bool   { return true }
 func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	var out bytes.Buffer
 	s := r.Summary
-	waived := 0
-	if r.Waivers != nil {
-		waived = r.Waivers.Waived
-	}
-	fmt.Fprintf(&out, "### fleetaudit audit: %d %s (%s)", s.Findings, plural(s.Findings, "finding", "findings"), countLine(s.BySeverity))
-	if waived > 0 {
-		fmt.Fprintf(&out, ", %d waived", waived)
-	}
-	fmt.Fprintf(&out, "\n\n%d %s audited", s.Audited, plural(s.Audited, "host", "hosts"))
-	if s.Unread > 0 {
-		fmt.Fprintf(&out, ", %d not read", s.Unread)
-	}
-	out.WriteString(".\n\n| Fleet | Hosts | Critical | High | Medium | Low | Info | Waived |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	names := slices.Sorted(maps.Keys(s.Fleets))
 	mode := groupMode(opts.GroupBy, s.Hosts)
 	// Findings stream (audit.Result.All): each fleet keeps its counts and
@@ -56,6 +43,36 @@ func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 		}
 		sec.add(f, shared, mode)
 	}
+	// The title counts as the table does: open findings by severity, the
+	// waived apart.
+	var total findingCounts
+	for _, name := range names {
+		sec := sections[name]
+		if sec == nil {
+			continue
+		}
+		total.n += sec.n
+		total.waived += sec.waived
+		for sev, n := range sec.unwaived {
+			if total.unwaived == nil {
+				total.unwaived = map[string]int{}
+			}
+			total.unwaived[sev] += n
+		}
+	}
+	if open := total.n - total.waived; open > 0 {
+		fmt.Fprintf(&out, "### fleetaudit audit: %d open %s (%s)", open, plural(open, "finding", "findings"), countLine(total.unwaived))
+	} else {
+		out.WriteString("### fleetaudit audit: no open findings")
+	}
+	if total.waived > 0 {
+		fmt.Fprintf(&out, ", %d waived", total.waived)
+	}
+	fmt.Fprintf(&out, "\n\n%d %s audited", s.Audited, plural(s.Audited, "host", "hosts"))
+	if s.Unread > 0 {
+		fmt.Fprintf(&out, ", %d not read", s.Unread)
+	}
+	out.WriteString(".\n\n| Fleet | Hosts | Critical | High | Medium | Low | Info | Waived |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, name := range names {
 		sec := sections[name]
 		if sec == nil {
