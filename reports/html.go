@@ -268,23 +268,25 @@ var palette = []struct{ color, dash string }{
 	{"#d35400", "4 4"}, {"#16a085", "1 2"}, {"#7f6000", "10 4"}, {"#555555", "3 2 1 2"},
 }
 
+// chartRun is one run on the trend chart.
+type chartRun struct {
+	id string
+	at time.Time
+}
+
 // trendChart plots each fleet's pass rate over the runs, oldest left. The
 // x axis is the run order (runs are not evenly spaced in time; the labels
 // give the dates).
 func trendChart(points []TrendPoint) chartView {
 	cv := chartView{Width: 720, Height: 260, Left: 48, Right: 170, Top: 16, Bottom: 40}
-	type runKey struct {
-		id string
-		at time.Time
-	}
-	var runs []runKey
+	var runs []chartRun
 	for _, p := range points {
-		k := runKey{p.Run, p.At}
+		k := chartRun{p.Run, p.At}
 		if !slices.Contains(runs, k) {
 			runs = append(runs, k)
 		}
 	}
-	slices.SortStableFunc(runs, func(a, b runKey) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(runs, func(a, b chartRun) int { return a.at.Compare(b.at) })
 	cv.Runs = len(runs)
 	fleets := map[string]bool{}
 	for _, p := range points {
@@ -306,19 +308,17 @@ func trendChart(points []TrendPoint) chartView {
 		cv.YLabels = append(cv.YLabels, chartLabel{X: fmt.Sprint(cv.Left - 6), Y: fmt.Sprintf("%.1f", y(pct)), Text: fmt.Sprintf("%.0f%%", pct*100)})
 	}
 	step := max(1, len(runs)/6)
-	for i, r := range runs {
+	labels := runLabels(runs)
+	for i := range runs {
 		if i%step != 0 && i != len(runs)-1 {
 			continue
 		}
-		label := r.at.UTC().Format("01-02 15:04")
-		if r.at.IsZero() {
-			label = cmp.Or(r.id, "this run")
-		}
+		label := labels[i]
 		cv.XLabels = append(cv.XLabels, chartLabel{X: fmt.Sprintf("%.1f", x(i)), Y: fmt.Sprint(cv.Height - cv.Bottom + 18), Text: label})
 	}
 	byFleet := map[string]map[int]TrendPoint{}
 	for _, p := range points {
-		i := slices.Index(runs, runKey{p.Run, p.At})
+		i := slices.Index(runs, chartRun{p.Run, p.At})
 		if byFleet[p.Fleet] == nil {
 			byFleet[p.Fleet] = map[int]TrendPoint{}
 		}
@@ -348,4 +348,42 @@ func trendChart(points []TrendPoint) chartView {
 		cv.Summary = fmt.Sprintf("Pass rate of each fleet's checks over %d recorded runs.", len(runs))
 	}
 	return cv
+}
+
+// runLabels names each run on the chart's x axis by its time to the
+// minute; runs that would share a label get the seconds, then their ids,
+// so no label stands for two runs.
+func runLabels(runs []chartRun) []string {
+	labels := make([]string, len(runs))
+	for i, r := range runs {
+		labels[i] = r.at.UTC().Format("01-02 15:04")
+		if r.at.IsZero() {
+			labels[i] = cmp.Or(r.id, "this run")
+		}
+	}
+	for _, more := range []func(r chartRun) string{
+		func(r chartRun) string {
+			if r.at.IsZero() {
+				return ""
+			}
+			return r.at.UTC().Format(":05")
+		},
+		func(r chartRun) string {
+			if r.id == "" {
+				return ""
+			}
+			return " #" + r.id
+		},
+	} {
+		n := map[string]int{}
+		for _, l := range labels {
+			n[l]++
+		}
+		for i, r := range runs {
+			if n[labels[i]] > 1 {
+				labels[i] += more(r)
+			}
+		}
+	}
+	return labels
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The Markdown title and its fleet table count alike: the title's open
@@ -51,5 +52,32 @@ func TestMarkdownTitleCountsWaivedAsTheTable(t *testing.T) {
 	}
 	if table["waived"] == 0 {
 		t.Fatal("the example has no waived finding: the test needs one")
+	}
+}
+
+// Runs recorded in the same minute get distinct labels on the trend
+// chart: the seconds, then the run's id when those agree too.
+func TestReportTrendLabelsRunsOfOneMinuteApart(t *testing.T) {
+	res, cat := exampleAudit(t)
+	at := time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)
+	var prior []TrendPoint
+	for _, p := range []struct {
+		run string
+		at  time.Time
+	}{{"6", at.Add(-time.Hour)}, {"7", at}, {"8", at.Add(35 * time.Second)}} {
+		prior = append(prior, TrendPoint{Run: p.run, At: p.at, Fleet: "gpu-training", Checks: 10, Failing: 1})
+	}
+	var out bytes.Buffer
+	opts := Options{Catalog: cat, Run: RunInfo{ID: "9", At: at.Add(35 * time.Second)}, Trend: prior}
+	if err := (htmlFormat{}).Render(&out, res, opts); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`<text x="[0-9.]+" y="[0-9.]+" text-anchor="middle">([^<]*)</text>`).FindAllStringSubmatch(out.String(), -1) {
+		got = append(got, m[1])
+	}
+	want := []string{"12-01 09:00", "12-01 10:00:05", "12-01 10:00:40 #8", "12-01 10:00:40 #9"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("x labels %q, want %q", got, want)
 	}
 }
