@@ -36,6 +36,11 @@ type Compliance struct {
 	// Trend are one point per fleet per run, oldest run first, the current
 	// run included (NewCompliance adds it).
 	Trend []TrendPoint `json:"trend"`
+	// Changes are what changed since the previous recorded run; nil
+	// without a store, or for its first run.
+	Changes *Changes `json:"changes,omitempty"`
+	// Seen is when each open finding was first seen; nil without a store.
+	Seen Seen `json:"-"`
 }
 
 // RunInfo names the run a report is about.

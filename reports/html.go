@@ -55,7 +55,9 @@ func (htmlFormat) NeedsCatalog() bool { return true }
 func (htmlFormat) Compliance() bool   { return true }
 
 func (htmlFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
-	return RenderHTML(w, NewCompliance(r, opts.Catalog, opts.Run, opts.Trend))
+	c := NewCompliance(r, opts.Catalog, opts.Run, opts.Trend)
+	c.Changes, c.Seen = opts.Changes, opts.Seen
+	return RenderHTML(w, c)
 }
 
 // htmlGate renders a gate as a compliance report of head: each fleet's
@@ -126,6 +128,40 @@ type htmlView struct {
 	Waived   int
 	Notices  []string
 	Findings int
+	Changes  *changesView
+}
+
+// changesView is the "changed since the previous run" section.
+type changesView struct {
+	Previous                   string
+	Summary                    string
+	Caveats                    []string
+	New, Resolved              []changeGroup
+	MoreNew, MoreResolved      int
+	Facts                      []factGroup
+	MoreFacts                  int
+	Added, Gone                []string
+}
+
+func newChangesView(c *Changes) *changesView {
+	if c == nil {
+		return nil
+	}
+	v := &changesView{Previous: previousLabel(c.Previous), Summary: c.summary(), Caveats: c.caveats(),
+		New: changeGroups(c.New), Resolved: changeGroups(c.Resolved), Facts: factGroups(c.Facts),
+		Added: hostLines(c.Added), Gone: hostLines(c.Gone)}
+	v.New, v.MoreNew = capRows(v.New, changeFindingRows)
+	v.Resolved, v.MoreResolved = capRows(v.Resolved, changeFindingRows)
+	v.Facts, v.MoreFacts = capRows(v.Facts, changeFactRows)
+	return v
+}
+
+// capRows keeps the first n rows and says how many it left out.
+func capRows[T any](rows []T, n int) ([]T, int) {
+	if len(rows) <= n {
+		return rows, 0
+	}
+	return rows[:n], len(rows) - n
 }
 
 type fleetRate struct {
@@ -144,6 +180,8 @@ type hazardView struct {
 	Values                       []string
 	Sources                      []string
 	Remediation                  string
+	// OpenFor is how long the group's oldest finding has been open.
+	OpenFor string
 }
 
 // RenderHTML writes the compliance report for c.
@@ -170,7 +208,10 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 		}
 	}
 	v.Chart = trendChart(c.Trend)
-	v.Hazards = topHazards(c.Findings, 10)
+	v.Hazards = topHazards(c.Findings, 10, c.Seen, c.Run)
+	if !c.Gate {
+		v.Changes = newChangesView(c.Changes)
+	}
 	v.Notices = waiverNotices(c.Waivers)
 	var buf bytes.Buffer
 	if err := htmlTmpl.Execute(&buf, v); err != nil {
@@ -184,9 +225,10 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 
 // topHazards are the worst unwaived rule × fleet groups: most severe, then
 // most hosts.
-func topHazards(findings []policies.Finding, n int) []hazardView {
+func topHazards(findings []policies.Finding, n int, seen Seen, run RunInfo) []hazardView {
 	type key struct{ fleet, rule string }
 	groups := map[key]*ruleGroup{}
+	members := map[key][]*policies.Finding{}
 	var order []key
 	remediation := map[key]string{}
 	for i := range findings {
@@ -201,6 +243,9 @@ func topHazards(findings []policies.Finding, n int) []hazardView {
 				remediation[k] = f.Remediation
 			}
 			g.add(f, nil)
+			if seen != nil {
+				members[k] = append(members[k], f)
+			}
 		}
 	}
 	var out []hazardView
@@ -208,6 +253,9 @@ func topHazards(findings []policies.Finding, n int) []hazardView {
 		g := groups[k]
 		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: g.Hosts.Len(),
 			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k]}
+		if fs, ok := seen.oldest(members[k]); ok {
+			h.OpenFor = openForGroup(fs, run)
+		}
 		srcs := g.sourceCounts()
 		for i, s := range srcs {
 			if i == 4 {
@@ -386,4 +434,18 @@ func runLabels(runs []chartRun) []string {
 		}
 	}
 	return labels
+}
+
+// openForGroup says how long a group's oldest finding has been open:
+// "open 23 days, since run 3 (2026-11-14 02:00 UTC)", or "new in this run".
+func openForGroup(fs FirstSeen, run RunInfo) string {
+	text := fs.text(run)
+	if text == "new" {
+		return "new in this run"
+	}
+	since := ", since " + previousLabel(RunInfo{ID: fs.Run, At: fs.At})
+	if fs.AtLeast {
+		since += ", the oldest run read"
+	}
+	return text + since
 }

@@ -2,11 +2,16 @@ package reports
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // The Markdown title and its fleet table count alike: the title's open
@@ -79,5 +84,120 @@ func TestReportTrendLabelsRunsOfOneMinuteApart(t *testing.T) {
 	want := []string{"12-01 09:00", "12-01 10:00:05", "12-01 10:00:40 #8", "12-01 10:00:40 #9"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("x labels %q, want %q", got, want)
+	}
+}
+
+// goldenChanges are what a store would say changed since run-3 in the
+// example fleet: web-serving's THP findings new, a NUMA finding resolved
+// on two hosts, the facts behind them, a host added and one gone.
+func goldenChanges(res *audit.Result) *Changes {
+	c := &Changes{Previous: RunInfo{ID: "run-3", At: goldenNow.AddDate(0, 0, -1)}, Unknown: 2, Unread: 1}
+	for _, f := range res.Findings {
+		if f.Rule == "thp-always" {
+			c.New = append(c.New, f)
+		}
+	}
+	for _, h := range []string{"gpu-a-009", "gpu-a-010"} {
+		c.Resolved = append(c.Resolved, policies.Finding{Rule: "numa-balancing-enabled", Title: "Automatic NUMA balancing on a training host", Severity: "low", Fleet: "gpu-training", Host: h})
+		c.Facts = append(c.Facts, FactChange{Host: h, Fleet: "gpu-training", Fact: "sysctl.running.kernel.numa_balancing", Change: "changed", Before: "1", After: "0", Source: "/proc/sys/kernel/numa_balancing"})
+	}
+	for _, h := range []string{"web-01", "web-02", "web-03", "web-04"} {
+		c.Facts = append(c.Facts, FactChange{Host: h, Fleet: "web-serving", Fact: "thp.enabled", Change: "changed", Before: "madvise", After: "always", Source: "/etc/rc.local:4"})
+	}
+	c.Facts = append(c.Facts, FactChange{Host: "web-02", Fleet: "web-serving", Fact: "sysctl.configured.net.ipv4.tcp_tw_recycle", Change: "added", After: "1", Source: "/etc/sysctl.d/99-legacy.conf:2"})
+	c.Added = []HostRef{{"gpu-k-001", "gpu-training"}}
+	c.Gone = []HostRef{{"gpu-a-009", "gpu-training"}, {"gpu-a-010", "gpu-training"}}
+	return c
+}
+
+// goldenSeen has the example's findings open since run-1, three days
+// back, but for the new ones (THP, fabric manager) and gpu-a-004's, seen
+// since the first run read.
+func goldenSeen(res *audit.Result) Seen {
+	seen := Seen{}
+	for i := range res.Findings {
+		f := &res.Findings[i]
+		fs := FirstSeen{Run: "run-1", At: goldenNow.AddDate(0, 0, -3)}
+		switch {
+		case f.Rule == "thp-always" || f.Rule == "fabric-manager-mismatch":
+			fs = FirstSeen{Run: "run-4", At: goldenNow}
+		case f.Host == "gpu-a-004":
+			fs.AtLeast = true
+		}
+		seen[SeenKey(f)] = fs
+	}
+	return seen
+}
+
+// The compliance report of a recorded run: the example audit with what
+// changed since the previous run and how long each finding has been open.
+func TestReportGolden(t *testing.T) {
+	res, cat := exampleAudit(t)
+	for _, c := range []struct{ file, format, group string }{
+		{"report.html", "html", ""},
+		{"report.md", "markdown", ""},
+		{"report-by-rule.md", "markdown", GroupRule},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			r, err := Get(c.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := goldenOptions(cat)
+			opts.GroupBy = c.group
+			opts.Changes, opts.Seen = goldenChanges(res), goldenSeen(res)
+			var out bytes.Buffer
+			if err := r.Render(&out, res, opts); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, c.file, out.Bytes())
+		})
+	}
+}
+
+// TestReportChangesInChromium opens the report of a recorded run in
+// headless Chromium: the DOM it builds has the changes since the previous
+// run and, per top hazard, how long it has been open.
+func TestReportChangesInChromium(t *testing.T) {
+	bin := chromium(t)
+	res, cat := exampleAudit(t)
+	opts := goldenOptions(cat)
+	opts.Changes, opts.Seen = goldenChanges(res), goldenSeen(res)
+	var out bytes.Buffer
+	if err := (htmlFormat{}).Render(&out, res, opts); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(runChromium(t, bin, "--dump-dom", "file://"+file))
+	count := func(pattern string) int { return len(regexp.MustCompile(pattern).FindAllString(dom, -1)) }
+	for _, c := range []struct {
+		what, pattern string
+		want          int
+	}{
+		{"the section", `<section id="changes">`, 1},
+		{"its summary", `Compared with run run-3 \(2026-05-31 12:00 UTC\): 4 new findings, 2 resolved, 7 facts changed on 6 hosts, 1 host added, 2 gone\.`, 1},
+		{"new THP findings, one row for 4 hosts", `<tr class="change-new" data-rule="thp-always" data-fleet="web-serving" data-hosts="4">.*?web-\[01-04\]`, 1},
+		{"resolved NUMA findings", `<tr class="change-resolved" data-rule="numa-balancing-enabled" data-fleet="gpu-training" data-hosts="2">`, 1},
+		{"facts changed, grouped", `<tr class="change-fact" `, 3},
+		{"the file that changed THP", `<tr class="change-fact" data-fact="thp.enabled" data-hosts="4"><td><code>thp.enabled</code></td><td class="mono">madvise → always</td><td class="mono">/etc/rc.local:4</td>`, 1},
+		{"host added", `<li class="mono change-added">gpu-training: gpu-k-001</li>`, 1},
+		{"hosts gone", `<li class="mono change-gone">gpu-training: gpu-a-\[009-010\]</li>`, 1},
+		{"caveats", `<p class="notice">\d+ (findings?|hosts?) `, 2},
+		{"a hazard open since the first run read", `<div class="hazard" data-rule="hugetlb-cma-on-gpu" data-fleet="gpu-training">(?s:.{0,800}?)<div class="open-for">open 3 days or more, since run run-1 \(2026-05-29 12:00 UTC\), the oldest run read</div>`, 1},
+		{"a hazard open three days", `<div class="hazard" data-rule="driver-version-skew" data-fleet="gpu-training">(?s:.{0,800}?)<div class="open-for">open 3 days, since run run-1`, 1},
+		{"a new hazard", `<div class="hazard" data-rule="fabric-manager-mismatch" data-fleet="gpu-training">(?s:.{0,800}?)<div class="open-for">new in this run</div>`, 1},
+	} {
+		if got := count(c.pattern); got != c.want {
+			t.Errorf("%s: %d matches of %s, want %d", c.what, got, c.pattern, c.want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+	if shot := os.Getenv("FLEETAUDIT_SCREENSHOT"); shot != "" {
+		runChromium(t, bin, "--hide-scrollbars", "--window-size=1200,2400", "--screenshot="+shot, "file://"+file)
 	}
 }

@@ -31,6 +31,11 @@ type Options struct {
 	// Trend are earlier runs' points, oldest first.
 	Run   RunInfo
 	Trend []TrendPoint
+	// Changes are what changed since the previous recorded run, and Seen
+	// when each open finding was first seen, for the compliance formats
+	// (HTML, Markdown); nil without a store.
+	Changes *Changes
+	Seen    Seen
 }
 
 // Renderer writes one audit result in one format.
