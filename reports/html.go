@@ -133,14 +133,14 @@ type htmlView struct {
 
 // changesView is the "changed since the previous run" section.
 type changesView struct {
-	Previous                   string
-	Summary                    string
-	Caveats                    []string
-	New, Resolved              []changeGroup
-	MoreNew, MoreResolved      int
-	Facts                      []factGroup
-	MoreFacts                  int
-	Added, Gone                []string
+	Previous              string
+	Summary               string
+	Caveats               []string
+	New, Resolved         []changeGroup
+	MoreNew, MoreResolved int
+	Facts                 []factGroup
+	MoreFacts             int
+	Added, Gone           []string
 }
 
 func newChangesView(c *Changes) *changesView {
