@@ -73,6 +73,8 @@ type changeGroup struct {
 	Severity, Rule, Title, Fleet string
 	Hosts                        int
 	HostList                     string
+	// Mix are the severities behind Severity ("" when all one).
+	Mix string
 }
 
 func changeGroups(findings []policies.Finding) []changeGroup {
@@ -88,7 +90,7 @@ func changeGroups(findings []policies.Finding) []changeGroup {
 	}
 	out := make([]changeGroup, 0, len(groups))
 	for k, g := range groups {
-		out = append(out, changeGroup{Severity: g.Severity, Rule: k.rule, Title: g.Title, Fleet: k.fleet, Hosts: g.Hosts.Len(), HostList: g.Hosts.fold(6)})
+		out = append(out, changeGroup{Severity: g.Severity, Rule: k.rule, Title: g.Title, Fleet: k.fleet, Hosts: g.Hosts.Len(), HostList: g.Hosts.fold(6), Mix: mixLine(g.Open)})
 	}
 	slices.SortFunc(out, func(a, b changeGroup) int {
 		return cmp.Or(-cmp.Compare(policies.SeverityRank(a.Severity), policies.SeverityRank(b.Severity)),

@@ -78,7 +78,14 @@ type Control struct {
 	// Waived those whose findings are all waived (they count as passing).
 	Failing int `json:"failing"`
 	Waived  int `json:"waived"`
+	// Open counts the failing hosts by the severity of their worst open
+	// finding; Severity is the highest of them when any fail.
+	Open map[string]int `json:"open,omitempty"`
 }
+
+// Mix writes the severities of the failing hosts, "1 critical, 9 high";
+// "" when they are all one.
+func (c Control) Mix() string { return mixLine(c.Open) }
 
 // PassRate is the share of checked hosts without an unwaived finding, 1
 // when none was checked (the report says "not checked" then).
@@ -169,9 +176,13 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	c.Run.Hosts, c.Run.Audited, c.Run.Unread = res.Summary.Hosts, res.Summary.Audited, res.Summary.Unread
 	type hostRule struct{ fleet, host, rule string }
 	failing := map[hostRule]bool{} // host has an unwaived finding of rule
+	worst := map[hostRule]string{}  // the severity of its worst one
 	for _, f := range res.Findings {
 		k := hostRule{f.Fleet, f.Host, f.Rule}
 		failing[k] = failing[k] || f.Waived == nil
+		if w, ok := worst[k]; f.Waived == nil && (!ok || policies.SeverityRank(f.Severity) > policies.SeverityRank(w)) {
+			worst[k] = f.Severity
+		}
 	}
 	type fleetRule struct{ fleet, rule string }
 	skipped := map[fleetRule]int{}
@@ -224,6 +235,10 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 				}
 				if bad {
 					ctl.Failing++
+					if ctl.Open == nil {
+						ctl.Open = map[string]int{}
+					}
+					ctl.Open[worst[k]]++
 				} else {
 					ctl.Waived++
 				}
@@ -234,6 +249,16 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 					ctl.Title = cmp.Or(f.Title, ctl.Title)
 					if policies.SeverityRank(f.Severity) > policies.SeverityRank(ctl.Severity) || ctl.Severity == "" {
 						ctl.Severity = f.Severity
+					}
+				}
+			}
+			if len(ctl.Open) > 0 {
+				// The label is the worst failing host's, not the catalog's
+				// nor a waived finding's.
+				ctl.Severity = ""
+				for sev := range ctl.Open {
+					if ctl.Severity == "" || policies.SeverityRank(sev) > policies.SeverityRank(ctl.Severity) {
+						ctl.Severity = sev
 					}
 				}
 			}

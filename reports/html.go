@@ -182,6 +182,8 @@ type hazardView struct {
 	Remediation                  string
 	// OpenFor is how long the group's oldest finding has been open.
 	OpenFor string
+	// Mix are the severities behind Severity ("" when all one).
+	Mix string
 }
 
 // RenderHTML writes the compliance report for c.
@@ -252,7 +254,7 @@ func topHazards(findings []policies.Finding, n int, seen Seen, run RunInfo) []ha
 	for _, k := range order {
 		g := groups[k]
 		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: g.Hosts.Len(),
-			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k]}
+			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k], Mix: mixLine(g.Open)}
 		if fs, ok := seen.oldest(members[k]); ok {
 			h.OpenFor = openForGroup(fs, run)
 		}

@@ -242,6 +242,9 @@ func mdRuleGroups(out *bytes.Buffer, groups []*ruleGroup, openFor map[string]str
 	out.WriteString("| Severity | Rule | Hosts | Values | Set at |\n|---|---|---|---|---|\n")
 	for _, g := range groups {
 		sev := mdCell(g.Severity)
+		if mix := mixLine(g.Open); mix != "" {
+			sev += "<br>" + mix
+		}
 		if g.Waived > 0 {
 			sev += fmt.Sprintf(" (%d waived)", g.Waived)
 		}
@@ -357,7 +360,11 @@ func mdChanges(out *bytes.Buffer, c *Changes) {
 		}
 		fmt.Fprintf(out, "\n**%s findings**\n\n| Severity | Rule | Fleet | Hosts |\n|---|---|---|---|\n", what)
 		for _, g := range groups {
-			fmt.Fprintf(out, "| %s | %s<br>%s | %s | %d: %s |\n", mdCell(g.Severity), mdCode(g.Rule), mdCell(g.Title),
+			sev := mdCell(g.Severity)
+			if g.Mix != "" {
+				sev += "<br>" + g.Mix
+			}
+			fmt.Fprintf(out, "| %s | %s<br>%s | %s | %d: %s |\n", sev, mdCode(g.Rule), mdCell(g.Title),
 				mdCell(fleetLabel(g.Fleet)), g.Hosts, mdCell(g.HostList))
 		}
 		if more > 0 {

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -199,5 +200,68 @@ func TestReportChangesInChromium(t *testing.T) {
 	}
 	if shot := os.Getenv("FLEETAUDIT_SCREENSHOT"); shot != "" {
 		runChromium(t, bin, "--hide-scrollbars", "--window-size=1200,2400", "--screenshot="+shot, "file://"+file)
+	}
+}
+
+// mixedFleet is a 10-host fleet where one rule fires critical on one
+// host and high on nine.
+func mixedFleet() *audit.Result {
+	res := &audit.Result{Summary: audit.Summary{Hosts: 10, Audited: 10, Fleets: map[string]audit.FleetSummary{"train": {Hosts: 10}}}}
+	for i := 1; i <= 10; i++ {
+		host := fmt.Sprintf("gpu-%02d", i)
+		sev := "high"
+		if i == 7 {
+			sev = "critical"
+		}
+		res.Hosts = append(res.Hosts, policies.HostRun{Host: host, Fleet: "train"})
+		res.Findings = append(res.Findings, policies.Finding{Rule: "peer-race", Title: "Peer memory race", Severity: sev, Fleet: "train", Host: host, Message: "racy driver"})
+	}
+	// A waived critical finding of another rule labels nothing while the
+	// rule has open ones.
+	res.Findings = append(res.Findings,
+		policies.Finding{Rule: "cma", Title: "CMA area", Severity: "critical", Fleet: "train", Host: "gpu-01", Message: "cma", Waived: &policies.Waived{Owner: "alice", Expires: "2099-01-01"}},
+		policies.Finding{Rule: "cma", Title: "CMA area", Severity: "medium", Fleet: "train", Host: "gpu-02", Message: "cma"})
+	res.Summary.Findings = len(res.Findings)
+	return res
+}
+
+// A group's severity label is the highest of its open findings, with the
+// mix shown: one critical and nine high are "critical", "1 critical, 9
+// high", in every grouped view.
+func TestReportGroupSeverityShowsTheMix(t *testing.T) {
+	render := func(format, group string) string {
+		t.Helper()
+		r, err := Get(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := r.Render(&out, mixedFleet(), Options{GroupBy: group, Width: 120, Run: RunInfo{At: goldenNow}}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	md := render("markdown", GroupRule)
+	for _, want := range []string{"| critical<br>1 critical, 9 high | `peer-race`", "| medium (1 waived) | `cma`"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown by rule lacks %q:\n%s", want, md)
+		}
+	}
+	table := render("table", GroupRule)
+	if !regexp.MustCompile(`(?m)^ critical +10: gpu-\[01-10\] +peer-race: Peer memory race\n +1 critical, 9 high$`).MatchString(table) {
+		t.Errorf("table by rule: no critical peer-race row with its mix:\n%s", table)
+	}
+	if !regexp.MustCompile(`(?m)^ medium +2: gpu-\[01-02\] +cma: CMA area\n +1 of 2 waived$`).MatchString(table) {
+		t.Errorf("table by rule: the cma group is not labelled by its open finding:\n%s", table)
+	}
+	html := render("html", "")
+	for _, want := range []string{
+		`<span class="sev sev-critical">critical</span> <code>peer-race</code> Peer memory race — train, 10 hosts <span class="sev-mix">(1 critical, 9 high)</span>`,
+		`<span class="sev sev-critical">critical</span><br><span class="sev-mix">1 critical, 9 high</span></td><td class="num">10</td><td class="num">10</td>`,
+		`<tr class="control" data-rule="cma" data-failing="1" data-checked="10"><td><code>cma</code><br>CMA area</td><td><span class="sev sev-medium">medium</span></td>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %s", want)
+		}
 	}
 }
