@@ -176,7 +176,7 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	c.Run.Hosts, c.Run.Audited, c.Run.Unread = res.Summary.Hosts, res.Summary.Audited, res.Summary.Unread
 	type hostRule struct{ fleet, host, rule string }
 	failing := map[hostRule]bool{} // host has an unwaived finding of rule
-	worst := map[hostRule]string{}  // the severity of its worst one
+	worst := map[hostRule]string{} // the severity of its worst one
 	for _, f := range res.Findings {
 		k := hostRule{f.Fleet, f.Host, f.Rule}
 		failing[k] = failing[k] || f.Waived == nil
