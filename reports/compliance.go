@@ -3,6 +3,7 @@ package reports
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/audit"
@@ -188,6 +189,16 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	skipped := map[fleetRule]int{}
 	audited := map[string]int{}
 	unreadHost := map[[2]string]bool{}
+	// Rules that read nothing but pods judge no host whose pods were not
+	// read: absent pods are none to them, and they would pass it.
+	var podRules []string
+	if cat != nil {
+		for id, r := range cat.Rules {
+			if readsPodsOnly(r) {
+				podRules = append(podRules, id)
+			}
+		}
+	}
 	if hosts := res.HostRuns(); hosts != nil {
 		for h := range hosts {
 			if h.Unread != "" {
@@ -197,6 +208,13 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 			audited[h.Fleet]++
 			for _, id := range h.Skipped {
 				skipped[fleetRule{h.Fleet, id}]++
+			}
+			if h.PodsUnread {
+				for _, id := range podRules {
+					if !slices.Contains(h.Skipped, id) {
+						skipped[fleetRule{h.Fleet, id}]++
+					}
+				}
 			}
 		}
 	} else {
@@ -274,6 +292,16 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	}
 	c.Trend = append(slices.Clone(prior), c.CurrentTrend()...)
 	return c
+}
+
+// readsPodsOnly reports whether every fact r reads is in the pods section.
+func readsPodsOnly(r policies.Rule) bool {
+	for _, f := range r.Facts {
+		if f != "pods" && !strings.HasPrefix(f, "pods.") && !strings.HasPrefix(f, "pods[") {
+			return false
+		}
+	}
+	return len(r.Facts) > 0
 }
 
 // CurrentTrend computes the trend points of c's own run, one per fleet:

@@ -169,8 +169,11 @@ type fleetRate struct {
 	Hosts    int
 	Audited  int
 	Controls int
-	Passing  int
-	Rate     float64
+	// Passing are the controls checked on some host and failing on none;
+	// NotChecked those no host was checked on.
+	Passing    int
+	NotChecked int
+	Rate       float64
 }
 
 type hazardView struct {
@@ -195,7 +198,10 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 		for _, ctl := range fc.Controls {
 			checks += ctl.Checked
 			failing += ctl.Failing
-			if ctl.Failing == 0 {
+			switch {
+			case ctl.Checked == 0:
+				fr.NotChecked++
+			case ctl.Failing == 0:
 				fr.Passing++
 			}
 		}

@@ -107,3 +107,46 @@ func TestReportSaysWhatChanged(t *testing.T) {
 		t.Errorf("report of the first run: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// Pod controls count only the hosts whose pods were read: one host
+// collected with the pods of a manifest, seven without any pod source.
+func TestReportPodControlsCountHostsWithPods(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, nil, "collect", "--root", gpuRoot, "--pods", shmManifest, "-o", filepath.Join(dir, "gpu-a-001.json"))
+	if r.code != exitOK {
+		t.Fatalf("collect: exit %d\n%s", r.code, r.stderr)
+	}
+	for i := 2; i <= 8; i++ {
+		name := "gpu-a-00" + string(rune('0'+i)) + ".json"
+		data, err := os.ReadFile(filepath.Join(exampleSnapshots, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	r = runCLI(t, nil, "audit", "--snapshots", dir, "--format", "html", "--fail-on", "none", "-o", out)
+	if r.code != exitOK {
+		t.Fatalf("audit: exit %d\n%s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(data)
+	for _, want := range []string{
+		// The Deployment's /dev/shm is unbounded: the one host with pods fails.
+		`<tr class="control" data-rule="pod-shm-unbounded" data-failing="1" data-checked="1">`,
+		// Its pods are otherwise clean: checked on that host alone.
+		`<tr class="control" data-rule="pod-shm-missing" data-failing="0" data-checked="1">`,
+		// A host rule that also reads pods' environments still judges every host.
+		`data-rule="efa-nccl-env" data-failing="0" data-checked="8">`,
+		`of 8 hosts read`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks %s", want)
+		}
+	}
+}
