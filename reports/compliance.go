@@ -189,16 +189,7 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	skipped := map[fleetRule]int{}
 	audited := map[string]int{}
 	unreadHost := map[[2]string]bool{}
-	// Rules that read nothing but pods judge no host whose pods were not
-	// read: absent pods are none to them, and they would pass it.
-	var podRules []string
-	if cat != nil {
-		for id, r := range cat.Rules {
-			if readsPodsOnly(r) {
-				podRules = append(podRules, id)
-			}
-		}
-	}
+	podRules := cat.podRules()
 	if hosts := res.HostRuns(); hosts != nil {
 		for h := range hosts {
 			if h.Unread != "" {
@@ -206,15 +197,8 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 				continue
 			}
 			audited[h.Fleet]++
-			for _, id := range h.Skipped {
+			for _, id := range notRun(h, podRules) {
 				skipped[fleetRule{h.Fleet, id}]++
-			}
-			if h.PodsUnread {
-				for _, id := range podRules {
-					if !slices.Contains(h.Skipped, id) {
-						skipped[fleetRule{h.Fleet, id}]++
-					}
-				}
 			}
 		}
 	} else {
@@ -292,6 +276,37 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	}
 	c.Trend = append(slices.Clone(prior), c.CurrentTrend()...)
 	return c
+}
+
+// podRules are the rules of cat that read nothing but pods: they judge no
+// host whose pods were not read (absent pods are none to them, and they
+// would pass it).
+func (cat *Catalog) podRules() []string {
+	if cat == nil {
+		return nil
+	}
+	var out []string
+	for id, r := range cat.Rules {
+		if readsPodsOnly(r) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// notRun are the rules that did not judge host h: those it skipped and,
+// when its pods were not read, podRules.
+func notRun(h policies.HostRun, podRules []string) []string {
+	if !h.PodsUnread || len(podRules) == 0 {
+		return h.Skipped
+	}
+	out := slices.Clone(h.Skipped)
+	for _, id := range podRules {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // readsPodsOnly reports whether every fact r reads is in the pods section.
