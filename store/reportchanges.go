@@ -110,17 +110,13 @@ func FirstSeen(ctx context.Context, s Store, id RunID, since time.Time) (reports
 			break
 		}
 		oldest = r
-		findings, err := s.Findings(ctx, r.ID)
+		held, err := heldKeys(ctx, s, r.ID)
 		if err != nil {
 			return nil, err
 		}
 		hosts, err := s.Hosts(ctx, r.ID)
 		if err != nil {
 			return nil, err
-		}
-		held := make(map[string]bool, len(findings))
-		for _, f := range findings {
-			held[f.Key] = true
 		}
 		read := map[string]Host{}
 		for _, h := range hosts {

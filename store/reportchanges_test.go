@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
@@ -119,6 +121,20 @@ func TestReportFirstSeen(t *testing.T) {
 	}
 	if got := seen[reports.SeenKey(findingOf(t, res.Findings, "gpu-a-002", "numa-balancing-enabled"))]; got != (reports.FirstSeen{Run: id(r2), At: day(10), AtLeast: true}) {
 		t.Errorf("since the 5th: gpu-a-002 first seen %+v, want run %d, at least", got, r2)
+	}
+	// A store without FindingKeys is read through Findings, to the same
+	// answer.
+	var plain struct{ Store }
+	plain.Store = s
+	if _, ok := any(plain).(findingKeyer); ok {
+		t.Fatal("the wrapped store still lists finding keys")
+	}
+	viaFindings, err := FirstSeen(ctx, plain, r4, day(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(seen, viaFindings); diff != "" {
+		t.Errorf("FirstSeen through Findings (-FindingKeys +Findings):\n%s", diff)
 	}
 	// The first run has no history to tell.
 	if seen, err := FirstSeen(ctx, s, r1, time.Time{}); err != nil || seen != nil {
