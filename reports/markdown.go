@@ -177,12 +177,14 @@ func (s *mdSection) add(f, shared *policies.Finding, mode string) {
 	switch mode {
 	case GroupRule:
 		s.groups.add(f, shared)
-		if fs, ok := s.seen.oldest([]*policies.Finding{f}); ok && f.Waived == nil {
-			if old, ok := s.oldest[f.Rule]; !ok || fs.At.Before(old.At) || fs.At.Equal(old.At) && fs.AtLeast {
-				if s.oldest == nil {
-					s.oldest = map[string]FirstSeen{}
+		if s.seen != nil && f.Waived == nil {
+			if fs, ok := s.seen[SeenKey(f)]; ok {
+				if old, ok := s.oldest[f.Rule]; !ok || fs.At.Before(old.At) || fs.At.Equal(old.At) && fs.AtLeast {
+					if s.oldest == nil {
+						s.oldest = map[string]FirstSeen{}
+					}
+					s.oldest[f.Rule] = fs
 				}
-				s.oldest[f.Rule] = fs
 			}
 		}
 	case GroupHost:
