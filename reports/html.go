@@ -129,6 +129,9 @@ type htmlView struct {
 	Notices  []string
 	Findings int
 	Changes  *changesView
+	// ControlOpen says per failing control (fleet NUL rule) how long its
+	// oldest open finding has been open.
+	ControlOpen map[string]string
 }
 
 // changesView is the "changed since the previous run" section.
@@ -217,6 +220,24 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 	}
 	v.Chart = trendChart(c.Trend)
 	v.Hazards = topHazards(c.Findings, 10, c.Seen, c.Run)
+	if c.Seen != nil {
+		oldest := map[string]FirstSeen{}
+		for i := range c.Findings {
+			f := &c.Findings[i]
+			fs, ok := c.Seen[SeenKey(f)]
+			if !ok || f.Waived != nil {
+				continue
+			}
+			k := f.Fleet + "\x00" + f.Rule
+			if old, ok := oldest[k]; !ok || fs.At.Before(old.At) || fs.At.Equal(old.At) && fs.AtLeast {
+				oldest[k] = fs
+			}
+		}
+		v.ControlOpen = map[string]string{}
+		for k, fs := range oldest {
+			v.ControlOpen[k] = openForGroup(fs, c.Run)
+		}
+	}
 	if !c.Gate {
 		v.Changes = newChangesView(c.Changes)
 	}

@@ -189,6 +189,8 @@ func TestReportChangesInChromium(t *testing.T) {
 		{"caveats", `<p class="notice">\d+ (findings?|hosts?) `, 2},
 		{"a hazard open since the first run read", `<div class="hazard" data-rule="hugetlb-cma-on-gpu" data-fleet="gpu-training">(?s:.{0,800}?)<div class="open-for">open 3 days or more, since run run-1 \(2026-05-29 12:00 UTC\), the oldest run read</div>`, 1},
 		{"a hazard open three days", `<div class="hazard" data-rule="driver-version-skew" data-fleet="gpu-training">(?s:.{0,800}?)<div class="open-for">open 3 days, since run run-1`, 1},
+		{"a failing control, open three days", `<tr class="control" data-rule="driver-version-skew" data-failing="3" data-checked="10"><td><code>driver-version-skew</code><br>NVIDIA driver versions differ across the fleet<br><span class="open-for">open 3 days, since run run-1 \(2026-05-29 12:00 UTC\)</span></td>`, 1},
+		{"a passing control says nothing", `<tr class="control" data-rule="[^"]*" data-failing="0"[^>]*><td>(?:[^<]|<br>|<code>|</code>)*<span class="open-for">`, 0},
 		{"a new hazard", `<div class="hazard" data-rule="fabric-manager-mismatch" data-fleet="gpu-training">(?s:.{0,800}?)<div class="open-for">new in this run</div>`, 1},
 	} {
 		if got := count(c.pattern); got != c.want {
