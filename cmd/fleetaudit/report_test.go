@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -99,6 +100,13 @@ func TestReportSaysWhatChanged(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("the HTML report lacks %s", want)
 		}
+	}
+
+	// Both runs were recorded within a minute: the trend chart still
+	// labels them apart.
+	labels := regexp.MustCompile(`<text x="[0-9.]+" y="[0-9.]+" text-anchor="middle">([^<]*)</text>`).FindAllStringSubmatch(html, -1)
+	if len(labels) != 2 || labels[0][1] == labels[1][1] {
+		t.Errorf("trend chart x labels %q, want two distinct", labels)
 	}
 
 	// The first run has nothing to compare with.
