@@ -140,6 +140,18 @@ func (c *coverage) partlyUnread(fact []string) bool {
 	return false
 }
 
+// podsUnread reports whether the host's pods were not read: a read host
+// with neither pods nor a Kubernetes node (whose pods the cluster lists,
+// none included).
+func (c *coverage) podsUnread() bool {
+	if c.unread != "" {
+		return false
+	}
+	_, pods := c.doc["pods"]
+	_, node := c.doc["node"]
+	return !pods && !node
+}
+
 // runs reports whether every section r reads was collected.
 func (c *coverage) runs(r *Rule) bool {
 	for _, s := range r.sections {

@@ -25,6 +25,7 @@ type template struct {
 	skipped, timedOut []string
 	unread            string
 	image             bool
+	podsUnread        bool
 	// proj is the fleet projection, shared by every host with the same
 	// (nil: the host takes no part in fleet rules).
 	proj *projection
@@ -311,7 +312,7 @@ func (s *runState) host(ctx context.Context, in HostInput, w *worker) (HostRun, 
 					doc["host"] = host
 					s.loaded(in, doc, c.doc)
 				}
-				return HostRun{File: in.Origin, Host: host, Fleet: fleet, Unread: t.unread, Skipped: t.skipped, Image: t.image}, t, nil
+				return HostRun{File: in.Origin, Host: host, Fleet: fleet, Unread: t.unread, Skipped: t.skipped, Image: t.image, PodsUnread: t.podsUnread}, t, nil
 			}
 		}
 	}
@@ -386,13 +387,13 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 			t.findings = append(t.findings, e.overBudget(run, e.byID[id], s.budget))
 		}
 	}
-	t.unread, t.image = cov.unread, cov.image
+	t.unread, t.image, t.podsUnread = cov.unread, cov.image, cov.podsUnread()
 	if fq.fleet != nil && t.unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
 		t.proj = s.fleetProjection(doc, &w.sections)
 	}
-	run.Unread, run.Skipped, run.TimedOut, run.Image = t.unread, t.skipped, t.timedOut, t.image
+	run.Unread, run.Skipped, run.TimedOut, run.Image, run.PodsUnread = t.unread, t.skipped, t.timedOut, t.image, t.podsUnread
 	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable
 	return run, t, share, err
 }

@@ -190,7 +190,7 @@ func (n *hostNames) run(r *hostRecord) HostRun {
 		h.File = n.files[-r.file-1]
 	}
 	if t := n.tmpl(r); t != nil {
-		h.Unread, h.Skipped, h.TimedOut, h.Image = t.unread, t.skipped, t.timedOut, t.image
+		h.Unread, h.Skipped, h.TimedOut, h.Image, h.PodsUnread = t.unread, t.skipped, t.timedOut, t.image, t.podsUnread
 	}
 	return h
 }

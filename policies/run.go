@@ -129,6 +129,11 @@ type HostRun struct {
 	Image bool `json:"image,omitempty"`
 	// TimedOut are the rules that did not finish within the budget.
 	TimedOut []string `json:"timed_out,omitempty"`
+	// PodsUnread: no pods were read for the host (no Kubernetes node, no
+	// manifests). Absent pods mean none to the rules, which run and find
+	// nothing; a report counts such a host out of the rules that read
+	// nothing but pods.
+	PodsUnread bool `json:"pods_unread,omitempty"`
 }
 
 // Failure is a host or fleet that could not be evaluated (a rule failed at

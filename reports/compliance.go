@@ -3,6 +3,7 @@ package reports
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/audit"
@@ -36,6 +37,11 @@ type Compliance struct {
 	// Trend are one point per fleet per run, oldest run first, the current
 	// run included (NewCompliance adds it).
 	Trend []TrendPoint `json:"trend"`
+	// Changes are what changed since the previous recorded run; nil
+	// without a store, or for its first run.
+	Changes *Changes `json:"changes,omitempty"`
+	// Seen is when each open finding was first seen; nil without a store.
+	Seen Seen `json:"-"`
 }
 
 // RunInfo names the run a report is about.
@@ -73,7 +79,14 @@ type Control struct {
 	// Waived those whose findings are all waived (they count as passing).
 	Failing int `json:"failing"`
 	Waived  int `json:"waived"`
+	// Open counts the failing hosts by the severity of their worst open
+	// finding; Severity is the highest of them when any fail.
+	Open map[string]int `json:"open,omitempty"`
 }
+
+// Mix writes the severities of the failing hosts, "1 critical, 9 high";
+// "" when they are all one.
+func (c Control) Mix() string { return mixLine(c.Open) }
 
 // PassRate is the share of checked hosts without an unwaived finding, 1
 // when none was checked (the report says "not checked" then).
@@ -164,14 +177,19 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	c.Run.Hosts, c.Run.Audited, c.Run.Unread = res.Summary.Hosts, res.Summary.Audited, res.Summary.Unread
 	type hostRule struct{ fleet, host, rule string }
 	failing := map[hostRule]bool{} // host has an unwaived finding of rule
+	worst := map[hostRule]string{} // the severity of its worst one
 	for _, f := range res.Findings {
 		k := hostRule{f.Fleet, f.Host, f.Rule}
 		failing[k] = failing[k] || f.Waived == nil
+		if w, ok := worst[k]; f.Waived == nil && (!ok || policies.SeverityRank(f.Severity) > policies.SeverityRank(w)) {
+			worst[k] = f.Severity
+		}
 	}
 	type fleetRule struct{ fleet, rule string }
 	skipped := map[fleetRule]int{}
 	audited := map[string]int{}
 	unreadHost := map[[2]string]bool{}
+	podRules := cat.podRules()
 	if hosts := res.HostRuns(); hosts != nil {
 		for h := range hosts {
 			if h.Unread != "" {
@@ -179,7 +197,7 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 				continue
 			}
 			audited[h.Fleet]++
-			for _, id := range h.Skipped {
+			for _, id := range notRun(h, podRules) {
 				skipped[fleetRule{h.Fleet, id}]++
 			}
 		}
@@ -219,6 +237,10 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 				}
 				if bad {
 					ctl.Failing++
+					if ctl.Open == nil {
+						ctl.Open = map[string]int{}
+					}
+					ctl.Open[worst[k]]++
 				} else {
 					ctl.Waived++
 				}
@@ -229,6 +251,16 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 					ctl.Title = cmp.Or(f.Title, ctl.Title)
 					if policies.SeverityRank(f.Severity) > policies.SeverityRank(ctl.Severity) || ctl.Severity == "" {
 						ctl.Severity = f.Severity
+					}
+				}
+			}
+			if len(ctl.Open) > 0 {
+				// The label is the worst failing host's, not the catalog's
+				// nor a waived finding's.
+				ctl.Severity = ""
+				for sev := range ctl.Open {
+					if ctl.Severity == "" || policies.SeverityRank(sev) > policies.SeverityRank(ctl.Severity) {
+						ctl.Severity = sev
 					}
 				}
 			}
@@ -244,6 +276,47 @@ func NewCompliance(res *audit.Result, cat *Catalog, run RunInfo, prior []TrendPo
 	}
 	c.Trend = append(slices.Clone(prior), c.CurrentTrend()...)
 	return c
+}
+
+// podRules are the rules of cat that read nothing but pods: they judge no
+// host whose pods were not read (absent pods are none to them, and they
+// would pass it).
+func (cat *Catalog) podRules() []string {
+	if cat == nil {
+		return nil
+	}
+	var out []string
+	for id, r := range cat.Rules {
+		if readsPodsOnly(r) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// notRun are the rules that did not judge host h: those it skipped and,
+// when its pods were not read, podRules.
+func notRun(h policies.HostRun, podRules []string) []string {
+	if !h.PodsUnread || len(podRules) == 0 {
+		return h.Skipped
+	}
+	out := slices.Clone(h.Skipped)
+	for _, id := range podRules {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// readsPodsOnly reports whether every fact r reads is in the pods section.
+func readsPodsOnly(r policies.Rule) bool {
+	for _, f := range r.Facts {
+		if f != "pods" && !strings.HasPrefix(f, "pods.") && !strings.HasPrefix(f, "pods[") {
+			return false
+		}
+	}
+	return len(r.Facts) > 0
 }
 
 // CurrentTrend computes the trend points of c's own run, one per fleet:

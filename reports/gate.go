@@ -88,7 +88,7 @@ func blastRadius(r *configrepo.Result) string {
 func mdFindings(out *bytes.Buffer, findings []policies.Finding) {
 	out.WriteString("| Severity | Rule | Finding | Set at |\n|---|---|---|---|\n")
 	for i := range findings {
-		mdFindingRow(out, &findings[i], false)
+		mdFindingRow(out, &findings[i], false, "")
 	}
 }
 

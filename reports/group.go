@@ -31,6 +31,22 @@ func CheckGroupBy(mode string) error {
 	return fmt.Errorf("unknown grouping %q: want one of %s", mode, strings.Join(GroupModes, ", "))
 }
 
+// grouper is a format that lays its findings out as Options.GroupBy says.
+type grouper interface{ groupsFindings() }
+
+func (tableFormat) groupsFindings()    {}
+func (markdownFormat) groupsFindings() {}
+
+// Groups reports whether format honours Options.GroupBy; the others
+// ignore it.
+func Groups(format Format) bool {
+	_, ok := format.(grouper)
+	return ok
+}
+
+// GroupFormats lists the formats that honour --group-by.
+func GroupFormats() []string { return formatNames(Groups) }
+
 // groupMode resolves "" for a run of hosts hosts.
 func groupMode(mode string, hosts int) string {
 	if mode != "" {

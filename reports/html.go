@@ -55,7 +55,9 @@ func (htmlFormat) NeedsCatalog() bool { return true }
 func (htmlFormat) Compliance() bool   { return true }
 
 func (htmlFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
-	return RenderHTML(w, NewCompliance(r, opts.Catalog, opts.Run, opts.Trend))
+	c := NewCompliance(r, opts.Catalog, opts.Run, opts.Trend)
+	c.Changes, c.Seen = opts.Changes, opts.Seen
+	return RenderHTML(w, c)
 }
 
 // htmlGate renders a gate as a compliance report of head: each fleet's
@@ -126,6 +128,43 @@ type htmlView struct {
 	Waived   int
 	Notices  []string
 	Findings int
+	Changes  *changesView
+	// ControlOpen says per failing control (fleet NUL rule) how long its
+	// oldest open finding has been open.
+	ControlOpen map[string]string
+}
+
+// changesView is the "changed since the previous run" section.
+type changesView struct {
+	Previous              string
+	Summary               string
+	Caveats               []string
+	New, Resolved         []changeGroup
+	MoreNew, MoreResolved int
+	Facts                 []factGroup
+	MoreFacts             int
+	Added, Gone           []string
+}
+
+func newChangesView(c *Changes) *changesView {
+	if c == nil {
+		return nil
+	}
+	v := &changesView{Previous: previousLabel(c.Previous), Summary: c.summary(), Caveats: c.caveats(),
+		New: changeGroups(c.New), Resolved: changeGroups(c.Resolved), Facts: factGroups(c.Facts),
+		Added: hostLines(c.Added), Gone: hostLines(c.Gone)}
+	v.New, v.MoreNew = capRows(v.New, changeFindingRows)
+	v.Resolved, v.MoreResolved = capRows(v.Resolved, changeFindingRows)
+	v.Facts, v.MoreFacts = capRows(v.Facts, changeFactRows)
+	return v
+}
+
+// capRows keeps the first n rows and says how many it left out.
+func capRows[T any](rows []T, n int) ([]T, int) {
+	if len(rows) <= n {
+		return rows, 0
+	}
+	return rows[:n], len(rows) - n
 }
 
 type fleetRate struct {
@@ -133,8 +172,11 @@ type fleetRate struct {
 	Hosts    int
 	Audited  int
 	Controls int
-	Passing  int
-	Rate     float64
+	// Passing are the controls checked on some host and failing on none;
+	// NotChecked those no host was checked on.
+	Passing    int
+	NotChecked int
+	Rate       float64
 }
 
 type hazardView struct {
@@ -144,6 +186,10 @@ type hazardView struct {
 	Values                       []string
 	Sources                      []string
 	Remediation                  string
+	// OpenFor is how long the group's oldest finding has been open.
+	OpenFor string
+	// Mix are the severities behind Severity ("" when all one).
+	Mix string
 }
 
 // RenderHTML writes the compliance report for c.
@@ -155,7 +201,10 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 		for _, ctl := range fc.Controls {
 			checks += ctl.Checked
 			failing += ctl.Failing
-			if ctl.Failing == 0 {
+			switch {
+			case ctl.Checked == 0:
+				fr.NotChecked++
+			case ctl.Failing == 0:
 				fr.Passing++
 			}
 		}
@@ -170,7 +219,28 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 		}
 	}
 	v.Chart = trendChart(c.Trend)
-	v.Hazards = topHazards(c.Findings, 10)
+	v.Hazards = topHazards(c.Findings, 10, c.Seen, c.Run)
+	if c.Seen != nil {
+		oldest := map[string]FirstSeen{}
+		for i := range c.Findings {
+			f := &c.Findings[i]
+			fs, ok := c.Seen[SeenKey(f)]
+			if !ok || f.Waived != nil {
+				continue
+			}
+			k := f.Fleet + "\x00" + f.Rule
+			if old, ok := oldest[k]; !ok || fs.At.Before(old.At) || fs.At.Equal(old.At) && fs.AtLeast {
+				oldest[k] = fs
+			}
+		}
+		v.ControlOpen = map[string]string{}
+		for k, fs := range oldest {
+			v.ControlOpen[k] = openForGroup(fs, c.Run)
+		}
+	}
+	if !c.Gate {
+		v.Changes = newChangesView(c.Changes)
+	}
 	v.Notices = waiverNotices(c.Waivers)
 	var buf bytes.Buffer
 	if err := htmlTmpl.Execute(&buf, v); err != nil {
@@ -184,9 +254,10 @@ func RenderHTML(w io.Writer, c *Compliance) error {
 
 // topHazards are the worst unwaived rule × fleet groups: most severe, then
 // most hosts.
-func topHazards(findings []policies.Finding, n int) []hazardView {
+func topHazards(findings []policies.Finding, n int, seen Seen, run RunInfo) []hazardView {
 	type key struct{ fleet, rule string }
 	groups := map[key]*ruleGroup{}
+	members := map[key][]*policies.Finding{}
 	var order []key
 	remediation := map[key]string{}
 	for i := range findings {
@@ -201,13 +272,19 @@ func topHazards(findings []policies.Finding, n int) []hazardView {
 				remediation[k] = f.Remediation
 			}
 			g.add(f, nil)
+			if seen != nil {
+				members[k] = append(members[k], f)
+			}
 		}
 	}
 	var out []hazardView
 	for _, k := range order {
 		g := groups[k]
 		h := hazardView{Rule: k.rule, Title: g.Title, Severity: g.Severity, Fleet: k.fleet, Hosts: g.Hosts.Len(),
-			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k]}
+			HostList: g.Hosts.fold(8), Values: valuesLines(g.factValues(), 4, 4), Remediation: remediation[k], Mix: mixLine(g.Open)}
+		if fs, ok := seen.oldest(members[k]); ok {
+			h.OpenFor = openForGroup(fs, run)
+		}
 		srcs := g.sourceCounts()
 		for i, s := range srcs {
 			if i == 4 {
@@ -268,23 +345,25 @@ var palette = []struct{ color, dash string }{
 	{"#d35400", "4 4"}, {"#16a085", "1 2"}, {"#7f6000", "10 4"}, {"#555555", "3 2 1 2"},
 }
 
+// chartRun is one run on the trend chart.
+type chartRun struct {
+	id string
+	at time.Time
+}
+
 // trendChart plots each fleet's pass rate over the runs, oldest left. The
 // x axis is the run order (runs are not evenly spaced in time; the labels
 // give the dates).
 func trendChart(points []TrendPoint) chartView {
 	cv := chartView{Width: 720, Height: 260, Left: 48, Right: 170, Top: 16, Bottom: 40}
-	type runKey struct {
-		id string
-		at time.Time
-	}
-	var runs []runKey
+	var runs []chartRun
 	for _, p := range points {
-		k := runKey{p.Run, p.At}
+		k := chartRun{p.Run, p.At}
 		if !slices.Contains(runs, k) {
 			runs = append(runs, k)
 		}
 	}
-	slices.SortStableFunc(runs, func(a, b runKey) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(runs, func(a, b chartRun) int { return a.at.Compare(b.at) })
 	cv.Runs = len(runs)
 	fleets := map[string]bool{}
 	for _, p := range points {
@@ -306,19 +385,17 @@ func trendChart(points []TrendPoint) chartView {
 		cv.YLabels = append(cv.YLabels, chartLabel{X: fmt.Sprint(cv.Left - 6), Y: fmt.Sprintf("%.1f", y(pct)), Text: fmt.Sprintf("%.0f%%", pct*100)})
 	}
 	step := max(1, len(runs)/6)
-	for i, r := range runs {
+	labels := runLabels(runs)
+	for i := range runs {
 		if i%step != 0 && i != len(runs)-1 {
 			continue
 		}
-		label := r.at.UTC().Format("01-02 15:04")
-		if r.at.IsZero() {
-			label = cmp.Or(r.id, "this run")
-		}
+		label := labels[i]
 		cv.XLabels = append(cv.XLabels, chartLabel{X: fmt.Sprintf("%.1f", x(i)), Y: fmt.Sprint(cv.Height - cv.Bottom + 18), Text: label})
 	}
 	byFleet := map[string]map[int]TrendPoint{}
 	for _, p := range points {
-		i := slices.Index(runs, runKey{p.Run, p.At})
+		i := slices.Index(runs, chartRun{p.Run, p.At})
 		if byFleet[p.Fleet] == nil {
 			byFleet[p.Fleet] = map[int]TrendPoint{}
 		}
@@ -348,4 +425,56 @@ func trendChart(points []TrendPoint) chartView {
 		cv.Summary = fmt.Sprintf("Pass rate of each fleet's checks over %d recorded runs.", len(runs))
 	}
 	return cv
+}
+
+// runLabels names each run on the chart's x axis by its time to the
+// minute; runs that would share a label get the seconds, then their ids,
+// so no label stands for two runs.
+func runLabels(runs []chartRun) []string {
+	labels := make([]string, len(runs))
+	for i, r := range runs {
+		labels[i] = r.at.UTC().Format("01-02 15:04")
+		if r.at.IsZero() {
+			labels[i] = cmp.Or(r.id, "this run")
+		}
+	}
+	for _, more := range []func(r chartRun) string{
+		func(r chartRun) string {
+			if r.at.IsZero() {
+				return ""
+			}
+			return r.at.UTC().Format(":05")
+		},
+		func(r chartRun) string {
+			if r.id == "" {
+				return ""
+			}
+			return " #" + r.id
+		},
+	} {
+		n := map[string]int{}
+		for _, l := range labels {
+			n[l]++
+		}
+		for i, r := range runs {
+			if n[labels[i]] > 1 {
+				labels[i] += more(r)
+			}
+		}
+	}
+	return labels
+}
+
+// openForGroup says how long a group's oldest finding has been open:
+// "open 23 days, since run 3 (2026-11-14 02:00 UTC)", or "new in this run".
+func openForGroup(fs FirstSeen, run RunInfo) string {
+	text := fs.text(run)
+	if text == "new" {
+		return "new in this run"
+	}
+	since := ", since " + previousLabel(RunInfo{ID: fs.Run, At: fs.At})
+	if fs.AtLeast {
+		since += ", the oldest run read"
+	}
+	return text + since
 }

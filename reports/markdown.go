@@ -29,19 +29,6 @@ func (markdownFormat) Compliance() bool   { return true }
 func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	var out bytes.Buffer
 	s := r.Summary
-	waived := 0
-	if r.Waivers != nil {
-		waived = r.Waivers.Waived
-	}
-	fmt.Fprintf(&out, "### fleetaudit audit: %d %s (%s)", s.Findings, plural(s.Findings, "finding", "findings"), countLine(s.BySeverity))
-	if waived > 0 {
-		fmt.Fprintf(&out, ", %d waived", waived)
-	}
-	fmt.Fprintf(&out, "\n\n%d %s audited", s.Audited, plural(s.Audited, "host", "hosts"))
-	if s.Unread > 0 {
-		fmt.Fprintf(&out, ", %d not read", s.Unread)
-	}
-	out.WriteString(".\n\n| Fleet | Hosts | Critical | High | Medium | Low | Info | Waived |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	names := slices.Sorted(maps.Keys(s.Fleets))
 	mode := groupMode(opts.GroupBy, s.Hosts)
 	// Findings stream (audit.Result.All): each fleet keeps its counts and
@@ -51,11 +38,41 @@ func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 	for f, shared := range r.All() {
 		sec := sections[f.Fleet]
 		if sec == nil {
-			sec = &mdSection{}
+			sec = &mdSection{seen: opts.Seen, run: opts.Run}
 			sections[f.Fleet] = sec
 		}
 		sec.add(f, shared, mode)
 	}
+	// The title counts as the table does: open findings by severity, the
+	// waived apart.
+	var total findingCounts
+	for _, name := range names {
+		sec := sections[name]
+		if sec == nil {
+			continue
+		}
+		total.n += sec.n
+		total.waived += sec.waived
+		for sev, n := range sec.unwaived {
+			if total.unwaived == nil {
+				total.unwaived = map[string]int{}
+			}
+			total.unwaived[sev] += n
+		}
+	}
+	if open := total.n - total.waived; open > 0 {
+		fmt.Fprintf(&out, "### fleetaudit audit: %d open %s (%s)", open, plural(open, "finding", "findings"), countLine(total.unwaived))
+	} else {
+		out.WriteString("### fleetaudit audit: no open findings")
+	}
+	if total.waived > 0 {
+		fmt.Fprintf(&out, ", %d waived", total.waived)
+	}
+	fmt.Fprintf(&out, "\n\n%d %s audited", s.Audited, plural(s.Audited, "host", "hosts"))
+	if s.Unread > 0 {
+		fmt.Fprintf(&out, ", %d not read", s.Unread)
+	}
+	out.WriteString(".\n\n| Fleet | Hosts | Critical | High | Medium | Low | Info | Waived |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, name := range names {
 		sec := sections[name]
 		if sec == nil {
@@ -65,6 +82,9 @@ func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 		fmt.Fprintf(&out, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", mdCell(fleetLabel(name)), s.Fleets[name].Hosts,
 			c[policies.SeverityCritical], c[policies.SeverityHigh], c[policies.SeverityMedium], c[policies.SeverityLow], c[policies.SeverityInfo], sec.waived)
 	}
+	if opts.Changes != nil {
+		mdChanges(&out, opts.Changes)
+	}
 	for _, name := range names {
 		sec := sections[name]
 		if sec == nil || sec.n == 0 {
@@ -73,12 +93,12 @@ func (markdownFormat) Render(w io.Writer, r *audit.Result, opts Options) error {
 		fmt.Fprintf(&out, "\n#### %s\n\n", mdCell(fleetLabel(name)))
 		switch mode {
 		case GroupRule:
-			mdRuleGroups(&out, sec.groups.sorted())
+			mdRuleGroups(&out, sec.groups.sorted(), sec.groupOpenFor())
 		case GroupHost:
 			hosts, by := groupByHost(sec.findings)
 			for _, h := range hosts {
 				fmt.Fprintf(&out, "<details><summary>%s: %s</summary>\n\n", mdCell(h), countLine(unwaivedCounts(by[h])))
-				mdAuditFindings(&out, by[h], false)
+				mdAuditFindings(&out, by[h], false, sec.seen, sec.run)
 				out.WriteString("\n</details>\n\n")
 			}
 		default:
@@ -124,6 +144,30 @@ type mdSection struct {
 	rows     bytes.Buffer
 	groups   ruleGroups
 	findings []policies.Finding
+	// seen says when open findings were first seen (nil: not known);
+	// oldest is each rule's oldest open finding, for the grouped view.
+	seen   Seen
+	run    RunInfo
+	oldest map[string]FirstSeen
+}
+
+// openFor says how long f has been open; "" for a waived finding or
+// one seen does not know.
+func (s *mdSection) openFor(f *policies.Finding) string {
+	if s.seen == nil || f.Waived != nil {
+		return ""
+	}
+	return s.seen.OpenFor(f, s.run)
+}
+
+// groupOpenFor says per rule how long its oldest open finding has been
+// open.
+func (s *mdSection) groupOpenFor() map[string]string {
+	out := map[string]string{}
+	for rule, fs := range s.oldest {
+		out[rule] = openForGroup(fs, s.run)
+	}
+	return out
 }
 
 // add takes one finding, valid during the call only, and what
@@ -133,20 +177,34 @@ func (s *mdSection) add(f, shared *policies.Finding, mode string) {
 	switch mode {
 	case GroupRule:
 		s.groups.add(f, shared)
+		if s.seen != nil && f.Waived == nil {
+			if fs, ok := s.seen[SeenKey(f)]; ok {
+				if old, ok := s.oldest[f.Rule]; !ok || fs.At.Before(old.At) || fs.At.Equal(old.At) && fs.AtLeast {
+					if s.oldest == nil {
+						s.oldest = map[string]FirstSeen{}
+					}
+					s.oldest[f.Rule] = fs
+				}
+			}
+		}
 	case GroupHost:
 		s.findings = append(s.findings, *f)
 	default:
 		if s.n == 1 {
 			mdFindingsHeader(&s.rows, true)
 		}
-		mdFindingRow(&s.rows, f, true)
+		mdFindingRow(&s.rows, f, true, s.openFor(f))
 	}
 }
 
-func mdAuditFindings(out *bytes.Buffer, findings []policies.Finding, withHost bool) {
+func mdAuditFindings(out *bytes.Buffer, findings []policies.Finding, withHost bool, seen Seen, run RunInfo) {
 	mdFindingsHeader(out, withHost)
 	for i := range findings {
-		mdFindingRow(out, &findings[i], withHost)
+		open := ""
+		if seen != nil && findings[i].Waived == nil {
+			open = seen.OpenFor(&findings[i], run)
+		}
+		mdFindingRow(out, &findings[i], withHost, open)
 	}
 }
 
@@ -158,7 +216,9 @@ func mdFindingsHeader(out *bytes.Buffer, withHost bool) {
 	}
 }
 
-func mdFindingRow(out *bytes.Buffer, f *policies.Finding, withHost bool) {
+// mdFindingRow writes one finding; open says how long it has been open
+// ("" leaves it out).
+func mdFindingRow(out *bytes.Buffer, f *policies.Finding, withHost bool, open string) {
 	where := provenance(*f)
 	if where != "" {
 		where = mdCode(where)
@@ -167,6 +227,9 @@ func mdFindingRow(out *bytes.Buffer, f *policies.Finding, withHost bool) {
 	if f.Waived != nil {
 		sev += " (waived)"
 		msg += "<br>_" + mdCell(waivedLine(f.Waived)) + "_"
+	}
+	if open != "" {
+		msg += "<br>_" + mdCell(open) + "_"
 	}
 	if withHost {
 		fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", sev, mdCell(f.Host), mdCode(f.Rule), msg, where)
@@ -177,10 +240,13 @@ func mdFindingRow(out *bytes.Buffer, f *policies.Finding, withHost bool) {
 
 // mdRuleGroups is the grouped view: a row per rule with its hosts folded
 // and the distinct values of the facts it cites counted.
-func mdRuleGroups(out *bytes.Buffer, groups []*ruleGroup) {
+func mdRuleGroups(out *bytes.Buffer, groups []*ruleGroup, openFor map[string]string) {
 	out.WriteString("| Severity | Rule | Hosts | Values | Set at |\n|---|---|---|---|---|\n")
 	for _, g := range groups {
 		sev := mdCell(g.Severity)
+		if mix := mixLine(g.Open); mix != "" {
+			sev += "<br>" + mix
+		}
 		if g.Waived > 0 {
 			sev += fmt.Sprintf(" (%d waived)", g.Waived)
 		}
@@ -192,7 +258,11 @@ func mdRuleGroups(out *bytes.Buffer, groups []*ruleGroup) {
 		if where != "" {
 			where = mdCode(where)
 		}
-		fmt.Fprintf(out, "| %s | %s<br>%s | %d: %s | %s | %s |\n", sev, mdCode(g.Rule), mdCell(g.Title),
+		title := mdCell(g.Title)
+		if open := openFor[g.Rule]; open != "" {
+			title += "<br>_" + mdCell(open) + "_"
+		}
+		fmt.Fprintf(out, "| %s | %s<br>%s | %d: %s | %s | %s |\n", sev, mdCode(g.Rule), title,
 			g.Hosts.Len(), mdCell(g.Hosts.fold(6)), strings.Join(vals, "<br>"), where)
 	}
 }
@@ -275,4 +345,58 @@ func (markdownFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) e
 	}
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// mdChanges is "changed since the previous run": new and resolved
+// findings by rule, facts changed with the file that set them, hosts
+// added and gone.
+func mdChanges(out *bytes.Buffer, c *Changes) {
+	fmt.Fprintf(out, "\n#### Changed since %s\n\n%s\n", mdCell(previousLabel(c.Previous)), mdCell(c.summary()))
+	for _, line := range c.caveats() {
+		fmt.Fprintf(out, "\n> %s\n", mdCell(line))
+	}
+	findings := func(what string, list []policies.Finding) {
+		groups, more := capRows(changeGroups(list), changeFindingRows)
+		if len(groups) == 0 {
+			return
+		}
+		fmt.Fprintf(out, "\n**%s findings**\n\n| Severity | Rule | Fleet | Hosts |\n|---|---|---|---|\n", what)
+		for _, g := range groups {
+			sev := mdCell(g.Severity)
+			if g.Mix != "" {
+				sev += "<br>" + g.Mix
+			}
+			fmt.Fprintf(out, "| %s | %s<br>%s | %s | %d: %s |\n", sev, mdCode(g.Rule), mdCell(g.Title),
+				mdCell(fleetLabel(g.Fleet)), g.Hosts, mdCell(g.HostList))
+		}
+		if more > 0 {
+			fmt.Fprintf(out, "\nand %d more\n", more)
+		}
+	}
+	findings("New", c.New)
+	findings("Resolved", c.Resolved)
+	if facts, more := capRows(factGroups(c.Facts), changeFactRows); len(facts) > 0 {
+		out.WriteString("\n**Facts changed**\n\n| Fact | Change | Set at | Hosts |\n|---|---|---|---|\n")
+		for _, g := range facts {
+			where := ""
+			if g.Source != "" {
+				where = mdCode(g.Source)
+			}
+			fmt.Fprintf(out, "| %s | %s | %s | %d: %s |\n", mdCode(g.Fact), mdCell(g.Text()), where, g.Hosts, mdCell(g.HostList))
+		}
+		if more > 0 {
+			fmt.Fprintf(out, "\nand %d more\n", more)
+		}
+	}
+	for _, part := range []struct {
+		what  string
+		hosts []HostRef
+	}{{"Hosts added", c.Added}, {"Hosts gone", c.Gone}} {
+		if lines := hostLines(part.hosts); len(lines) > 0 {
+			fmt.Fprintf(out, "\n**%s:**\n\n", part.what)
+			for _, l := range lines {
+				fmt.Fprintf(out, "- %s\n", mdCell(l))
+			}
+		}
+	}
 }

@@ -33,6 +33,11 @@ type Options struct {
 	Trend []TrendPoint
 	// OpenReports places the openreports format's reports.
 	OpenReports OpenReportsOptions
+	// Changes are what changed since the previous recorded run, and Seen
+	// when each open finding was first seen, for the compliance formats
+	// (HTML, Markdown); nil without a store.
+	Changes *Changes
+	Seen    Seen
 }
 
 // Renderer writes one audit result in one format.

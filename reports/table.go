@@ -250,6 +250,9 @@ func renderRuleGroups(out *bytes.Buffer, groups []*ruleGroup, width int, color b
 	cols := Columns{Width: width, Indent: " ", Header: []string{"SEVERITY", "HOSTS", "FINDING"}}
 	for _, g := range groups {
 		text := Escape(g.Rule) + ": " + Escape(g.Title)
+		if mix := mixLine(g.Open); mix != "" {
+			text += "\n" + mix
+		}
 		for _, line := range valuesLines(g.factValues(), 3, 3) {
 			text += "\n" + Escape(line)
 		}

@@ -16,8 +16,11 @@ type ruleGroup struct {
 	Rule, Title, Severity string
 	// Hosts are the distinct hosts, kept as ranges of names (hostSet).
 	Hosts hostSet
-	// N counts the findings, Waived the waived ones.
+	// N counts the findings, Waived the waived ones. Severity is the
+	// highest of the open ones (of the waived when all are), Open counts
+	// the open ones by severity: the mix behind the label.
 	N, Waived int
+	Open      map[string]int
 
 	// Counters of each fact's distinct values and of each source. A
 	// finding that the stream says is shared (audit.Result.All) cites what
@@ -32,15 +35,23 @@ type ruleGroup struct {
 // add counts one finding; shared is what audit.Result.All yields with it
 // (nil: not shared).
 func (g *ruleGroup) add(f, shared *policies.Finding) {
-	if g.N == 0 {
+	open, allWaived := f.Waived == nil, g.N == g.Waived
+	switch {
+	case g.N == 0:
 		g.Rule, g.Title, g.Severity = f.Rule, f.Title, f.Severity
-	}
-	if policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
+	case open && allWaived:
+		g.Severity = f.Severity // a waived finding labels no group with open ones
+	case (open || allWaived) && policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity):
 		g.Severity = f.Severity
 	}
 	g.Hosts.add(f.Host)
 	g.N++
-	if f.Waived != nil {
+	if open {
+		if g.Open == nil {
+			g.Open = map[string]int{}
+		}
+		g.Open[f.Severity]++
+	} else {
 		g.Waived++
 	}
 	if shared != nil {
@@ -189,4 +200,19 @@ func (c *findingCounts) count(f *policies.Finding) {
 		c.unwaived = map[string]int{}
 	}
 	c.unwaived[f.Severity]++
+}
+
+// mixLine writes the severities behind a group's label, "1 critical, 9
+// high"; "" when they are all one.
+func mixLine(bySeverity map[string]int) string {
+	n := 0
+	for _, c := range bySeverity {
+		if c > 0 {
+			n++
+		}
+	}
+	if n < 2 {
+		return ""
+	}
+	return countLine(bySeverity)
 }

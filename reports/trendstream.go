@@ -33,17 +33,19 @@ func CurrentTrend(res *audit.Result, cat *Catalog, run RunInfo) []TrendPoint {
 	unread := map[[2]string]bool{}
 	audited := map[string]int{}
 	skipped := map[fleetRule]int{}
-	for _, h := range res.Hosts {
+	podRules := cat.podRules()
+	hosts := res.HostRuns() // a streamed result's too
+	for h := range hostRuns(res) {
 		if h.Unread != "" {
 			unread[[2]string{h.Fleet, h.Host}] = true
 			continue
 		}
 		audited[h.Fleet]++
-		for _, id := range h.Skipped {
+		for _, id := range notRun(h, podRules) {
 			skipped[fleetRule{h.Fleet, id}]++
 		}
 	}
-	if res.Hosts == nil {
+	if hosts == nil {
 		for name, fs := range res.Summary.Fleets {
 			audited[name] = fs.Hosts
 		}

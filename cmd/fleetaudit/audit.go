@@ -143,6 +143,11 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 	if err := reports.CheckGroupBy(v.GetString("group-by")); err != nil {
 		return usageError{fmt.Errorf("--group-by: %w", err)}
 	}
+	if cmd.Flags().Changed("group-by") && !reports.Groups(render) {
+		// Asked for on the command line and dropped, the layout would
+		// silently differ from what was asked.
+		return usageError{fmt.Errorf("--group-by %s: --format %s ignores it; it lays out %s only", v.GetString("group-by"), format, orList(reports.GroupFormats()))}
+	}
 	ws, err := a.auditWaivers()
 	if err != nil {
 		return err

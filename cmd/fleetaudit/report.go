@@ -20,8 +20,10 @@ func newReportCmd(a *app) *cobra.Command {
 		Long: `report renders a run recorded with 'fleetaudit audit --record' (the latest complete one
 unless --run says otherwise) as a compliance report: per fleet the pass rate of each control
 (a rule, over the hosts it ran on), the trend of each fleet's pass rate over the complete runs
-recorded since --since, the top hazards with their evidence and the file that set each value,
-and the waivers with their owners and expiry. HTML is one self-contained file; Markdown suits
+recorded since --since, what changed since the previous complete run (new and resolved
+findings, facts changed with the file that set them, hosts added and gone), how long each
+open finding has been open (from the runs since --since), the top hazards with their evidence
+and the file that set each value, and the waivers with their owners and expiry. HTML is one self-contained file; Markdown suits
 a wiki or a pull request.
 
 Nothing is audited again: the report says what the run recorded, with the rules as they were
@@ -86,6 +88,12 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	opts.Catalog = catalogOf(res)
 	opts.Run = reports.RunInfo{ID: strconv.FormatInt(int64(run.ID), 10), At: run.StartedAt}
 	opts.Trend = points
+	if opts.Changes, err = store.ReportChanges(ctx, s, id); err != nil {
+		return err
+	}
+	if opts.Seen, err = store.FirstSeen(ctx, s, id, since); err != nil {
+		return err
+	}
 	return writeOutputWith(ctx, a, out, func(w io.Writer) error {
 		if err := render.Render(w, res, opts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/audit"
+	"github.com/fleetaudit/fleetaudit/fleets"
+	"github.com/fleetaudit/fleetaudit/inventory"
+	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/reports"
+)
+
+// recordAt records an audit of the snapshots in dir, with the example
+// inventory, as a run started at at.
+func recordAt(t *testing.T, s Store, dir string, at time.Time) (RunID, *audit.Result) {
+	t.Helper()
+	ctx := context.Background()
+	set, err := fleets.Load(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(filepath.Join(exampleFleet, "inventory.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Begin(ctx, s, RunMeta{Version: "test", Writer: "test", StartedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := audit.Run(ctx, audit.Options{Fleets: set, Inventory: inv, Snapshots: []string{dir}, Loaded: rec.Loaded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Finish(ctx, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rec.ID(), res
+}
+
+// numaFleet is the example fleet with kernel.numa_balancing set to off on
+// the hosts named, and the hosts in drop left out.
+func numaFleet(t *testing.T, off []string, drop ...string) string {
+	return copyFleet(t, func(host string, doc map[string]any) any {
+		for _, h := range drop {
+			if h == host {
+				return nil
+			}
+		}
+		for _, h := range off {
+			if h == host {
+				doc["sysctl"].(map[string]any)["running"].(map[string]any)["kernel.numa_balancing"] = "0"
+			}
+		}
+		return doc
+	})
+}
+
+func findingOf(t *testing.T, fs []policies.Finding, host, rule string) *policies.Finding {
+	t.Helper()
+	for i := range fs {
+		if fs[i].Host == host && fs[i].Rule == rule {
+			return &fs[i]
+		}
+	}
+	t.Fatalf("no %s finding on %s", rule, host)
+	return nil
+}
+
+// FirstSeen walks back over the runs: a finding is first seen in the
+// first run of its unbroken stretch. A run that read the host and did not
+// find it breaks the stretch; a run that did not read the host does not.
+func TestReportFirstSeen(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
+	// gpu-a-001 turns NUMA balancing off on the 10th and on again on the
+	// 24th; gpu-a-003's snapshot is missing on the 10th (not read).
+	r1, _ := recordAt(t, s, numaFleet(t, nil), day(1))
+	r2, _ := recordAt(t, s, numaFleet(t, []string{"gpu-a-001"}, "gpu-a-003"), day(10))
+	r3, _ := recordAt(t, s, numaFleet(t, nil), day(24))
+	r4, res := recordAt(t, s, numaFleet(t, nil), day(30))
+	run := reports.RunInfo{ID: strconv.FormatInt(int64(r4), 10), At: day(30)}
+	id := func(r RunID) string { return strconv.FormatInt(int64(r), 10) }
+
+	seen, err := FirstSeen(ctx, s, r4, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host    string
+		want    reports.FirstSeen
+		wantFor string
+	}{
+		// In every run: as old as the history read.
+		{"gpu-a-002", reports.FirstSeen{Run: id(r1), At: day(1), AtLeast: true}, "open 29 days or more"},
+		// Not read on the 10th: that run says nothing, the stretch goes on.
+		{"gpu-a-003", reports.FirstSeen{Run: id(r1), At: day(1), AtLeast: true}, "open 29 days or more"},
+		// Resolved on the 10th, back on the 24th.
+		{"gpu-a-001", reports.FirstSeen{Run: id(r3), At: day(24)}, "open 6 days"},
+	} {
+		f := findingOf(t, res.Findings, tc.host, "numa-balancing-enabled")
+		got, ok := seen[reports.SeenKey(f)]
+		if !ok || got != tc.want {
+			t.Errorf("%s: first seen %+v (known %v), want %+v", tc.host, got, ok, tc.want)
+		}
+		if text := seen.OpenFor(f, run); text != tc.wantFor {
+			t.Errorf("%s: %q, want %q", tc.host, text, tc.wantFor)
+		}
+	}
+
+	// Read from the 5th on, the oldest run read is the 10th's.
+	seen, err = FirstSeen(ctx, s, r4, day(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seen[reports.SeenKey(findingOf(t, res.Findings, "gpu-a-002", "numa-balancing-enabled"))]; got != (reports.FirstSeen{Run: id(r2), At: day(10), AtLeast: true}) {
+		t.Errorf("since the 5th: gpu-a-002 first seen %+v, want run %d, at least", got, r2)
+	}
+	// A store without FindingKeys is read through Findings, to the same
+	// answer.
+	var plain struct{ Store }
+	plain.Store = s
+	if _, ok := any(plain).(findingKeyer); ok {
+		t.Fatal("the wrapped store still lists finding keys")
+	}
+	viaFindings, err := FirstSeen(ctx, plain, r4, day(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(seen, viaFindings); diff != "" {
+		t.Errorf("FirstSeen through Findings (-FindingKeys +Findings):\n%s", diff)
+	}
+	// The first run has no history to tell.
+	if seen, err := FirstSeen(ctx, s, r1, time.Time{}); err != nil || seen != nil {
+		t.Errorf("first run: %v, %v; want nil", seen, err)
+	}
+}
