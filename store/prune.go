@@ -41,8 +41,9 @@ type PruneResult struct {
 // Prune removes old runs (their hosts, findings and trend points go with
 // them) and then every blob no remaining run references, in one
 // transaction: a reader sees the store before or after, never between.
-// The file does not shrink: SQLite reuses the freed pages for later runs.
-func (s *SQLite) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
+// The file does not shrink: SQLite reuses the freed pages for later runs
+// (PostgreSQL's autovacuum does the same for its tables).
+func (s *DB) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
 	res := PruneResult{DryRun: opts.DryRun}
 	if opts.Keep < 0 {
 		return res, fmt.Errorf("store %s: pruning: keep %d: want 0 or more", s.path, opts.Keep)
@@ -57,6 +58,9 @@ func (s *SQLite) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 		return fail("beginning", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := s.d.lockPrune(ctx, tx); err != nil {
+		return fail("locking", err)
+	}
 
 	live := formatTime(timeNow().Add(-opts.LiveFor))
 	rows, err := tx.QueryContext(ctx, `SELECT id, started_at FROM runs

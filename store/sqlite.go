@@ -48,15 +48,19 @@ type Options struct {
 // DefaultWait is how long a write waits for another writer by default.
 const DefaultWait = time.Minute
 
-// SQLite is the embedded store: one SQLite file (with its -wal and -shm
-// companions while open) in WAL mode. Every transaction is atomic, so a
-// writer that dies leaves no trace of an unfinished one but its run's
-// Incomplete mark. Snapshot blobs are written with synchronous=NORMAL (no
-// fsync per host: a power loss may forget the last ones, never corrupt);
-// FinishRun commits with synchronous=FULL, which makes the run and every
-// blob before it durable.
-type SQLite struct {
-	db   *sql.DB
+// DB is a store in a SQL database: an SQLite file (Open's default) or a
+// PostgreSQL database (a postgres:// URL).
+//
+// In SQLite it is one file (with its -wal and -shm companions while open)
+// in WAL mode. Every transaction is atomic, so a writer that dies leaves
+// no trace of an unfinished one but its run's Incomplete mark. Snapshot
+// blobs are written with synchronous=NORMAL (no fsync per host: a power
+// loss may forget the last ones, never corrupt); FinishRun commits with
+// synchronous=FULL, which makes the run and every blob before it durable.
+type DB struct {
+	db *sql.DB
+	// path names the store in messages: the file as given, or the URL
+	// without its password.
 	path string
 	d    dialect
 	// wait is the busy timeout, for ErrLocked's message.
@@ -69,12 +73,19 @@ type SQLite struct {
 	gzipWriters sync.Pool
 }
 
-var _ Store = (*SQLite)(nil)
+// SQLite is DB's name from when SQLite was its one database.
+type SQLite = DB
 
-// Open opens (and migrates) the store at path.
-func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
+var _ Store = (*DB)(nil)
+
+// Open opens (and migrates) the store at path: an SQLite file, or a
+// PostgreSQL database given as a postgres:// or postgresql:// URL.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("no store path given")
+	}
+	if IsURL(path) {
+		return openPostgres(ctx, path, opts)
 	}
 	if opts.Create && opts.ReadOnly {
 		return nil, fmt.Errorf("store %s: a read-only open cannot create the store", path)
@@ -133,7 +144,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 // open connects to the store file abs (named path in errors) and checks or
 // migrates its schema; a read-only store whose schema needs migrating
 // returns errMigrate.
-func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bool, version string) (*SQLite, error) {
+func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bool, version string) (*DB, error) {
 	var dsn string
 	if readOnly {
 		// A file: URI, so that SQLite itself sees mode=ro: the connection
@@ -156,7 +167,7 @@ func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bo
 	// One connection: the workers that store snapshots during a run queue
 	// here rather than contend for SQLite's write lock.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, d: sqliteDialect, wait: wait}
+	s := &DB{db: db, path: path, d: sqliteDialect, wait: wait}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, s.openErr(err)
@@ -172,7 +183,7 @@ func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bo
 }
 
 // openErr names a file that SQLite cannot read as a database.
-func (s *SQLite) openErr(err error) error {
+func (s *DB) openErr(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_NOTADB || se.Code()&0xff == sqlite3.SQLITE_CORRUPT) {
 		return fmt.Errorf("store %s: %w: %v", s.path, ErrNotStore, err)
@@ -187,19 +198,20 @@ func (s *SQLite) openErr(err error) error {
 // lockErr is ErrLocked, with how long it waited, when err is SQLite's busy:
 // another process held the write lock past the busy timeout. SQLite's
 // own "database is locked" names neither.
-func (s *SQLite) lockErr(err error) error {
+func (s *DB) lockErr(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY || s.d.locked != nil && s.d.locked(err) {
 		return fmt.Errorf("%w; gave up after waiting %s", ErrLocked, s.wait)
 	}
 	return err
 }
 
-// Path is the store's file as given to Open.
-func (s *SQLite) Path() string { return s.path }
+// Path is the store's file as given to Open, or its URL without a
+// password.
+func (s *DB) Path() string { return s.path }
 
 // Close closes the store.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *DB) Close() error { return s.db.Close() }
 
 // timeFormat is fixed-width, so stored times sort as text.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
@@ -212,7 +224,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 
 // BeginRun implements Store.
-func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
+func (s *DB) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 	if meta.StartedAt.IsZero() {
 		meta.StartedAt = timeNow()
 	}
@@ -227,7 +239,7 @@ func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 }
 
 // PutBlob implements Store.
-func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
+func (s *DB) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
 	hash := contentHash(body)
 	// Most snapshots of a run are stored already (unchanged hosts): ask
 	// before compressing.
@@ -270,7 +282,7 @@ const (
 	gzipAbove = 512
 )
 
-func (s *SQLite) encodeBlob(body []byte) (string, []byte, error) {
+func (s *DB) encodeBlob(body []byte) (string, []byte, error) {
 	if len(body) < gzipAbove {
 		return encodingRaw, body, nil
 	}
@@ -320,7 +332,7 @@ func decodeBlob(enc string, stored []byte) ([]byte, error) {
 }
 
 // FinishRun implements Store.
-func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
+func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("store %s: recording run %d: %w", s.path, id, s.lockErr(err))
@@ -346,15 +358,20 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
-		return err
+	if s.d.name == sqliteDialect.name {
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+			return err
+		}
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
 	}
-	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if err := s.d.lockWrites(ctx, tx); err != nil {
+		return err
+	}
 	var state string
 	if err := tx.QueryRowContext(ctx, `SELECT state FROM runs WHERE id = ?`, int64(id)).Scan(&state); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -448,14 +465,14 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	return tx.Commit()
 }
 
-func (s *SQLite) row(table string, n int) {
+func (s *DB) row(table string, n int) {
 	if s.afterRow != nil {
 		s.afterRow(table, n)
 	}
 }
 
 // FailRun implements Store.
-func (s *SQLite) FailRun(ctx context.Context, id RunID, reason string) error {
+func (s *DB) FailRun(ctx context.Context, id RunID, reason string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
 		Failed, reason, formatTime(timeNow()), int64(id), Incomplete)
 	if err != nil {
@@ -496,7 +513,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 }
 
 // Runs implements Store.
-func (s *SQLite) Runs(ctx context.Context, q RunQuery) ([]Run, error) {
+func (s *DB) Runs(ctx context.Context, q RunQuery) ([]Run, error) {
 	query := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
 	var args []any
 	if !q.Since.IsZero() {
@@ -529,7 +546,7 @@ func (s *SQLite) Runs(ctx context.Context, q RunQuery) ([]Run, error) {
 }
 
 // Run implements Store.
-func (s *SQLite) Run(ctx context.Context, id RunID) (Run, error) {
+func (s *DB) Run(ctx context.Context, id RunID) (Run, error) {
 	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, int64(id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, ErrNoRun)
@@ -550,7 +567,7 @@ func placeholders(ids []RunID) (string, []any) {
 }
 
 // Counts implements Store.
-func (s *SQLite) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
+func (s *DB) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -575,7 +592,7 @@ func (s *SQLite) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
 }
 
 // Hosts implements Store.
-func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
+func (s *DB) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT snapshot, collected_at, detail FROM run_hosts WHERE run_id = ? ORDER BY seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
@@ -599,7 +616,7 @@ func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 }
 
 // Findings implements Store.
-func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
+func (s *DB) Findings(ctx context.Context, id RunID) ([]Finding, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.encoding, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
@@ -634,7 +651,7 @@ func decodeFinding(b []byte, f *policies.Finding) error {
 }
 
 // Trend implements Store.
-func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
+func (s *DB) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -667,7 +684,7 @@ func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, 
 }
 
 // Blob implements Store.
-func (s *SQLite) Blob(ctx context.Context, hash string) ([]byte, error) {
+func (s *DB) Blob(ctx context.Context, hash string) ([]byte, error) {
 	var enc string
 	var stored []byte
 	err := s.db.QueryRowContext(ctx, `SELECT encoding, body FROM blobs WHERE hash = ?`, hash).Scan(&enc, &stored)
@@ -692,7 +709,7 @@ type Stats struct {
 }
 
 // Stats implements counting the store's rows.
-func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+func (s *DB) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.db.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM blobs),
@@ -706,8 +723,12 @@ func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// Check runs SQLite's integrity check: "" when the file is sound.
-func (s *SQLite) Check(ctx context.Context) (string, error) {
+// Check runs SQLite's integrity check: "" when the file is sound (and
+// always for PostgreSQL, which checks its pages as it reads them).
+func (s *DB) Check(ctx context.Context) (string, error) {
+	if s.d.name != sqliteDialect.name {
+		return "", nil
+	}
 	var res string
 	if err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
 		return "", fmt.Errorf("store %s: integrity check: %w", s.path, err)
