@@ -28,7 +28,7 @@ func addRecordFlags(f *pflag.FlagSet) {
 // addStoreFlag adds --store and --store-wait, meaning the same in audit,
 // history, drift, report and prune.
 func addStoreFlag(f *pflag.FlagSet) {
-	f.String("store", "", "history store file (default $XDG_DATA_HOME/fleetaudit/store.db, else ~/.local/share/fleetaudit/store.db)")
+	f.String("store", "", "history store: an SQLite file (default $XDG_DATA_HOME/fleetaudit/store.db, else ~/.local/share/fleetaudit/store.db) or a PostgreSQL database, postgres://user@host/db (password from PGPASSWORD or PGPASSFILE)")
 	f.Duration("store-wait", store.DefaultWait, "how long a write to the store waits while another process writes to it (readers never wait)")
 }
 
@@ -52,14 +52,14 @@ func (a *app) storePath() (string, error) {
 // openStoreToRead opens an existing store read-only, for a command whose
 // report goes to out: it reads while another process writes, and never
 // creates a store.
-func (a *app) openStoreToRead(ctx context.Context, out string) (*store.SQLite, error) {
+func (a *app) openStoreToRead(ctx context.Context, out string) (*store.DB, error) {
 	return a.openStore(ctx, out, store.Options{ReadOnly: true})
 }
 
 // openStore opens the store for a command whose report goes to out,
 // refusing an out that names the store (or its -wal and -shm files), even
 // one that does not exist yet.
-func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*store.SQLite, error) {
+func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*store.DB, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
@@ -76,8 +76,12 @@ func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*s
 	return s, storeErr(err)
 }
 
-// storeInputs are the store's file and SQLite's files beside it.
+// storeInputs are the store's file and SQLite's files beside it (none for
+// a PostgreSQL URL).
 func storeInputs(path string) []input {
+	if store.IsURL(path) {
+		return nil
+	}
 	return inputsOf("--store", []string{path, path + "-wal", path + "-shm", path + "-journal"}, 0)
 }
 
@@ -93,7 +97,7 @@ func storeErr(err error) error {
 // store that cannot be opened fails fast, and snapshots are stored as the
 // engine reads them) and finished after it. A nil recording does nothing.
 type recording struct {
-	s   *store.SQLite
+	s   *store.DB
 	rec *store.Recorder
 }
 
