@@ -121,10 +121,12 @@ func Resolve(ctx context.Context, s Store, ref string) (RunID, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("run %q: want a run id, latest or latest~N", ref)
 	}
-	if _, err := s.Run(ctx, RunID(n)); err != nil {
+	// A shard's own id names its sharded run.
+	r, err := s.Run(ctx, RunID(n))
+	if err != nil {
 		return 0, err
 	}
-	return RunID(n), nil
+	return r.ID, nil
 }
 
 // Previous is the newest complete run before id.
@@ -171,15 +173,11 @@ func LoadResult(ctx context.Context, s Store, id RunID) (*audit.Result, Run, err
 	for _, h := range hosts {
 		res.Hosts = append(res.Hosts, h.HostRun)
 	}
-	if run.Catalog != "" {
-		body, err := s.Blob(ctx, run.Catalog)
-		if err != nil {
-			return nil, run, err
-		}
-		var cat Catalog
-		if err := json.Unmarshal(body, &cat); err != nil {
-			return nil, run, fmt.Errorf("run %d: its catalog: %w", id, err)
-		}
+	cat, err := loadCatalog(ctx, s, run)
+	if err != nil {
+		return nil, run, err
+	}
+	if cat != nil {
 		res.Rules, res.FleetRules = cat.Rules, cat.FleetRules
 	}
 	if res.Errors == nil {

@@ -83,6 +83,15 @@ var migrations = [][]string{
 		`CREATE INDEX findings_blob ON findings (finding)`,
 		`CREATE INDEX runs_catalog ON runs (catalog)`,
 	},
+	// 3: sharded runs: n runners each record a shard of one named run
+	// (a row each); readers see the run once every shard is complete.
+	// Unnamed runs have name '' and shard 0 of 0.
+	{
+		`ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE runs ADD COLUMN shard INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE runs ADD COLUMN shards INTEGER NOT NULL DEFAULT 0`,
+		`CREATE UNIQUE INDEX runs_shard ON runs (name, shard) WHERE name <> ''`,
+	},
 }
 
 // SchemaVersion is the schema version this fleetaudit writes.

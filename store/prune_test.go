@@ -177,8 +177,8 @@ func TestPruneRefusesNegativeKeep(t *testing.T) {
 	})
 }
 
-// A store written before schema version 2 gains the blob-reference
-// indexes when opened, and keeps its runs.
+// A store written at schema version 1 gains the blob-reference indexes
+// and the shard columns when opened, and keeps its runs.
 func TestMigrationFromVersion1(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
@@ -186,6 +186,7 @@ func TestMigrationFromVersion1(t *testing.T) {
 		s := openTest(t, path)
 		id, _ := record(t, s, copyFleet(t, nil))
 		for _, stmt := range []string{
+			`DROP INDEX runs_shard`, `ALTER TABLE runs DROP COLUMN name`, `ALTER TABLE runs DROP COLUMN shard`, `ALTER TABLE runs DROP COLUMN shards`,
 			`DROP INDEX run_hosts_snapshot`, `DROP INDEX findings_blob`, `DROP INDEX runs_catalog`,
 			`DELETE FROM fleetaudit_schema WHERE version > 1`,
 		} {

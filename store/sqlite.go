@@ -223,15 +223,37 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 
-// BeginRun implements Store.
+// BeginRun implements Store. A shard of a named run (meta.Name) replaces
+// a failed or unfinished attempt at the same shard, and is refused when
+// that shard is recorded already or the run has another number of shards.
 func (s *DB) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 	if meta.StartedAt.IsZero() {
 		meta.StartedAt = timeNow()
 	}
+	shard, shards := meta.Shard, meta.Shards
+	if meta.Name != "" && shards == 0 {
+		shard, shards = 1, 1
+	}
+	if meta.Name == "" && shards != 0 || shards < 0 || shards > 0 && (shard < 1 || shard > shards) {
+		return 0, fmt.Errorf("store %s: beginning a run: shard %d/%d of run %q: want 1 <= shard <= shards, with a run name", s.path, shard, shards, meta.Name)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
+	}
+	defer func() { _ = tx.Rollback() }()
+	if meta.Name != "" {
+		if err := s.claimShard(ctx, tx, meta.Name, shard, shards); err != nil {
+			return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
+		}
+	}
 	var id int64
-	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO runs (started_at, state, fleetaudit, writer, command) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command).Scan(&id)
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO runs (started_at, state, fleetaudit, writer, command, name, shard, shards) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command, meta.Name, shard, shards).Scan(&id)
+	if err == nil {
+		err = tx.Commit()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
 	}
@@ -481,7 +503,7 @@ func (s *DB) FailRun(ctx context.Context, id RunID, reason string) error {
 	return nil
 }
 
-const runColumns = `id, state, error, started_at, finished_at, fleetaudit, writer, command, hosts, audited, unread, findings, result, catalog`
+const runColumns = `id, state, error, started_at, finished_at, fleetaudit, writer, command, hosts, audited, unread, findings, result, catalog, name, shard, shards`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -489,7 +511,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var started string
 	var finished, result, catalog sql.NullString
 	if err := sc.Scan(&id, &r.State, &r.Error, &started, &finished, &r.Version, &r.Writer, &r.Command,
-		&r.Hosts, &r.Audited, &r.Unread, &r.Findings, &result, &catalog); err != nil {
+		&r.Hosts, &r.Audited, &r.Unread, &r.Findings, &result, &catalog, &r.Name, &r.shard, &r.shards); err != nil {
 		return Run{}, err
 	}
 	r.ID = RunID(id)
@@ -512,51 +534,6 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	return r, nil
 }
 
-// Runs implements Store.
-func (s *DB) Runs(ctx context.Context, q RunQuery) ([]Run, error) {
-	query := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
-	var args []any
-	if !q.Since.IsZero() {
-		query += ` AND started_at >= ?`
-		args = append(args, formatTime(q.Since))
-	}
-	if q.State != "" {
-		query += ` AND state = ?`
-		args = append(args, q.State)
-	}
-	query += ` ORDER BY id DESC`
-	if q.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, q.Limit)
-	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: listing runs: %w", s.path, err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store %s: %w", s.path, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// Run implements Store.
-func (s *DB) Run(ctx context.Context, id RunID) (Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, int64(id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, ErrNoRun)
-	}
-	if err != nil {
-		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, err)
-	}
-	return r, nil
-}
-
 // placeholders returns "?, ?, ..." for n values, and the ids as arguments.
 func placeholders(ids []RunID) (string, []any) {
 	args := make([]any, len(ids))
@@ -566,8 +543,8 @@ func placeholders(ids []RunID) (string, []any) {
 	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
 }
 
-// Counts implements Store.
-func (s *DB) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
+// counts are Counts of physical runs (a shard each).
+func (s *DB) counts(ctx context.Context, ids []RunID) ([]Count, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -591,8 +568,8 @@ func (s *DB) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
 	return out, rows.Err()
 }
 
-// Hosts implements Store.
-func (s *DB) Hosts(ctx context.Context, id RunID) ([]Host, error) {
+// hosts are Hosts of a physical run (a shard).
+func (s *DB) hosts(ctx context.Context, id RunID) ([]Host, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT snapshot, collected_at, detail FROM run_hosts WHERE run_id = ? ORDER BY seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
@@ -615,8 +592,8 @@ func (s *DB) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 	return out, rows.Err()
 }
 
-// Findings implements Store.
-func (s *DB) Findings(ctx context.Context, id RunID) ([]Finding, error) {
+// findings are Findings of a physical run (a shard).
+func (s *DB) findings(ctx context.Context, id RunID) ([]Finding, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.encoding, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
@@ -650,8 +627,8 @@ func decodeFinding(b []byte, f *policies.Finding) error {
 	return dec.Decode(f)
 }
 
-// Trend implements Store.
-func (s *DB) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
+// trend is Trend of physical runs (a shard each).
+func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}

@@ -115,6 +115,12 @@ type RunMeta struct {
 	Writer string
 	// Command is the command line that made the run, for people.
 	Command string
+	// Name, Shard and Shards record shard Shard of Shards (from 1) of the
+	// run Name, which readers see as one run once every shard is
+	// complete. A name without shards is shard 1 of 1; no name, an
+	// unnamed run of its own.
+	Name          string
+	Shard, Shards int
 }
 
 // Run is a recorded run.
@@ -138,6 +144,31 @@ type Run struct {
 	Result json.RawMessage `json:"-"`
 	// Catalog is the hash of the run's Catalog blob; "" unless complete.
 	Catalog string `json:"-"`
+	// Name is a sharded run's name ("" for a run of one runner).
+	Name string `json:"name,omitempty"`
+	// Shards are a sharded run's shards, in order, missing ones too.
+	Shards []Shard `json:"shards,omitempty"`
+
+	// shard and shards are a row's place in its run (0 of 0: unsharded).
+	shard, shards int
+	// catalogs are the distinct catalogs of a sharded run's shards.
+	catalogs []string
+}
+
+// Missing is the state of a shard that no runner has recorded.
+const Missing = "missing"
+
+// Shard is one runner's part of a sharded run.
+type Shard struct {
+	// Shard is its number, from 1.
+	Shard int `json:"shard"`
+	// ID is its own row's id; 0 when missing.
+	ID RunID `json:"id,omitempty"`
+	// State is Incomplete, Complete, Failed or Missing.
+	State  string `json:"state"`
+	Error  string `json:"error,omitempty"`
+	Writer string `json:"writer,omitempty"`
+	Hosts  int    `json:"hosts"`
 }
 
 // RunQuery selects runs.
