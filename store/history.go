@@ -91,8 +91,9 @@ func LoadHistory(ctx context.Context, s Store, q RunQuery) (*History, error) {
 	return h, nil
 }
 
-// Resolve turns a run reference into an id: a number, "latest" (the
-// newest complete run) or "latest~N" (the Nth complete run before it).
+// Resolve turns a run reference into an id: a number, a sharded run's
+// name, "latest" (the newest complete run) or "latest~N" (the Nth
+// complete run before it).
 // It checks that the run exists.
 func Resolve(ctx context.Context, s Store, ref string) (RunID, error) {
 	ref = strings.TrimSpace(ref)
@@ -118,8 +119,20 @@ func Resolve(ctx context.Context, s Store, ref string) (RunID, error) {
 		return runs[back].ID, nil
 	}
 	n, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil && ref != "" {
+		// A sharded run's name.
+		runs, err := s.Runs(ctx, RunQuery{})
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range runs {
+			if r.Name == ref {
+				return r.ID, nil
+			}
+		}
+	}
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("run %q: want a run id, latest or latest~N", ref)
+		return 0, fmt.Errorf("run %q: want a run id, latest or latest~N, or a sharded run's name", ref)
 	}
 	// A shard's own id names its sharded run.
 	r, err := s.Run(ctx, RunID(n))

@@ -16,12 +16,14 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/sshsource"
 	"github.com/fleetaudit/fleetaudit/store"
 )
 
 // addRecordFlags adds audit's --record and --store.
 func addRecordFlags(f *pflag.FlagSet) {
 	f.Bool("record", false, "record the run (hosts, snapshots, findings) in the history store, for history, drift and report")
+	f.String("run", "", "with --record and --shard: the name of the run this runner records its shard of (the same on every runner, e.g. nightly-2026-12-07); readers see the run once every shard is recorded")
 	addStoreFlag(f)
 }
 
@@ -104,22 +106,39 @@ type recording struct {
 // startRecord begins a recorded run when --record is given, hooking the
 // recorder into opts.Loaded.
 func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording, error) {
+	name, shard := a.v.GetString("run"), a.v.GetString("shard")
 	if !a.v.GetBool("record") {
+		if name != "" {
+			return nil, usageError{fmt.Errorf("--run names the run --record keeps; add --record, or drop --run")}
+		}
 		return nil, nil
+	}
+	meta := store.RunMeta{Name: name}
+	if shard != "" {
+		// A shard recorded as a run of its own would read as the whole
+		// fleet with the other shards' hosts gone.
+		if name == "" {
+			return nil, usageError{fmt.Errorf("--shard with --record needs --run NAME: the run every shard records into")}
+		}
+		if len(opts.Roots) > 0 {
+			return nil, usageError{fmt.Errorf("--root hosts are not split by --shard: record them in a run of their own")}
+		}
+		sh, err := sshsource.ParseShard(shard)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--shard: %w", err)}
+		}
+		meta.Shard, meta.Shards = sh.Index, sh.Count
 	}
 	s, err := a.openStore(ctx, a.v.GetString("output"), store.Options{Create: true})
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	rec, err := store.Begin(ctx, s, store.RunMeta{
-		StartedAt: time.Now(),
-		Version:   version,
-		Writer:    host + ":" + strconv.Itoa(os.Getpid()),
-		// Not the command line: its values could hold what should not
-		// be kept.
-		Command: "audit",
-	})
+	meta.StartedAt, meta.Version, meta.Writer = time.Now(), version, host+":"+strconv.Itoa(os.Getpid())
+	// Not the command line: its values could hold what should not be
+	// kept.
+	meta.Command = "audit"
+	rec, err := store.Begin(ctx, s, meta)
 	if err != nil {
 		s.Close()
 		return nil, storeErr(err)
