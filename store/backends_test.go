@@ -10,6 +10,9 @@ import (
 	"github.com/fleetaudit/fleetaudit/internal/pgtest"
 )
 
+// postgres is this test binary's PostgreSQL server.
+var postgres pgtest.Server
+
 // backend is a database the store runs on, for tests that run on each.
 type backend struct {
 	name string
@@ -20,7 +23,7 @@ type backend struct {
 
 var backends = []backend{
 	{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "store.db") }},
-	{"postgres", func(t *testing.T) string { return pgtest.DB(t) }},
+	{"postgres", func(t *testing.T) string { return postgres.DB(t) }},
 }
 
 // eachBackend runs f as a subtest per backend.

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/audit"
-	"github.com/fleetaudit/fleetaudit/internal/pgtest"
 	"github.com/fleetaudit/fleetaudit/policies"
 )
 
@@ -28,7 +27,7 @@ func TestMain(m *testing.M) {
 		holdingWriter(path)
 		return
 	}
-	os.Exit(pgtest.Main(m))
+	os.Exit(postgres.Main(m))
 }
 
 // crashWriter records a run into path and, in the middle of FinishRun's

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fleetaudit/fleetaudit/internal/pgtest"
 )
 
 func TestRebind(t *testing.T) {
@@ -32,10 +31,10 @@ func TestRebind(t *testing.T) {
 // and no error or log line shows it: not a wrong one, not one the URL
 // was (wrongly) given.
 func TestPostgresPasswordIsNeverShown(t *testing.T) {
-	srv := pgtest.Get(t)
+	srv := postgres.Get(t)
 	ctx := context.Background()
 	const secret = "s3cret-Pa55-word"
-	where := pgtest.DB(t)
+	where := postgres.DB(t)
 	db := strings.TrimPrefix(where[strings.LastIndex(where, "/"):], "/")
 	db = db[:strings.Index(db, "?")]
 	if err := srv.Exec("postgres", `DROP ROLE IF EXISTS pwtest`, `CREATE ROLE pwtest LOGIN PASSWORD '`+secret+`'`,
@@ -118,9 +117,9 @@ func TestPostgresPasswordIsNeverShown(t *testing.T) {
 // A database with other tables is not a store; an empty one is no store
 // to a reader, and becomes one for a writer.
 func TestPostgresOpenRefusesWhatIsNotAStore(t *testing.T) {
-	srv := pgtest.Get(t)
+	srv := postgres.Get(t)
 	ctx := context.Background()
-	empty := pgtest.DB(t)
+	empty := postgres.DB(t)
 	if _, err := Open(ctx, empty, Options{ReadOnly: true}); !errors.Is(err, ErrNoStore) {
 		t.Errorf("an empty database read: %v", err)
 	}
@@ -130,7 +129,7 @@ func TestPostgresOpenRefusesWhatIsNotAStore(t *testing.T) {
 	if n := len(tablesOf(t, empty)); n != 0 {
 		t.Errorf("a reader created %d tables", n)
 	}
-	other := pgtest.DB(t)
+	other := postgres.DB(t)
 	name := other[strings.LastIndex(other, "/")+1 : strings.Index(other, "?")]
 	if err := srv.Exec(name, `CREATE TABLE accounts (id INTEGER)`); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,10 @@
 // socket there and no TCP, one per test binary, and a fresh database per
 // test.
 //
-//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//	var postgres pgtest.Server
+//	func TestMain(m *testing.M) { os.Exit(postgres.Main(m)) }
 //
-//	url := pgtest.DB(t) // postgres:///db?host=/tmp/...
+//	url := postgres.DB(t) // postgres://fleetaudit@/db?host=/tmp/...
 //
 // PostgreSQL refuses to run as root: as root, the server runs as the
 // postgres user (its temporary directory owned by it). Without the
@@ -36,55 +37,65 @@ import (
 // Superuser is the role the tests connect as (trust on the socket).
 const Superuser = "fleetaudit"
 
-// Server is a running PostgreSQL server.
+// Server is a test binary's PostgreSQL server, started on first use; the
+// zero value is ready. Keep one in a package variable:
+//
+//	var postgres pgtest.Server
+//	func TestMain(m *testing.M) { os.Exit(postgres.Main(m)) }
 type Server struct {
-	dir, data, sock string
-	cred            *syscall.Credential
-	bin             string
-	n               int
-	mu              sync.Mutex
+	once sync.Once
+	err  error
+	inst *Instance
 }
 
-var (
-	once    sync.Once
-	shared  *Server
-	sharedE error
-)
-
 // Main runs the tests and stops the server if one was started.
-func Main(m *testing.M) int {
+func (s *Server) Main(m *testing.M) int {
 	code := m.Run()
-	if shared != nil {
-		if err := shared.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "pgtest:", err)
-		}
-	}
+	s.Stop()
 	return code
 }
 
-// Get is the test binary's server, started on first use; it skips the
-// test when PostgreSQL is not installed (fails under CI=true).
-func Get(t testing.TB) *Server {
-	t.Helper()
-	once.Do(func() { shared, sharedE = Start() })
-	if sharedE != nil {
-		if os.Getenv("CI") == "true" || !errors.Is(sharedE, ErrNotInstalled) {
-			t.Fatalf("pgtest: %v", sharedE)
+// Stop stops the server if one was started (for a TestMain that runs the
+// tests through another Main).
+func (s *Server) Stop() {
+	if s.inst != nil {
+		if err := s.inst.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
-		t.Skipf("pgtest: %v", sharedE)
 	}
-	return shared
 }
 
-// DB creates a fresh database on the binary's server and returns its URL.
-func DB(t testing.TB) string {
+// Get is the running server, started on first use; it skips the test
+// when PostgreSQL is not installed (fails under CI=true).
+func (s *Server) Get(t testing.TB) *Instance {
 	t.Helper()
-	s := Get(t)
-	u, err := s.CreateDB(t.Name())
+	s.once.Do(func() { s.inst, s.err = Start() })
+	if s.err != nil {
+		if os.Getenv("CI") == "true" || !errors.Is(s.err, ErrNotInstalled) {
+			t.Fatalf("pgtest: %v", s.err)
+		}
+		t.Skipf("pgtest: %v", s.err)
+	}
+	return s.inst
+}
+
+// DB creates a fresh database for the test and returns its URL.
+func (s *Server) DB(t testing.TB) string {
+	t.Helper()
+	u, err := s.Get(t).CreateDB(t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// Instance is a running PostgreSQL server.
+type Instance struct {
+	dir, data, sock string
+	cred            *syscall.Credential
+	bin             string
+	mu              sync.Mutex
+	n               int
 }
 
 // ErrNotInstalled: no initdb and pg_ctl were found.
@@ -114,7 +125,7 @@ func version(dir string) int {
 }
 
 // Start initialises and starts a server in a new temporary directory.
-func Start() (*Server, error) {
+func Start() (*Instance, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -123,7 +134,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, data: filepath.Join(dir, "data"), sock: filepath.Join(dir, "sock"), bin: bin}
+	s := &Instance{dir: dir, data: filepath.Join(dir, "data"), sock: filepath.Join(dir, "sock"), bin: bin}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -166,7 +177,7 @@ func Start() (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) mkdir(p string) error {
+func (s *Instance) mkdir(p string) error {
 	if err := os.Mkdir(p, 0o700); err != nil {
 		return err
 	}
@@ -176,7 +187,7 @@ func (s *Server) mkdir(p string) error {
 	return nil
 }
 
-func (s *Server) run(name string, args ...string) ([]byte, error) {
+func (s *Instance) run(name string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
@@ -189,7 +200,7 @@ func (s *Server) run(name string, args ...string) ([]byte, error) {
 }
 
 // Stop stops the server and removes its directory.
-func (s *Server) Stop() error {
+func (s *Instance) Stop() error {
 	out, err := s.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", s.data)
 	rmErr := os.RemoveAll(s.dir)
 	if err != nil {
@@ -199,10 +210,10 @@ func (s *Server) Stop() error {
 }
 
 // Socket is the directory of the server's socket.
-func (s *Server) Socket() string { return s.sock }
+func (s *Instance) Socket() string { return s.sock }
 
 // URL is a database's URL for role (Superuser when "").
-func (s *Server) URL(db, role string) string {
+func (s *Instance) URL(db, role string) string {
 	if role == "" {
 		role = Superuser
 	}
@@ -213,7 +224,7 @@ func (s *Server) URL(db, role string) string {
 var notIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 
 // CreateDB creates a database named after hint and returns its URL.
-func (s *Server) CreateDB(hint string) (string, error) {
+func (s *Instance) CreateDB(hint string) (string, error) {
 	s.mu.Lock()
 	s.n++
 	name := fmt.Sprintf("t%d_%s", s.n, notIdent.ReplaceAllString(strings.ToLower(hint), "_"))
@@ -228,7 +239,7 @@ func (s *Server) CreateDB(hint string) (string, error) {
 }
 
 // Exec runs statements in database db as the superuser.
-func (s *Server) Exec(db string, stmts ...string) error {
+func (s *Instance) Exec(db string, stmts ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.URL(db, ""))

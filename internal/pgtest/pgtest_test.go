@@ -9,12 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) { os.Exit(Main(m)) }
+var server Server
+
+func TestMain(m *testing.M) { os.Exit(server.Main(m)) }
 
 // Each test gets its own database on the one server, reachable on the
 // socket only.
 func TestDatabasePerTest(t *testing.T) {
-	a, b := DB(t), DB(t)
+	a, b := server.DB(t), server.DB(t)
 	if a == b {
 		t.Fatalf("two databases share a URL: %s", a)
 	}
