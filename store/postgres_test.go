@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
 )
 
 func TestRebind(t *testing.T) {
