@@ -18,12 +18,12 @@ type backend struct {
 	name string
 	// new returns where a fresh, empty store is: an SQLite file's path,
 	// or a new PostgreSQL database's URL (on the test binary's server).
-	new func(t *testing.T) string
+	new func(t testing.TB) string
 }
 
 var backends = []backend{
-	{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "store.db") }},
-	{"postgres", func(t *testing.T) string { return postgres.DB(t) }},
+	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") }},
+	{"postgres", func(t testing.TB) string { return postgres.DB(t) }},
 }
 
 // eachBackend runs f as a subtest per backend.
