@@ -10,9 +10,10 @@
 // writer that dies midway leaves a consistent store whose run says it is
 // incomplete.
 //
-// Store is the interface; SQLite (modernc.org/sqlite, no cgo) is the one
-// backend. Its SQL is kept portable (docs/history.md says what a Postgres
-// backend would change).
+// Store is the interface; DB implements it on SQLite (modernc.org/sqlite,
+// no cgo) or PostgreSQL (pgx), with the same portable SQL and migrations.
+// Runners of one fleet split in shards each record a shard of one named
+// run, which readers see whole once every shard is complete (shards.go).
 package store
 
 import (
