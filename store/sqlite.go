@@ -404,11 +404,11 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	if state != Incomplete {
 		return fmt.Errorf("the run is %s already", state)
 	}
-	hostStmt, err := tx.PrepareContext(ctx, `INSERT INTO run_hosts (run_id, seq, host, fleet, snapshot, collected_at, unread, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer hostStmt.Close()
+	// Rows go in batchRows at a time: one statement per batch, not per
+	// row, which a database server answers in one round trip.
+	hostRows := &batch{tx: tx, head: `INSERT INTO run_hosts (run_id, seq, host, fleet, snapshot, collected_at, unread, detail) VALUES `, cols: 8,
+		written: func(n int) { s.row("run_hosts", n) }}
+	defer hostRows.close()
 	i := 0
 	for h := range hosts {
 		detail, err := json.Marshal(h.HostRun)
@@ -419,24 +419,23 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		if h.Snapshot != "" {
 			snap = h.Snapshot
 		}
-		if _, err := hostStmt.ExecContext(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
-			return fmt.Errorf("host %s: %w", h.Host, err)
+		if err := hostRows.add(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
+			return fmt.Errorf("hosts up to %s: %w", h.Host, err)
 		}
 		i++
-		s.row("run_hosts", i)
+	}
+	if err := hostRows.flush(ctx); err != nil {
+		return fmt.Errorf("hosts: %w", err)
 	}
 	// A finding is a blob too: one still open since the last run, word
 	// for word, costs its run a row, not its evidence again.
-	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer blobStmt.Close()
-	findStmt, err := tx.PrepareContext(ctx, `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, finding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer findStmt.Close()
+	blobRows := &batch{tx: tx, head: `INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES `, cols: 5, tail: ` ON CONFLICT (hash) DO NOTHING`}
+	defer blobRows.close()
+	findRows := &batch{tx: tx, head: `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, finding) VALUES `, cols: 9,
+		written: func(n int) { s.row("findings", n) },
+		// The findings' blobs first: the rows reference them.
+		before: blobRows.flush}
+	defer findRows.close()
 	now := formatTime(timeNow())
 	// Written as they are yielded: findings counts them for the run.
 	findings := 0
@@ -447,18 +446,20 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		}
 		// Findings are small and mostly stored already: kept as they are.
 		hash := contentHash(body)
-		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, encodingRaw, body, now); err != nil {
-			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		if err := blobRows.add(ctx, hash, KindFinding, encodingRaw, body, now); err != nil {
+			return fmt.Errorf("findings up to %s on %s: %w", f.Rule, f.Host, err)
 		}
 		waived := 0
 		if f.Waived != nil {
 			waived = 1
 		}
-		if _, err := findStmt.ExecContext(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
-			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		if err := findRows.add(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
+			return fmt.Errorf("findings up to %s on %s: %w", f.Rule, f.Host, err)
 		}
 		findings++
-		s.row("findings", findings)
+	}
+	if err := findRows.flush(ctx); err != nil {
+		return fmt.Errorf("findings: %w", err)
 	}
 	for _, p := range rec.Trend {
 		counts, err := json.Marshal(p.Findings)
@@ -485,6 +486,76 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		return err
 	}
 	return tx.Commit()
+}
+
+// batchRows is how many rows one INSERT of FinishRun writes: 200 findings
+// are 1,800 parameters, within SQLite's and PostgreSQL's limits.
+const batchRows = 200
+
+// batch is a multi-row INSERT written batchRows rows at a time; the
+// statement of a full batch is prepared once.
+type batch struct {
+	tx         *sql.Tx
+	head, tail string
+	cols       int
+	args       []any
+	n, total   int
+	full       *sql.Stmt
+	// before runs ahead of each flush; written sees each row written
+	// (the count so far).
+	before  func(context.Context) error
+	written func(n int)
+}
+
+func (b *batch) add(ctx context.Context, vals ...any) error {
+	b.args = append(b.args, vals...)
+	b.n++
+	if b.n == batchRows {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+func (b *batch) flush(ctx context.Context) error {
+	if b.before != nil {
+		if err := b.before(ctx); err != nil {
+			return err
+		}
+	}
+	if b.n == 0 {
+		return nil
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", b.cols), ", ") + ")"
+	query := func(n int) string { return b.head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + b.tail }
+	var err error
+	switch {
+	case b.n < batchRows:
+		_, err = b.tx.ExecContext(ctx, query(b.n), b.args...)
+	case b.full == nil:
+		if b.full, err = b.tx.PrepareContext(ctx, query(batchRows)); err != nil {
+			return err
+		}
+		fallthrough
+	default:
+		_, err = b.full.ExecContext(ctx, b.args...)
+	}
+	if err != nil {
+		return err
+	}
+	for range b.n {
+		b.total++
+		if b.written != nil {
+			b.written(b.total)
+		}
+	}
+	b.args, b.n = b.args[:0], 0
+	return nil
+}
+
+func (b *batch) close() {
+	if b.full != nil {
+		b.full.Close()
+	}
 }
 
 func (s *DB) row(table string, n int) {
