@@ -22,14 +22,22 @@ import (
 // them with meta, as one runner of a sharded run does.
 func recordPart(t *testing.T, s Store, dir string, meta RunMeta, keep func(string) bool) (*Recorder, *audit.Result) {
 	t.Helper()
-	ctx := context.Background()
-	set, err := fleets.Load(true)
+	rec, res, err := recordPartErr(s, dir, meta, keep)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec, res
+}
+
+func recordPartErr(s Store, dir string, meta RunMeta, keep func(string) bool) (*Recorder, *audit.Result, error) {
+	ctx := context.Background()
+	set, err := fleets.Load(true)
+	if err != nil {
+		return nil, nil, err
+	}
 	inv, err := inventory.Load(filepath.Join(exampleFleet, "inventory.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	var hosts []inventory.Host
 	for _, h := range inv.Hosts {
@@ -41,17 +49,14 @@ func recordPart(t *testing.T, s Store, dir string, meta RunMeta, keep func(strin
 	meta.Version, meta.Writer = "test", fmt.Sprintf("runner-%d", meta.Shard)
 	rec, err := Begin(ctx, s, meta)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	res, err := audit.Run(ctx, audit.Options{Fleets: set, Inventory: inv, Snapshots: []string{dir}, Loaded: rec.Loaded, Shard: keep})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	trend := []reports.TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
-	if err := rec.Finish(ctx, res, trend); err != nil {
-		t.Fatal(err)
-	}
-	return rec, res
+	return rec, res, rec.Finish(ctx, res, trend)
 }
 
 // Two runners record the two shards of one named run: until both have,
@@ -186,12 +191,30 @@ func TestShardedRun(t *testing.T) {
 			t.Errorf("trend = %+v, %v; want the shards' points summed", ps, err)
 		}
 
-		// A second night: drift sees every host once, none changed; prune
-		// removes the first night whole.
-		next := RunMeta{Name: "nightly-2026-12-08", Shard: 2, Shards: 2}
-		recordPart(t, s, dir, next, even)
-		next.Shard = 1
-		last, _ := recordPart(t, s, dir, next, odd)
+		// A second night, its runners recording at once (a store handle
+		// each): drift sees every host once, none changed; prune removes
+		// the first night whole.
+		recs := make(chan *Recorder, 2)
+		errs := make(chan error, 2)
+		for i, keep := range []func(string) bool{odd, even} {
+			go func() {
+				h, err := Open(ctx, s.Path(), Options{Version: "test"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer h.Close()
+				rec, _, err := recordPartErr(h, dir, RunMeta{Name: "nightly-2026-12-08", Shard: i + 1, Shards: 2}, keep)
+				recs <- rec
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := <-recs
 		d, err := Compute(ctx, s, DriftQuery{From: first.ID(), To: last.ID()})
 		if err != nil {
 			t.Fatal(err)

@@ -156,3 +156,24 @@ func TestShardRecordUsage(t *testing.T) {
 		}
 	}
 }
+
+// A store URL with a password is refused without showing it, from the
+// flag as from the environment; the password comes from PGPASSWORD.
+func TestStoreURLPasswordIsRefusedUnshown(t *testing.T) {
+	const secret = "hunter2-Secret"
+	url := "postgres://audit:" + secret + "@db.example.com/history"
+	snaps := filepath.Join(exampleFleetDir, "snapshots")
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{map[string]string{"HOME": t.TempDir()}, []string{"audit", "--snapshots", snaps, "--record", "--store", url, "-o", filepath.Join(t.TempDir(), "out")}},
+		{map[string]string{"HOME": t.TempDir(), "FLEETAUDIT_HISTORY_STORE": url}, []string{"history"}},
+		{map[string]string{"HOME": t.TempDir()}, []string{"report", "--store", url + "?sslmode=disable", "-o", filepath.Join(t.TempDir(), "r.html")}},
+	} {
+		r := runCLI(t, tc.env, tc.args...)
+		if r.code != exitError || !strings.Contains(r.stderr, "PGPASSWORD") || strings.Contains(r.stderr+r.stdout, secret) {
+			t.Errorf("%v: exit %d, want 2 refusing the password unshown:\n%s%s", tc.args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
