@@ -30,10 +30,12 @@ import (
 // Options configure Open.
 type Options struct {
 	// Create makes the store (and its directory) when the file does not
-	// exist; without it a missing file is ErrNoStore. Readers leave it
+	// exist, or its tables in an empty PostgreSQL database; without it a
+	// missing file or empty database is ErrNoStore. Readers leave it
 	// false so a typo in --store is an error, not an empty history.
 	Create bool
-	// ReadOnly opens a connection that never writes (SQLite's mode=ro):
+	// ReadOnly opens a connection that never writes (SQLite's mode=ro;
+	// PostgreSQL's default_transaction_read_only):
 	// in WAL mode it reads the last committed state while a writer holds
 	// its transaction, never waiting for it. A store whose schema is older
 	// is first migrated by a writing connection, once.
@@ -41,7 +43,8 @@ type Options struct {
 	// Version is this fleetaudit's version, recorded with migrations.
 	Version string
 	// Wait is how long a write waits for another process's write lock
-	// before failing with ErrLocked (0: DefaultWait).
+	// before failing with ErrLocked (0: DefaultWait); PostgreSQL's
+	// lock_timeout.
 	Wait time.Duration
 }
 

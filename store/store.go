@@ -69,13 +69,16 @@ type Store interface {
 	// FailRun marks a run Failed with the reason.
 	FailRun(ctx context.Context, id RunID, reason string) error
 
-	// Runs lists runs, newest first.
+	// Runs lists runs, newest first; a sharded run is one (see Run).
 	Runs(ctx context.Context, q RunQuery) ([]Run, error)
-	// Run returns one run; ErrNoRun (wrapped) when there is none.
+	// Run returns one run; ErrNoRun (wrapped) when there is none. The id
+	// of any shard of a sharded run returns the sharded run, complete
+	// once every shard is.
 	Run(ctx context.Context, id RunID) (Run, error)
 	// Counts are the findings of the given runs per fleet and severity.
 	Counts(ctx context.Context, ids []RunID) ([]Count, error)
-	// Hosts are a run's hosts in the order they were audited.
+	// Hosts are a run's hosts in the order they were audited (a sharded
+	// run's shard by shard).
 	Hosts(ctx context.Context, id RunID) ([]Host, error)
 	// Findings are a run's findings in report order.
 	Findings(ctx context.Context, id RunID) ([]Finding, error)

@@ -17,6 +17,9 @@ import (
 var historySeverities = []string{"critical", "high", "medium", "low", "info"}
 
 func runLabel(r Run) string {
+	if r.Name != "" {
+		return fmt.Sprintf("run %d %s (%s UTC)", r.ID, r.Name, r.StartedAt.UTC().Format("2006-01-02 15:04:05"))
+	}
 	return fmt.Sprintf("run %d (%s UTC)", r.ID, r.StartedAt.UTC().Format("2006-01-02 15:04:05"))
 }
 

@@ -103,6 +103,10 @@ func TestShardedRunIntoPostgres(t *testing.T) {
 	if d.Summary.Hosts != total || d.Summary.Added+d.Summary.Removed != 0 || d.Summary.Resolved != 8 || d.To.Name != "nightly-2026-12-07" {
 		t.Errorf("drift to the sharded run = %+v", d.Summary)
 	}
+	r = runCLI(t, env, "drift", "--store", url)
+	if r.code != exitOK || !strings.Contains(r.stdout, "nightly-2026-12-07 (") {
+		t.Errorf("the drift table does not name the sharded run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = runCLI(t, env, "report", "--store", url, "--format", "html", "-o", out)
 	if r.code != exitOK || strings.Contains(r.stderr, "left out") {
 		t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
