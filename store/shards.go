@@ -314,6 +314,9 @@ func (s *DB) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
 	var out []Count
 	for _, id := range ids {
 		r, rows, err := s.rowsOf(ctx, id)
+		if errors.Is(err, ErrNoRun) {
+			continue // removed since it was listed: no rows, as before
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -349,6 +352,9 @@ func (s *DB) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 	var out []reports.TrendPoint
 	for _, id := range slices.Sorted(slices.Values(ids)) {
 		r, rows, err := s.rowsOf(ctx, id)
+		if errors.Is(err, ErrNoRun) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
