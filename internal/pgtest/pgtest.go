@@ -130,7 +130,13 @@ func Start() (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest")
+	base := ""
+	if os.Geteuid() == 0 {
+		// The server's user must reach its directory: $TMPDIR may be
+		// under root's home. The socket's path must also stay short.
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "pgtest")
 	if err != nil {
 		return nil, err
 	}
