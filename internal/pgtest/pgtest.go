@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -96,6 +97,9 @@ type Instance struct {
 	bin             string
 	mu              sync.Mutex
 	n               int
+	// wd stops the server when watchdog, its stdin, closes.
+	wd       *exec.Cmd
+	watchdog io.WriteCloser
 }
 
 // ErrNotInstalled: no initdb and pg_ctl were found.
@@ -180,6 +184,20 @@ func Start() (*Instance, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
 	}
+	// A test binary that dies (killed, a test timeout) runs no TestMain
+	// cleanup: a process of its own stops the server once the binary's
+	// end of its stdin closes, however the binary ended.
+	wd := exec.Command("/bin/sh", "-c", `read _; "$0" stop -w -m immediate -D "$1" >/dev/null 2>&1; rm -rf "$2"`,
+		filepath.Join(bin, "pg_ctl"), s.data, dir)
+	wd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
+	if s.watchdog, err = wd.StdinPipe(); err == nil {
+		err = wd.Start()
+	}
+	if err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("starting the server's watchdog: %w", err)
+	}
+	s.wd = wd
 	return s, nil
 }
 
@@ -209,6 +227,10 @@ func (s *Instance) run(name string, args ...string) ([]byte, error) {
 func (s *Instance) Stop() error {
 	out, err := s.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", s.data)
 	rmErr := os.RemoveAll(s.dir)
+	if s.wd != nil {
+		s.watchdog.Close()
+		_ = s.wd.Wait()
+	}
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
 	}
