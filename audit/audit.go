@@ -78,7 +78,11 @@ type Options struct {
 	// history store records them, then a report renders them), each read
 	// marking them alike.
 	Stream bool
-	Log    *slog.Logger
+	// Shard, when set, keeps the snapshot files, cluster nodes and
+	// manifests of the hosts it is true for (audit --shard; the command
+	// keeps the inventory's hosts of the shard itself).
+	Shard func(host string) bool
+	Log   *slog.Logger
 }
 
 // Result is one audit's outcome.
@@ -251,6 +255,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// or collected inside the engine's workers and goes straight in.
 	inputs := func(yield func(policies.HostInput) bool) {
 		for f := range files.All() {
+			if !inShard(opts.Shard, f) {
+				continue
+			}
 			if !yield(kj.wrap(policies.SnapshotFile(f))) {
 				return
 			}
@@ -261,11 +268,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 		for in := range kj.nodes() {
+			if opts.Shard != nil && !opts.Shard(in.Name) {
+				continue
+			}
 			if !yield(in) {
 				return
 			}
 		}
 		for in := range manifestInputs(opts, now, &unreadable) {
+			if opts.Shard != nil && !opts.Shard(in.Name) {
+				continue
+			}
 			if !yield(in) {
 				return
 			}

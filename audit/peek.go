@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // snapshotHosts reads the host name of each snapshot file, stopping at its
@@ -51,4 +52,18 @@ func peekHost(file string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: no host", file)
+}
+
+// inShard reports whether snapshot file belongs to shard: by the host it
+// names, or, when it names none it can be read for, by its file name (the
+// name it is reported under), so exactly one shard reports it.
+func inShard(shard func(string) bool, file string) bool {
+	if shard == nil {
+		return true
+	}
+	name, err := peekHost(file)
+	if err != nil {
+		name = policies.SnapshotFile(file).Name
+	}
+	return shard(name)
 }

@@ -95,69 +95,79 @@ func startHoldingWriter(t *testing.T, path string) (release func()) {
 // state; a second writer waits its (short) wait and fails saying another
 // process holds the lock; once the first commits, readers see its run.
 func TestReadersAreNotBlockedByAWriter(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "store.db")
-	s := openTest(t, path)
-	first, _ := record(t, s, copyFleet(t, nil))
-	second, _ := record(t, s, copyFleet(t, nil))
-	s.Close()
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		path := be.new(t)
+		s := openTest(t, path)
+		first, _ := record(t, s, copyFleet(t, nil))
+		second, _ := record(t, s, copyFleet(t, nil))
+		s.Close()
 
-	release := startHoldingWriter(t, path)
+		release := startHoldingWriter(t, path)
 
-	start := time.Now()
-	r, err := Open(ctx, path, Options{ReadOnly: true, Version: "test"})
-	if err != nil {
-		t.Fatalf("opening to read beside a writer: %v", err)
-	}
-	defer r.Close()
-	runs, err := r.Runs(ctx, RunQuery{})
-	if err != nil {
-		t.Fatalf("listing runs beside a writer: %v", err)
-	}
-	// The writer's run is begun (committed incomplete), not finished.
-	if len(runs) != 3 || runs[0].State != Incomplete || runs[1].ID != second {
-		t.Fatalf("runs beside a writer = %+v", runs)
-	}
-	if _, err := LoadHistory(ctx, r, RunQuery{}); err != nil {
-		t.Errorf("history beside a writer: %v", err)
-	}
-	if _, err := Compute(ctx, r, DriftQuery{From: first, To: second}); err != nil {
-		t.Errorf("drift beside a writer: %v", err)
-	}
-	if _, _, err := LoadResult(ctx, r, second); err != nil {
-		t.Errorf("a run's result beside a writer: %v", err)
-	}
-	// Generous: a reader that waited for the writer would wait DefaultWait.
-	if took := time.Since(start); took > DefaultWait/4 {
-		t.Errorf("reading beside a writer took %s", took)
-	}
-	if _, err := r.BeginRun(ctx, RunMeta{Version: "test"}); err == nil {
-		t.Error("a read-only store began a run")
-	}
-
-	w, err := Open(ctx, path, Options{Version: "test", Wait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("a second writer opening: %v", err)
-	}
-	defer w.Close()
-	_, err = w.BeginRun(ctx, RunMeta{Version: "test"})
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("a second writer beside a writer: %v, want ErrLocked", err)
-	}
-	for _, want := range []string{path, "another process is writing", "200ms"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+		start := time.Now()
+		r, err := Open(ctx, path, Options{ReadOnly: true, Version: "test"})
+		if err != nil {
+			t.Fatalf("opening to read beside a writer: %v", err)
 		}
-	}
+		defer r.Close()
+		runs, err := r.Runs(ctx, RunQuery{})
+		if err != nil {
+			t.Fatalf("listing runs beside a writer: %v", err)
+		}
+		// The writer's run is begun (committed incomplete), not finished.
+		if len(runs) != 3 || runs[0].State != Incomplete || runs[1].ID != second {
+			t.Fatalf("runs beside a writer = %+v", runs)
+		}
+		if _, err := LoadHistory(ctx, r, RunQuery{}); err != nil {
+			t.Errorf("history beside a writer: %v", err)
+		}
+		if _, err := Compute(ctx, r, DriftQuery{From: first, To: second}); err != nil {
+			t.Errorf("drift beside a writer: %v", err)
+		}
+		if _, _, err := LoadResult(ctx, r, second); err != nil {
+			t.Errorf("a run's result beside a writer: %v", err)
+		}
+		// Generous: a reader that waited for the writer would wait DefaultWait.
+		if took := time.Since(start); took > DefaultWait/4 {
+			t.Errorf("reading beside a writer took %s", took)
+		}
+		if _, err := r.BeginRun(ctx, RunMeta{Version: "test"}); err == nil {
+			t.Error("a read-only store began a run")
+		}
 
-	release()
-	runs, err = r.Runs(ctx, RunQuery{State: Complete})
-	if err != nil || len(runs) != 3 {
-		t.Errorf("complete runs after the writer committed = %+v, %v", runs, err)
-	}
-	if _, err := w.BeginRun(ctx, RunMeta{Version: "test"}); err != nil {
-		t.Errorf("a second writer once the first is done: %v", err)
-	}
+		w, err := Open(ctx, path, Options{Version: "test", Wait: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("a second writer opening: %v", err)
+		}
+		defer w.Close()
+		_, err = w.BeginRun(ctx, RunMeta{Version: "test"})
+		if be.postgres() {
+			// PostgreSQL begins runs side by side; finishing one waits
+			// for the other writer's transaction.
+			if err != nil {
+				t.Fatalf("a second writer beginning beside a writer: %v", err)
+			}
+			_, err = recordErr(w, copyFleet(t, nil))
+		}
+		if !errors.Is(err, ErrLocked) {
+			t.Fatalf("a second writer beside a writer: %v, want ErrLocked", err)
+		}
+		for _, want := range []string{path, "another process is writing", "200ms"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+
+		release()
+		runs, err = r.Runs(ctx, RunQuery{State: Complete})
+		if err != nil || len(runs) != 3 {
+			t.Errorf("complete runs after the writer committed = %+v, %v", runs, err)
+		}
+		if _, err := w.BeginRun(ctx, RunMeta{Version: "test"}); err != nil {
+			t.Errorf("a second writer once the first is done: %v", err)
+		}
+	})
 }
 
 // A new store is in WAL mode (what lets readers read beside a writer), and

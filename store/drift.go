@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -137,15 +136,11 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	for _, f := range findings {
 		side.findings[f.Host] = append(side.findings[f.Host], f)
 	}
-	if run.Catalog != "" {
-		body, err := s.Blob(ctx, run.Catalog)
-		if err != nil {
-			return nil, err
-		}
-		var cat Catalog
-		if err := json.Unmarshal(body, &cat); err != nil {
-			return nil, fmt.Errorf("run %d: its catalog: %w", id, err)
-		}
+	cat, err := loadCatalog(ctx, s, run)
+	if err != nil {
+		return nil, err
+	}
+	if cat != nil {
 		side.fleetRules = cat.FleetRules
 		if side.fleetRules == nil {
 			side.fleetRules = map[string][]string{}
@@ -155,6 +150,9 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 }
 
 func errNotComplete(r Run) error {
+	if r.Name != "" {
+		return fmt.Errorf("%w: run %q is recorded in %d shards and not all are complete: %s", ErrNotComplete, r.Name, len(r.Shards), r.Error)
+	}
 	switch r.State {
 	case Incomplete:
 		return fmt.Errorf("%w: its writer (%s) stopped or is still running, so its hosts and findings are not recorded", ErrNotComplete, r.Writer)

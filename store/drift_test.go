@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,9 +45,9 @@ func rules(fs []policies.Finding) map[string]int {
 //   - gpu-a-004: its snapshot unreadable (findings unknown, not resolved);
 //   - gpu-a-005: its nvidia section not collected (no facts "removed");
 //   - every host collected again (new collected_at).
-func driftStore(t *testing.T) (*SQLite, RunID, RunID) {
+func driftStore(t *testing.T, path string) (*SQLite, RunID, RunID) {
 	t.Helper()
-	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
+	s := openTest(t, path)
 	first, _ := record(t, s, copyFleet(t, nil))
 	second, _ := record(t, s, copyFleet(t, func(host string, doc map[string]any) any {
 		doc["collected_at"] = "2026-12-01T02:00:00Z"
@@ -87,109 +86,111 @@ func driftStore(t *testing.T) (*SQLite, RunID, RunID) {
 }
 
 func TestDriftBetweenRuns(t *testing.T) {
-	ctx := context.Background()
-	s, first, second := driftStore(t)
-	d, err := Compute(ctx, s, DriftQuery{From: first, To: second})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// A fact taken away, with the file that had set it.
-	h1 := findHost(d, "gpu-a-001")
-	if h1 == nil || h1.State != HostChanged {
-		t.Fatalf("gpu-a-001: %+v", h1)
-	}
-	c := findFact(h1, "boot.configured.params.hugetlb_cma")
-	if c == nil || c.Change != FactRemoved || c.Before != "6G" || c.After != nil || c.BeforeSource != "/etc/default/grub.d/60-hugetlb.cfg:3" {
-		t.Errorf("gpu-a-001 hugetlb_cma change = %+v", c)
-	}
-	// Its boot parameters now differ from the rest of the fleet's: the
-	// fleet-wide skew rule reports that as new.
-	if rules(h1.Resolved)["hugetlb-cma-on-gpu"] != 1 || len(h1.New) != 1 || rules(h1.New)["boot-cmdline-skew"] != 1 || len(h1.Unknown) != 0 {
-		t.Errorf("gpu-a-001 resolved %v, new %v, unknown %v", rules(h1.Resolved), rules(h1.New), rules(h1.Unknown))
-	}
-	if len(h1.Open) == 0 || rules(h1.Open)["hugetlb-cma-on-gpu"] != 0 {
-		t.Errorf("gpu-a-001 still open: %v", rules(h1.Open))
-	}
-
-	// A value changed, with the file on each side.
-	h2 := findHost(d, "gpu-a-002")
-	c = findFact(h2, "sysctl.running.kernel.numa_balancing")
-	if c == nil || c.Change != FactChanged || c.Before != "1" || c.After != "0" || c.AfterSource != "/proc/sys/kernel/numa_balancing" {
-		t.Errorf("gpu-a-002 numa_balancing change = %+v", c)
-	}
-	if len(h2.Facts) != 1 || rules(h2.Resolved)["numa-balancing-enabled"] != 1 {
-		t.Errorf("gpu-a-002 facts %+v, resolved %v", h2.Facts, rules(h2.Resolved))
-	}
-
-	// The same value set by another file: moved, and the finding (whose
-	// evidence names the new file) is still open.
-	h3 := findHost(d, "gpu-a-003")
-	c = findFact(h3, "boot.configured.params.hugetlb_cma")
-	if c == nil || c.Change != FactMoved || c.BeforeSource != "/etc/default/grub.d/60-hugetlb.cfg:3" || c.AfterSource != "/etc/default/grub.d/70-gpu.cfg:5" {
-		t.Errorf("gpu-a-003 hugetlb_cma = %+v", c)
-	}
-	if rules(h3.Open)["hugetlb-cma-on-gpu"] != 1 || len(h3.Resolved) != 0 || len(h3.New) != 0 {
-		t.Errorf("gpu-a-003 open %v resolved %v new %v", rules(h3.Open), rules(h3.Resolved), rules(h3.New))
-	}
-
-	// Not read: no fact compared, and its findings are unknown, never
-	// resolved; the collection error is new.
-	h4 := findHost(d, "gpu-a-004")
-	if h4 == nil || h4.State != HostUnread || h4.Unread == "" || len(h4.Facts) != 0 {
-		t.Fatalf("gpu-a-004: %+v", h4)
-	}
-	if len(h4.Resolved) != 0 || len(h4.Unknown) == 0 || rules(h4.New)["collection-error"] != 1 {
-		t.Errorf("gpu-a-004 resolved %v unknown %v new %v", rules(h4.Resolved), rules(h4.Unknown), rules(h4.New))
-	}
-
-	// A section not collected is one line, and what rested on it unknown.
-	h5 := findHost(d, "gpu-a-005")
-	c = findFact(h5, "nvidia")
-	if c == nil || c.Change != FactNotCollected || c.NotCollectedIn != "to" {
-		t.Errorf("gpu-a-005 nvidia = %+v", c)
-	}
-	for _, f := range h5.Facts {
-		if f.Change == FactRemoved {
-			t.Errorf("gpu-a-005: %s reported removed though its section was not collected", f.Fact)
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, first, second := driftStore(t, be.new(t))
+		d, err := Compute(ctx, s, DriftQuery{From: first, To: second})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, f := range h5.Resolved {
-		for _, ev := range f.Evidence {
-			if ev.Fact == "nvidia" || len(ev.Fact) > 7 && ev.Fact[:7] == "nvidia." {
-				t.Errorf("gpu-a-005: %s resolved though nvidia was not collected", f.Rule)
+
+		// A fact taken away, with the file that had set it.
+		h1 := findHost(d, "gpu-a-001")
+		if h1 == nil || h1.State != HostChanged {
+			t.Fatalf("gpu-a-001: %+v", h1)
+		}
+		c := findFact(h1, "boot.configured.params.hugetlb_cma")
+		if c == nil || c.Change != FactRemoved || c.Before != "6G" || c.After != nil || c.BeforeSource != "/etc/default/grub.d/60-hugetlb.cfg:3" {
+			t.Errorf("gpu-a-001 hugetlb_cma change = %+v", c)
+		}
+		// Its boot parameters now differ from the rest of the fleet's: the
+		// fleet-wide skew rule reports that as new.
+		if rules(h1.Resolved)["hugetlb-cma-on-gpu"] != 1 || len(h1.New) != 1 || rules(h1.New)["boot-cmdline-skew"] != 1 || len(h1.Unknown) != 0 {
+			t.Errorf("gpu-a-001 resolved %v, new %v, unknown %v", rules(h1.Resolved), rules(h1.New), rules(h1.Unknown))
+		}
+		if len(h1.Open) == 0 || rules(h1.Open)["hugetlb-cma-on-gpu"] != 0 {
+			t.Errorf("gpu-a-001 still open: %v", rules(h1.Open))
+		}
+
+		// A value changed, with the file on each side.
+		h2 := findHost(d, "gpu-a-002")
+		c = findFact(h2, "sysctl.running.kernel.numa_balancing")
+		if c == nil || c.Change != FactChanged || c.Before != "1" || c.After != "0" || c.AfterSource != "/proc/sys/kernel/numa_balancing" {
+			t.Errorf("gpu-a-002 numa_balancing change = %+v", c)
+		}
+		if len(h2.Facts) != 1 || rules(h2.Resolved)["numa-balancing-enabled"] != 1 {
+			t.Errorf("gpu-a-002 facts %+v, resolved %v", h2.Facts, rules(h2.Resolved))
+		}
+
+		// The same value set by another file: moved, and the finding (whose
+		// evidence names the new file) is still open.
+		h3 := findHost(d, "gpu-a-003")
+		c = findFact(h3, "boot.configured.params.hugetlb_cma")
+		if c == nil || c.Change != FactMoved || c.BeforeSource != "/etc/default/grub.d/60-hugetlb.cfg:3" || c.AfterSource != "/etc/default/grub.d/70-gpu.cfg:5" {
+			t.Errorf("gpu-a-003 hugetlb_cma = %+v", c)
+		}
+		if rules(h3.Open)["hugetlb-cma-on-gpu"] != 1 || len(h3.Resolved) != 0 || len(h3.New) != 0 {
+			t.Errorf("gpu-a-003 open %v resolved %v new %v", rules(h3.Open), rules(h3.Resolved), rules(h3.New))
+		}
+
+		// Not read: no fact compared, and its findings are unknown, never
+		// resolved; the collection error is new.
+		h4 := findHost(d, "gpu-a-004")
+		if h4 == nil || h4.State != HostUnread || h4.Unread == "" || len(h4.Facts) != 0 {
+			t.Fatalf("gpu-a-004: %+v", h4)
+		}
+		if len(h4.Resolved) != 0 || len(h4.Unknown) == 0 || rules(h4.New)["collection-error"] != 1 {
+			t.Errorf("gpu-a-004 resolved %v unknown %v new %v", rules(h4.Resolved), rules(h4.Unknown), rules(h4.New))
+		}
+
+		// A section not collected is one line, and what rested on it unknown.
+		h5 := findHost(d, "gpu-a-005")
+		c = findFact(h5, "nvidia")
+		if c == nil || c.Change != FactNotCollected || c.NotCollectedIn != "to" {
+			t.Errorf("gpu-a-005 nvidia = %+v", c)
+		}
+		for _, f := range h5.Facts {
+			if f.Change == FactRemoved {
+				t.Errorf("gpu-a-005: %s reported removed though its section was not collected", f.Fact)
 			}
 		}
-	}
+		for _, f := range h5.Resolved {
+			for _, ev := range f.Evidence {
+				if ev.Fact == "nvidia" || len(ev.Fact) > 7 && ev.Fact[:7] == "nvidia." {
+					t.Errorf("gpu-a-005: %s resolved though nvidia was not collected", f.Rule)
+				}
+			}
+		}
 
-	// Hosts whose snapshot did not change are counted, not listed.
-	if findHost(d, "web-01") != nil || d.Summary.Unchanged < 7 {
-		t.Errorf("unchanged hosts: %d, web-01 listed: %v", d.Summary.Unchanged, findHost(d, "web-01") != nil)
-	}
-	if d.Summary.Resolved < 2 || d.Summary.Unread != 1 {
-		t.Errorf("summary = %+v", d.Summary)
-	}
+		// Hosts whose snapshot did not change are counted, not listed.
+		if findHost(d, "web-01") != nil || d.Summary.Unchanged < 7 {
+			t.Errorf("unchanged hosts: %d, web-01 listed: %v", d.Summary.Unchanged, findHost(d, "web-01") != nil)
+		}
+		if d.Summary.Resolved < 2 || d.Summary.Unread != 1 {
+			t.Errorf("summary = %+v", d.Summary)
+		}
 
-	// Backwards, what was resolved is new.
-	back, err := Compute(ctx, s, DriftQuery{From: second, To: first, Hosts: []string{"gpu-a-00[12]"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(back.Hosts) != 2 || rules(findHost(back, "gpu-a-001").New)["hugetlb-cma-on-gpu"] != 1 {
-		t.Errorf("backwards: %+v", back.Hosts)
-	}
-	if c := findFact(findHost(back, "gpu-a-001"), "boot.configured.params.hugetlb_cma"); c == nil || c.Change != FactAdded || c.AfterSource != "/etc/default/grub.d/60-hugetlb.cfg:3" {
-		t.Errorf("backwards hugetlb_cma = %+v", c)
-	}
+		// Backwards, what was resolved is new.
+		back, err := Compute(ctx, s, DriftQuery{From: second, To: first, Hosts: []string{"gpu-a-00[12]"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Hosts) != 2 || rules(findHost(back, "gpu-a-001").New)["hugetlb-cma-on-gpu"] != 1 {
+			t.Errorf("backwards: %+v", back.Hosts)
+		}
+		if c := findFact(findHost(back, "gpu-a-001"), "boot.configured.params.hugetlb_cma"); c == nil || c.Change != FactAdded || c.AfterSource != "/etc/default/grub.d/60-hugetlb.cfg:3" {
+			t.Errorf("backwards hugetlb_cma = %+v", c)
+		}
 
-	// --fleet keeps that fleet's hosts.
-	web, err := Compute(ctx, s, DriftQuery{From: first, To: second, Fleet: "web-serving"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(web.Hosts) != 0 || web.Summary.Hosts != 4 {
-		t.Errorf("web-serving drift: %d hosts listed, summary %+v", len(web.Hosts), web.Summary)
-	}
+		// --fleet keeps that fleet's hosts.
+		web, err := Compute(ctx, s, DriftQuery{From: first, To: second, Fleet: "web-serving"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(web.Hosts) != 0 || web.Summary.Hosts != 4 {
+			t.Errorf("web-serving drift: %d hosts listed, summary %+v", len(web.Hosts), web.Summary)
+		}
+	})
 }
 
 // A finding is its rule and the facts it cites: when hugetlb_cma leaves the
@@ -197,64 +198,68 @@ func TestDriftBetweenRuns(t *testing.T) {
 // default), the parameter's finding is resolved and the unexplained area's
 // is new, with its own fix (cma=0), not one finding left open.
 func TestDriftCMAAreaOutlivesItsParameter(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
-	first, _ := record(t, s, copyFleet(t, nil))
-	second, _ := record(t, s, copyFleet(t, func(host string, doc map[string]any) any {
-		if host == "gpu-a-001" {
-			boot := doc["boot"].(map[string]any)
-			for _, side := range []string{"configured", "running"} {
-				delete(boot[side].(map[string]any)["params"].(map[string]any), "hugetlb_cma")
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := openTest(t, be.new(t))
+		first, _ := record(t, s, copyFleet(t, nil))
+		second, _ := record(t, s, copyFleet(t, func(host string, doc map[string]any) any {
+			if host == "gpu-a-001" {
+				boot := doc["boot"].(map[string]any)
+				for _, side := range []string{"configured", "running"} {
+					delete(boot[side].(map[string]any)["params"].(map[string]any), "hugetlb_cma")
+				}
+			}
+			return doc
+		}))
+		d, err := Compute(ctx, s, DriftQuery{From: first, To: second, Hosts: []string{"gpu-a-001"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := findHost(d, "gpu-a-001")
+		if h == nil || rules(h.Resolved)["hugetlb-cma-on-gpu"] != 1 || rules(h.New)["hugetlb-cma-on-gpu"] != 1 || rules(h.Open)["hugetlb-cma-on-gpu"] != 0 {
+			t.Fatalf("gpu-a-001: %+v", h)
+		}
+		cites := func(f policies.Finding, fact string) bool {
+			for _, ev := range f.Evidence {
+				if ev.Fact == fact {
+					return true
+				}
+			}
+			return false
+		}
+		for _, f := range h.Resolved {
+			if f.Rule == "hugetlb-cma-on-gpu" && !cites(f, "boot.configured.params.hugetlb_cma") {
+				t.Errorf("resolved: %s %v", f.Message, f.Evidence)
 			}
 		}
-		return doc
-	}))
-	d, err := Compute(ctx, s, DriftQuery{From: first, To: second, Hosts: []string{"gpu-a-001"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := findHost(d, "gpu-a-001")
-	if h == nil || rules(h.Resolved)["hugetlb-cma-on-gpu"] != 1 || rules(h.New)["hugetlb-cma-on-gpu"] != 1 || rules(h.Open)["hugetlb-cma-on-gpu"] != 0 {
-		t.Fatalf("gpu-a-001: %+v", h)
-	}
-	cites := func(f policies.Finding, fact string) bool {
-		for _, ev := range f.Evidence {
-			if ev.Fact == fact {
-				return true
+		for _, f := range h.New {
+			if f.Rule != "hugetlb-cma-on-gpu" {
+				continue
+			}
+			if set, _ := f.Fix["set"].(map[string]any); !cites(f, "memory.cma_total_kb") || set["cma"] != "0" {
+				t.Errorf("new: %s %v fix %v", f.Message, f.Evidence, f.Fix)
 			}
 		}
-		return false
-	}
-	for _, f := range h.Resolved {
-		if f.Rule == "hugetlb-cma-on-gpu" && !cites(f, "boot.configured.params.hugetlb_cma") {
-			t.Errorf("resolved: %s %v", f.Message, f.Evidence)
-		}
-	}
-	for _, f := range h.New {
-		if f.Rule != "hugetlb-cma-on-gpu" {
-			continue
-		}
-		if set, _ := f.Fix["set"].(map[string]any); !cites(f, "memory.cma_total_kb") || set["cma"] != "0" {
-			t.Errorf("new: %s %v fix %v", f.Message, f.Evidence, f.Fix)
-		}
-	}
+	})
 }
 
 func TestDriftRefusesIncompleteRuns(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
-	first, _ := record(t, s, copyFleet(t, nil))
-	partial, err := s.BeginRun(ctx, RunMeta{Version: "test", Writer: "node-7:4242"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Compute(ctx, s, DriftQuery{From: first, To: partial})
-	if err == nil || !contains(err.Error(), "incomplete") || !contains(err.Error(), "node-7:4242") {
-		t.Errorf("drift to an incomplete run: %v", err)
-	}
-	if prev, err := Previous(ctx, s, partial); err != nil || prev != first {
-		t.Errorf("previous complete run = %d, %v", prev, err)
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := openTest(t, be.new(t))
+		first, _ := record(t, s, copyFleet(t, nil))
+		partial, err := s.BeginRun(ctx, RunMeta{Version: "test", Writer: "node-7:4242"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Compute(ctx, s, DriftQuery{From: first, To: partial})
+		if err == nil || !contains(err.Error(), "incomplete") || !contains(err.Error(), "node-7:4242") {
+			t.Errorf("drift to an incomplete run: %v", err)
+		}
+		if prev, err := Previous(ctx, s, partial); err != nil || prev != first {
+			t.Errorf("previous complete run = %d, %v", prev, err)
+		}
+	})
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -12,14 +12,28 @@ type findingKeyer interface {
 	FindingKeys(ctx context.Context, id RunID) ([]string, error)
 }
 
-// FindingKeys lists the match keys of run id's findings.
-func (s *SQLite) FindingKeys(ctx context.Context, id RunID) ([]string, error) {
+// FindingKeys lists the match keys of run id's findings, of every shard
+// of a sharded run, as Findings reads them.
+func (s *DB) FindingKeys(ctx context.Context, id RunID) ([]string, error) {
+	_, ids, err := s.rowsOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		if out, err = s.appendFindingKeys(ctx, out, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *DB) appendFindingKeys(ctx context.Context, out []string, id RunID) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT match_key FROM findings WHERE run_id = ?`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: finding keys of run %d: %w", s.path, id, err)
 	}
 	defer rows.Close()
-	var out []string
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {

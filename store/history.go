@@ -91,8 +91,9 @@ func LoadHistory(ctx context.Context, s Store, q RunQuery) (*History, error) {
 	return h, nil
 }
 
-// Resolve turns a run reference into an id: a number, "latest" (the
-// newest complete run) or "latest~N" (the Nth complete run before it).
+// Resolve turns a run reference into an id: a number, a sharded run's
+// name, "latest" (the newest complete run) or "latest~N" (the Nth
+// complete run before it).
 // It checks that the run exists.
 func Resolve(ctx context.Context, s Store, ref string) (RunID, error) {
 	ref = strings.TrimSpace(ref)
@@ -118,13 +119,27 @@ func Resolve(ctx context.Context, s Store, ref string) (RunID, error) {
 		return runs[back].ID, nil
 	}
 	n, err := strconv.ParseInt(ref, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("run %q: want a run id, latest or latest~N", ref)
+	if err != nil && ref != "" {
+		// A sharded run's name.
+		runs, err := s.Runs(ctx, RunQuery{})
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range runs {
+			if r.Name == ref {
+				return r.ID, nil
+			}
+		}
 	}
-	if _, err := s.Run(ctx, RunID(n)); err != nil {
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("run %q: want a run id, latest or latest~N, or a sharded run's name", ref)
+	}
+	// A shard's own id names its sharded run.
+	r, err := s.Run(ctx, RunID(n))
+	if err != nil {
 		return 0, err
 	}
-	return RunID(n), nil
+	return r.ID, nil
 }
 
 // Previous is the newest complete run before id.
@@ -171,15 +186,11 @@ func LoadResult(ctx context.Context, s Store, id RunID) (*audit.Result, Run, err
 	for _, h := range hosts {
 		res.Hosts = append(res.Hosts, h.HostRun)
 	}
-	if run.Catalog != "" {
-		body, err := s.Blob(ctx, run.Catalog)
-		if err != nil {
-			return nil, run, err
-		}
-		var cat Catalog
-		if err := json.Unmarshal(body, &cat); err != nil {
-			return nil, run, fmt.Errorf("run %d: its catalog: %w", id, err)
-		}
+	cat, err := loadCatalog(ctx, s, run)
+	if err != nil {
+		return nil, run, err
+	}
+	if cat != nil {
 		res.Rules, res.FleetRules = cat.Rules, cat.FleetRules
 	}
 	if res.Errors == nil {

@@ -83,6 +83,15 @@ var migrations = [][]string{
 		`CREATE INDEX findings_blob ON findings (finding)`,
 		`CREATE INDEX runs_catalog ON runs (catalog)`,
 	},
+	// 3: sharded runs: n runners each record a shard of one named run
+	// (a row each); readers see the run once every shard is complete.
+	// Unnamed runs have name '' and shard 0 of 0.
+	{
+		`ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE runs ADD COLUMN shard INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE runs ADD COLUMN shards INTEGER NOT NULL DEFAULT 0`,
+		`CREATE UNIQUE INDEX runs_shard ON runs (name, shard) WHERE name <> ''`,
+	},
 }
 
 // SchemaVersion is the schema version this fleetaudit writes.
@@ -95,6 +104,29 @@ type dialect struct {
 	id, blob string
 	// tables lists the user tables of the database.
 	tables string
+	// writeLock, run first in a write transaction, serializes the
+	// writers that SQLite's one write lock serializes already (""
+	// none); pruneLock, run first in Prune, also keeps runs from being
+	// begun until Prune commits.
+	writeLock, pruneLock string
+	// locked tells a driver error that is a lock wait that timed out.
+	locked func(error) bool
+}
+
+func (d dialect) lockWrites(ctx context.Context, tx *sql.Tx) error {
+	if d.writeLock == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, d.writeLock)
+	return err
+}
+
+func (d dialect) lockPrune(ctx context.Context, tx *sql.Tx) error {
+	if err := d.lockWrites(ctx, tx); err != nil || d.pruneLock == "" {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, d.pruneLock)
+	return err
 }
 
 var sqliteDialect = dialect{
@@ -133,6 +165,9 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, version, where string, 
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if err := d.lockWrites(ctx, tx); err != nil {
+		return err
+	}
 	// Again under the write lock: another writer may have migrated since.
 	tables, err := tableNames(ctx, tx, d)
 	if err != nil {

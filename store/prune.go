@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,8 +43,9 @@ type PruneResult struct {
 // Prune removes old runs (their hosts, findings and trend points go with
 // them) and then every blob no remaining run references, in one
 // transaction: a reader sees the store before or after, never between.
-// The file does not shrink: SQLite reuses the freed pages for later runs.
-func (s *SQLite) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
+// The file does not shrink: SQLite reuses the freed pages for later runs
+// (PostgreSQL's autovacuum does the same for its tables).
+func (s *DB) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
 	res := PruneResult{DryRun: opts.DryRun}
 	if opts.Keep < 0 {
 		return res, fmt.Errorf("store %s: pruning: keep %d: want 0 or more", s.path, opts.Keep)
@@ -57,40 +60,50 @@ func (s *SQLite) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 		return fail("beginning", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := s.d.lockPrune(ctx, tx); err != nil {
+		return fail("locking", err)
+	}
 
 	live := formatTime(timeNow().Add(-opts.LiveFor))
-	rows, err := tx.QueryContext(ctx, `SELECT id, started_at FROM runs
-		WHERE started_at < ?
-		AND NOT (state = ? AND started_at >= ?)
-		AND id NOT IN (SELECT id FROM runs WHERE state = ? ORDER BY started_at DESC, id DESC LIMIT ?)
-		ORDER BY started_at, id`,
-		formatTime(opts.Before), Incomplete, live, Complete, opts.Keep)
+	// A sharded run is kept or removed whole.
+	gs, err := groups(ctx, tx, live)
 	if err != nil {
 		return fail("choosing runs", err)
 	}
-	for rows.Next() {
-		var id RunID
-		var started string
-		if err := rows.Scan(&id, &started); err != nil {
-			rows.Close()
-			return fail("choosing runs", err)
+	keep := map[RunID]bool{}
+	byNewest := slices.Clone(gs)
+	slices.SortFunc(byNewest, func(a, b *group) int { return cmp.Or(cmp.Compare(b.started, a.started), cmp.Compare(b.id, a.id)) })
+	for _, g := range byNewest {
+		if len(keep) == opts.Keep {
+			break
 		}
-		t, err := parseTime(started)
+		if g.state == Complete {
+			keep[g.id] = true
+		}
+	}
+	var gone []*group
+	for _, g := range gs {
+		if g.started < formatTime(opts.Before) && !g.live && !keep[g.id] {
+			gone = append(gone, g)
+		}
+	}
+	slices.SortFunc(gone, func(a, b *group) int { return cmp.Or(cmp.Compare(a.started, b.started), cmp.Compare(a.id, b.id)) })
+	var rows []RunID
+	for _, g := range gone {
+		t, err := parseTime(g.started)
 		if err != nil {
-			rows.Close()
-			return fail(fmt.Sprintf("run %d: start time %q", id, started), err)
+			return fail(fmt.Sprintf("run %d: start time %q", g.id, g.started), err)
 		}
 		if len(res.Runs) == 0 {
 			res.Oldest = t
 		}
 		res.Newest = t
-		res.Runs = append(res.Runs, id)
+		res.Runs = append(res.Runs, g.id)
+		for _, m := range g.members {
+			rows = append(rows, m.id)
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fail("choosing runs", err)
-	}
-	for chunk := range chunks(res.Runs, 500) {
+	for chunk := range chunks(rows, 500) {
 		in, args := placeholders(chunk)
 		// The foreign keys cascade to run_hosts, findings and run_trend.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+in+`)`, args...); err != nil {

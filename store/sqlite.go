@@ -30,10 +30,12 @@ import (
 // Options configure Open.
 type Options struct {
 	// Create makes the store (and its directory) when the file does not
-	// exist; without it a missing file is ErrNoStore. Readers leave it
+	// exist, or its tables in an empty PostgreSQL database; without it a
+	// missing file or empty database is ErrNoStore. Readers leave it
 	// false so a typo in --store is an error, not an empty history.
 	Create bool
-	// ReadOnly opens a connection that never writes (SQLite's mode=ro):
+	// ReadOnly opens a connection that never writes (SQLite's mode=ro;
+	// PostgreSQL's default_transaction_read_only):
 	// in WAL mode it reads the last committed state while a writer holds
 	// its transaction, never waiting for it. A store whose schema is older
 	// is first migrated by a writing connection, once.
@@ -41,22 +43,27 @@ type Options struct {
 	// Version is this fleetaudit's version, recorded with migrations.
 	Version string
 	// Wait is how long a write waits for another process's write lock
-	// before failing with ErrLocked (0: DefaultWait).
+	// before failing with ErrLocked (0: DefaultWait); PostgreSQL's
+	// lock_timeout.
 	Wait time.Duration
 }
 
 // DefaultWait is how long a write waits for another writer by default.
 const DefaultWait = time.Minute
 
-// SQLite is the embedded store: one SQLite file (with its -wal and -shm
-// companions while open) in WAL mode. Every transaction is atomic, so a
-// writer that dies leaves no trace of an unfinished one but its run's
-// Incomplete mark. Snapshot blobs are written with synchronous=NORMAL (no
-// fsync per host: a power loss may forget the last ones, never corrupt);
-// FinishRun commits with synchronous=FULL, which makes the run and every
-// blob before it durable.
-type SQLite struct {
-	db   *sql.DB
+// DB is a store in a SQL database: an SQLite file (Open's default) or a
+// PostgreSQL database (a postgres:// URL).
+//
+// In SQLite it is one file (with its -wal and -shm companions while open)
+// in WAL mode. Every transaction is atomic, so a writer that dies leaves
+// no trace of an unfinished one but its run's Incomplete mark. Snapshot
+// blobs are written with synchronous=NORMAL (no fsync per host: a power
+// loss may forget the last ones, never corrupt); FinishRun commits with
+// synchronous=FULL, which makes the run and every blob before it durable.
+type DB struct {
+	db *sql.DB
+	// path names the store in messages: the file as given, or the URL
+	// without its password.
 	path string
 	d    dialect
 	// wait is the busy timeout, for ErrLocked's message.
@@ -69,12 +76,19 @@ type SQLite struct {
 	gzipWriters sync.Pool
 }
 
-var _ Store = (*SQLite)(nil)
+// SQLite is DB's name from when SQLite was its one database.
+type SQLite = DB
 
-// Open opens (and migrates) the store at path.
-func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
+var _ Store = (*DB)(nil)
+
+// Open opens (and migrates) the store at path: an SQLite file, or a
+// PostgreSQL database given as a postgres:// or postgresql:// URL.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("no store path given")
+	}
+	if IsURL(path) {
+		return openPostgres(ctx, path, opts)
 	}
 	if opts.Create && opts.ReadOnly {
 		return nil, fmt.Errorf("store %s: a read-only open cannot create the store", path)
@@ -133,7 +147,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 // open connects to the store file abs (named path in errors) and checks or
 // migrates its schema; a read-only store whose schema needs migrating
 // returns errMigrate.
-func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bool, version string) (*SQLite, error) {
+func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bool, version string) (*DB, error) {
 	var dsn string
 	if readOnly {
 		// A file: URI, so that SQLite itself sees mode=ro: the connection
@@ -156,7 +170,7 @@ func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bo
 	// One connection: the workers that store snapshots during a run queue
 	// here rather than contend for SQLite's write lock.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, d: sqliteDialect, wait: wait}
+	s := &DB{db: db, path: path, d: sqliteDialect, wait: wait}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, s.openErr(err)
@@ -172,7 +186,7 @@ func open(ctx context.Context, abs, path string, wait time.Duration, readOnly bo
 }
 
 // openErr names a file that SQLite cannot read as a database.
-func (s *SQLite) openErr(err error) error {
+func (s *DB) openErr(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_NOTADB || se.Code()&0xff == sqlite3.SQLITE_CORRUPT) {
 		return fmt.Errorf("store %s: %w: %v", s.path, ErrNotStore, err)
@@ -187,19 +201,20 @@ func (s *SQLite) openErr(err error) error {
 // lockErr is ErrLocked, with how long it waited, when err is SQLite's busy:
 // another process held the write lock past the busy timeout. SQLite's
 // own "database is locked" names neither.
-func (s *SQLite) lockErr(err error) error {
+func (s *DB) lockErr(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY || s.d.locked != nil && s.d.locked(err) {
 		return fmt.Errorf("%w; gave up after waiting %s", ErrLocked, s.wait)
 	}
 	return err
 }
 
-// Path is the store's file as given to Open.
-func (s *SQLite) Path() string { return s.path }
+// Path is the store's file as given to Open, or its URL without a
+// password.
+func (s *DB) Path() string { return s.path }
 
 // Close closes the store.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *DB) Close() error { return s.db.Close() }
 
 // timeFormat is fixed-width, so stored times sort as text.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
@@ -211,15 +226,37 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 
-// BeginRun implements Store.
-func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
+// BeginRun implements Store. A shard of a named run (meta.Name) replaces
+// a failed or unfinished attempt at the same shard, and is refused when
+// that shard is recorded already or the run has another number of shards.
+func (s *DB) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 	if meta.StartedAt.IsZero() {
 		meta.StartedAt = timeNow()
 	}
+	shard, shards := meta.Shard, meta.Shards
+	if meta.Name != "" && shards == 0 {
+		shard, shards = 1, 1
+	}
+	if meta.Name == "" && shards != 0 || shards < 0 || shards > 0 && (shard < 1 || shard > shards) {
+		return 0, fmt.Errorf("store %s: beginning a run: shard %d/%d of run %q: want 1 <= shard <= shards, with a run name", s.path, shard, shards, meta.Name)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
+	}
+	defer func() { _ = tx.Rollback() }()
+	if meta.Name != "" {
+		if err := s.claimShard(ctx, tx, meta.Name, shard, shards); err != nil {
+			return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
+		}
+	}
 	var id int64
-	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO runs (started_at, state, fleetaudit, writer, command) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command).Scan(&id)
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO runs (started_at, state, fleetaudit, writer, command, name, shard, shards) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command, meta.Name, shard, shards).Scan(&id)
+	if err == nil {
+		err = tx.Commit()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store %s: beginning a run: %w", s.path, s.lockErr(err))
 	}
@@ -227,7 +264,7 @@ func (s *SQLite) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 }
 
 // PutBlob implements Store.
-func (s *SQLite) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
+func (s *DB) PutBlob(ctx context.Context, kind string, body []byte) (string, bool, error) {
 	hash := contentHash(body)
 	// Most snapshots of a run are stored already (unchanged hosts): ask
 	// before compressing.
@@ -270,7 +307,7 @@ const (
 	gzipAbove = 512
 )
 
-func (s *SQLite) encodeBlob(body []byte) (string, []byte, error) {
+func (s *DB) encodeBlob(body []byte) (string, []byte, error) {
 	if len(body) < gzipAbove {
 		return encodingRaw, body, nil
 	}
@@ -320,7 +357,7 @@ func decodeBlob(enc string, stored []byte) ([]byte, error) {
 }
 
 // FinishRun implements Store.
-func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
+func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("store %s: recording run %d: %w", s.path, id, s.lockErr(err))
@@ -346,15 +383,20 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
-		return err
+	if s.d.name == sqliteDialect.name {
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+			return err
+		}
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
 	}
-	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if err := s.d.lockWrites(ctx, tx); err != nil {
+		return err
+	}
 	var state string
 	if err := tx.QueryRowContext(ctx, `SELECT state FROM runs WHERE id = ?`, int64(id)).Scan(&state); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -365,11 +407,11 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	if state != Incomplete {
 		return fmt.Errorf("the run is %s already", state)
 	}
-	hostStmt, err := tx.PrepareContext(ctx, `INSERT INTO run_hosts (run_id, seq, host, fleet, snapshot, collected_at, unread, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer hostStmt.Close()
+	// Rows go in batchRows at a time: one statement per batch, not per
+	// row, which a database server answers in one round trip.
+	hostRows := &batch{tx: tx, head: `INSERT INTO run_hosts (run_id, seq, host, fleet, snapshot, collected_at, unread, detail) VALUES `, cols: 8,
+		written: func(n int) { s.row("run_hosts", n) }}
+	defer hostRows.close()
 	i := 0
 	for h := range hosts {
 		detail, err := json.Marshal(h.HostRun)
@@ -380,24 +422,23 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		if h.Snapshot != "" {
 			snap = h.Snapshot
 		}
-		if _, err := hostStmt.ExecContext(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
-			return fmt.Errorf("host %s: %w", h.Host, err)
+		if err := hostRows.add(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
+			return fmt.Errorf("hosts up to %s: %w", h.Host, err)
 		}
 		i++
-		s.row("run_hosts", i)
+	}
+	if err := hostRows.flush(ctx); err != nil {
+		return fmt.Errorf("hosts: %w", err)
 	}
 	// A finding is a blob too: one still open since the last run, word
 	// for word, costs its run a row, not its evidence again.
-	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer blobStmt.Close()
-	findStmt, err := tx.PrepareContext(ctx, `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, finding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer findStmt.Close()
+	blobRows := &batch{tx: tx, head: `INSERT INTO blobs (hash, kind, encoding, body, stored_at) VALUES `, cols: 5, tail: ` ON CONFLICT (hash) DO NOTHING`}
+	defer blobRows.close()
+	findRows := &batch{tx: tx, head: `INSERT INTO findings (run_id, seq, rule, severity, fleet, host, match_key, waived, finding) VALUES `, cols: 9,
+		written: func(n int) { s.row("findings", n) },
+		// The findings' blobs first: the rows reference them.
+		before: blobRows.flush}
+	defer findRows.close()
 	now := formatTime(timeNow())
 	// Written as they are yielded: findings counts them for the run.
 	findings := 0
@@ -408,18 +449,20 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 		}
 		// Findings are small and mostly stored already: kept as they are.
 		hash := contentHash(body)
-		if _, err := blobStmt.ExecContext(ctx, hash, KindFinding, encodingRaw, body, now); err != nil {
-			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		if err := blobRows.add(ctx, hash, KindFinding, encodingRaw, body, now); err != nil {
+			return fmt.Errorf("findings up to %s on %s: %w", f.Rule, f.Host, err)
 		}
 		waived := 0
 		if f.Waived != nil {
 			waived = 1
 		}
-		if _, err := findStmt.ExecContext(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
-			return fmt.Errorf("finding %s on %s: %w", f.Rule, f.Host, err)
+		if err := findRows.add(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
+			return fmt.Errorf("findings up to %s on %s: %w", f.Rule, f.Host, err)
 		}
 		findings++
-		s.row("findings", findings)
+	}
+	if err := findRows.flush(ctx); err != nil {
+		return fmt.Errorf("findings: %w", err)
 	}
 	for _, p := range rec.Trend {
 		counts, err := json.Marshal(p.Findings)
@@ -448,14 +491,84 @@ func (s *SQLite) FinishRun(ctx context.Context, id RunID, rec *Record) (err erro
 	return tx.Commit()
 }
 
-func (s *SQLite) row(table string, n int) {
+// batchRows is how many rows one INSERT of FinishRun writes: 200 findings
+// are 1,800 parameters, within SQLite's and PostgreSQL's limits.
+const batchRows = 200
+
+// batch is a multi-row INSERT written batchRows rows at a time; the
+// statement of a full batch is prepared once.
+type batch struct {
+	tx         *sql.Tx
+	head, tail string
+	cols       int
+	args       []any
+	n, total   int
+	full       *sql.Stmt
+	// before runs ahead of each flush; written sees each row written
+	// (the count so far).
+	before  func(context.Context) error
+	written func(n int)
+}
+
+func (b *batch) add(ctx context.Context, vals ...any) error {
+	b.args = append(b.args, vals...)
+	b.n++
+	if b.n == batchRows {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+func (b *batch) flush(ctx context.Context) error {
+	if b.before != nil {
+		if err := b.before(ctx); err != nil {
+			return err
+		}
+	}
+	if b.n == 0 {
+		return nil
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", b.cols), ", ") + ")"
+	query := func(n int) string { return b.head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + b.tail }
+	var err error
+	switch {
+	case b.n < batchRows:
+		_, err = b.tx.ExecContext(ctx, query(b.n), b.args...)
+	case b.full == nil:
+		if b.full, err = b.tx.PrepareContext(ctx, query(batchRows)); err != nil {
+			return err
+		}
+		fallthrough
+	default:
+		_, err = b.full.ExecContext(ctx, b.args...)
+	}
+	if err != nil {
+		return err
+	}
+	for range b.n {
+		b.total++
+		if b.written != nil {
+			b.written(b.total)
+		}
+	}
+	b.args, b.n = b.args[:0], 0
+	return nil
+}
+
+func (b *batch) close() {
+	if b.full != nil {
+		b.full.Close()
+	}
+}
+
+func (s *DB) row(table string, n int) {
 	if s.afterRow != nil {
 		s.afterRow(table, n)
 	}
 }
 
 // FailRun implements Store.
-func (s *SQLite) FailRun(ctx context.Context, id RunID, reason string) error {
+func (s *DB) FailRun(ctx context.Context, id RunID, reason string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
 		Failed, reason, formatTime(timeNow()), int64(id), Incomplete)
 	if err != nil {
@@ -464,7 +577,7 @@ func (s *SQLite) FailRun(ctx context.Context, id RunID, reason string) error {
 	return nil
 }
 
-const runColumns = `id, state, error, started_at, finished_at, fleetaudit, writer, command, hosts, audited, unread, findings, result, catalog`
+const runColumns = `id, state, error, started_at, finished_at, fleetaudit, writer, command, hosts, audited, unread, findings, result, catalog, name, shard, shards`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -472,7 +585,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var started string
 	var finished, result, catalog sql.NullString
 	if err := sc.Scan(&id, &r.State, &r.Error, &started, &finished, &r.Version, &r.Writer, &r.Command,
-		&r.Hosts, &r.Audited, &r.Unread, &r.Findings, &result, &catalog); err != nil {
+		&r.Hosts, &r.Audited, &r.Unread, &r.Findings, &result, &catalog, &r.Name, &r.shard, &r.shards); err != nil {
 		return Run{}, err
 	}
 	r.ID = RunID(id)
@@ -495,51 +608,6 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	return r, nil
 }
 
-// Runs implements Store.
-func (s *SQLite) Runs(ctx context.Context, q RunQuery) ([]Run, error) {
-	query := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
-	var args []any
-	if !q.Since.IsZero() {
-		query += ` AND started_at >= ?`
-		args = append(args, formatTime(q.Since))
-	}
-	if q.State != "" {
-		query += ` AND state = ?`
-		args = append(args, q.State)
-	}
-	query += ` ORDER BY id DESC`
-	if q.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, q.Limit)
-	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: listing runs: %w", s.path, err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store %s: %w", s.path, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// Run implements Store.
-func (s *SQLite) Run(ctx context.Context, id RunID) (Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, int64(id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, ErrNoRun)
-	}
-	if err != nil {
-		return Run{}, fmt.Errorf("store %s: run %d: %w", s.path, id, err)
-	}
-	return r, nil
-}
-
 // placeholders returns "?, ?, ..." for n values, and the ids as arguments.
 func placeholders(ids []RunID) (string, []any) {
 	args := make([]any, len(ids))
@@ -549,8 +617,8 @@ func placeholders(ids []RunID) (string, []any) {
 	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
 }
 
-// Counts implements Store.
-func (s *SQLite) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
+// counts are Counts of physical runs (a shard each).
+func (s *DB) counts(ctx context.Context, ids []RunID) ([]Count, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -574,8 +642,8 @@ func (s *SQLite) Counts(ctx context.Context, ids []RunID) ([]Count, error) {
 	return out, rows.Err()
 }
 
-// Hosts implements Store.
-func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
+// hosts are Hosts of a physical run (a shard).
+func (s *DB) hosts(ctx context.Context, id RunID) ([]Host, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT snapshot, collected_at, detail FROM run_hosts WHERE run_id = ? ORDER BY seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
@@ -598,8 +666,8 @@ func (s *SQLite) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 	return out, rows.Err()
 }
 
-// Findings implements Store.
-func (s *SQLite) Findings(ctx context.Context, id RunID) ([]Finding, error) {
+// findings are Findings of a physical run (a shard).
+func (s *DB) findings(ctx context.Context, id RunID) ([]Finding, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT f.match_key, b.encoding, b.body FROM findings f JOIN blobs b ON b.hash = f.finding WHERE f.run_id = ? ORDER BY f.seq`, int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
@@ -633,8 +701,8 @@ func decodeFinding(b []byte, f *policies.Finding) error {
 	return dec.Decode(f)
 }
 
-// Trend implements Store.
-func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
+// trend is Trend of physical runs (a shard each).
+func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -667,7 +735,7 @@ func (s *SQLite) Trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, 
 }
 
 // Blob implements Store.
-func (s *SQLite) Blob(ctx context.Context, hash string) ([]byte, error) {
+func (s *DB) Blob(ctx context.Context, hash string) ([]byte, error) {
 	var enc string
 	var stored []byte
 	err := s.db.QueryRowContext(ctx, `SELECT encoding, body FROM blobs WHERE hash = ?`, hash).Scan(&enc, &stored)
@@ -692,7 +760,7 @@ type Stats struct {
 }
 
 // Stats implements counting the store's rows.
-func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+func (s *DB) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.db.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM blobs),
@@ -706,8 +774,12 @@ func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// Check runs SQLite's integrity check: "" when the file is sound.
-func (s *SQLite) Check(ctx context.Context) (string, error) {
+// Check runs SQLite's integrity check: "" when the file is sound (and
+// always for PostgreSQL, which checks its pages as it reads them).
+func (s *DB) Check(ctx context.Context) (string, error) {
+	if s.d.name != sqliteDialect.name {
+		return "", nil
+	}
 	var res string
 	if err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
 		return "", fmt.Errorf("store %s: integrity check: %w", s.path, err)

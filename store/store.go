@@ -10,9 +10,10 @@
 // writer that dies midway leaves a consistent store whose run says it is
 // incomplete.
 //
-// Store is the interface; SQLite (modernc.org/sqlite, no cgo) is the one
-// backend. Its SQL is kept portable (docs/history.md says what a Postgres
-// backend would change).
+// Store is the interface; DB implements it on SQLite (modernc.org/sqlite,
+// no cgo) or PostgreSQL (pgx), with the same portable SQL and migrations.
+// Runners of one fleet split in shards each record a shard of one named
+// run, which readers see whole once every shard is complete (shards.go).
 package store
 
 import (
@@ -68,13 +69,16 @@ type Store interface {
 	// FailRun marks a run Failed with the reason.
 	FailRun(ctx context.Context, id RunID, reason string) error
 
-	// Runs lists runs, newest first.
+	// Runs lists runs, newest first; a sharded run is one (see Run).
 	Runs(ctx context.Context, q RunQuery) ([]Run, error)
-	// Run returns one run; ErrNoRun (wrapped) when there is none.
+	// Run returns one run; ErrNoRun (wrapped) when there is none. The id
+	// of any shard of a sharded run returns the sharded run, complete
+	// once every shard is.
 	Run(ctx context.Context, id RunID) (Run, error)
 	// Counts are the findings of the given runs per fleet and severity.
 	Counts(ctx context.Context, ids []RunID) ([]Count, error)
-	// Hosts are a run's hosts in the order they were audited.
+	// Hosts are a run's hosts in the order they were audited (a sharded
+	// run's shard by shard).
 	Hosts(ctx context.Context, id RunID) ([]Host, error)
 	// Findings are a run's findings in report order.
 	Findings(ctx context.Context, id RunID) ([]Finding, error)
@@ -115,6 +119,12 @@ type RunMeta struct {
 	Writer string
 	// Command is the command line that made the run, for people.
 	Command string
+	// Name, Shard and Shards record shard Shard of Shards (from 1) of the
+	// run Name, which readers see as one run once every shard is
+	// complete. A name without shards is shard 1 of 1; no name, an
+	// unnamed run of its own.
+	Name          string
+	Shard, Shards int
 }
 
 // Run is a recorded run.
@@ -138,6 +148,31 @@ type Run struct {
 	Result json.RawMessage `json:"-"`
 	// Catalog is the hash of the run's Catalog blob; "" unless complete.
 	Catalog string `json:"-"`
+	// Name is a sharded run's name ("" for a run of one runner).
+	Name string `json:"name,omitempty"`
+	// Shards are a sharded run's shards, in order, missing ones too.
+	Shards []Shard `json:"shards,omitempty"`
+
+	// shard and shards are a row's place in its run (0 of 0: unsharded).
+	shard, shards int
+	// catalogs are the distinct catalogs of a sharded run's shards.
+	catalogs []string
+}
+
+// Missing is the state of a shard that no runner has recorded.
+const Missing = "missing"
+
+// Shard is one runner's part of a sharded run.
+type Shard struct {
+	// Shard is its number, from 1.
+	Shard int `json:"shard"`
+	// ID is its own row's id; 0 when missing.
+	ID RunID `json:"id,omitempty"`
+	// State is Incomplete, Complete, Failed or Missing.
+	State  string `json:"state"`
+	Error  string `json:"error,omitempty"`
+	Writer string `json:"writer,omitempty"`
+	Hosts  int    `json:"hosts"`
 }
 
 // RunQuery selects runs.

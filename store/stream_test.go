@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,100 +67,102 @@ const streamWaivers = `waivers:
 // row. The findings read again afterwards, as a report reads them, are
 // marked as the collected ones are, and the waivers report is the same.
 func TestRecordStreamedFindings(t *testing.T) {
-	ctx := context.Background()
-	set, err := fleets.Load(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := waivers.Parse("waivers.yaml", []byte(streamWaivers))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := copyFleet(t, nil)
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	type recorded struct {
-		rows     storeRows
-		findings []policies.Finding
-		waivers  *waivers.Report
-	}
-	run := func(stream bool) recorded {
-		s := openTest(t, filepath.Join(t.TempDir(), "store.db"))
-		rec, err := Begin(ctx, s, RunMeta{StartedAt: at, Version: "test", Writer: "test"})
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		set, err := fleets.Load(true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := audit.Run(ctx, audit.Options{Fleets: set, Snapshots: []string{dir},
-			Manifests: []string{"../kube/testdata/deployment-shm.yaml", "../kube/testdata/mpijob.yaml"}, ManifestFleet: "gpu-training",
-			Now: func() time.Time { return at }, Loaded: rec.Loaded, Stream: stream})
+		ws, err := waivers.Parse("waivers.yaml", []byte(streamWaivers))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (res.Findings == nil) != stream {
-			t.Fatalf("stream %v: findings collected: %v", stream, res.Findings != nil)
+		dir := copyFleet(t, nil)
+		at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		type recorded struct {
+			rows     storeRows
+			findings []policies.Finding
+			waivers  *waivers.Report
 		}
-		res.Waivers = res.ApplyWaivers(ws, at)
-		trend := []reports.TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
-		if err := rec.Finish(ctx, res, trend); err != nil {
-			t.Fatal(err)
-		}
-		r := recorded{rows: dumpStore(t, s), waivers: res.Waivers}
-		// The report's read, after the store's.
-		if stream && res.Findings != nil {
-			t.Fatal("recording collected the streamed findings")
-		}
-		for f := range res.All() {
-			r.findings = append(r.findings, *f)
-		}
-		return r
-	}
-	collected, streamed := run(false), run(true)
-	if diff := cmp.Diff(collected.rows, streamed.rows); diff != "" {
-		t.Errorf("stored rows (-collected +streamed):\n%s", diff)
-	}
-	if diff := cmp.Diff(collected.findings, streamed.findings); diff != "" {
-		t.Errorf("findings read after recording (-collected +streamed):\n%s", diff)
-	}
-	if diff := cmp.Diff(collected.waivers, streamed.waivers, cmp.AllowUnexported(waivers.Waiver{})); diff != "" {
-		t.Errorf("waivers report (-collected +streamed):\n%s", diff)
-	}
-
-	// What the comparison covered: waived and unwaived findings on several
-	// hosts, an expired and a stale waiver, and findings on pods keyed by
-	// the pod's name.
-	rows := collected.rows
-	waived, hosts, pods := 0, map[string]bool{}, 0
-	for _, f := range rows.Findings {
-		waived += f.Waived
-		hosts[f.Host] = true
-		if strings.Contains(f.Body, `"fact":"pods.`) {
-			pods++
-			var pf policies.Finding
-			if err := decodeFinding([]byte(f.Body), &pf); err != nil {
+		run := func(stream bool) recorded {
+			s := openTest(t, be.new(t))
+			rec, err := Begin(ctx, s, RunMeta{StartedAt: at, Version: "test", Writer: "test"})
+			if err != nil {
 				t.Fatal(err)
 			}
-			if f.MatchKey == MatchKey(pf, nil) {
-				t.Errorf("pod finding %s on %s keyed without its pod's name", f.Rule, f.Host)
+			res, err := audit.Run(ctx, audit.Options{Fleets: set, Snapshots: []string{dir},
+				Manifests: []string{"../kube/testdata/deployment-shm.yaml", "../kube/testdata/mpijob.yaml"}, ManifestFleet: "gpu-training",
+				Now: func() time.Time { return at }, Loaded: rec.Loaded, Stream: stream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (res.Findings == nil) != stream {
+				t.Fatalf("stream %v: findings collected: %v", stream, res.Findings != nil)
+			}
+			res.Waivers = res.ApplyWaivers(ws, at)
+			trend := []reports.TrendPoint{{Fleet: "gpu-training", Checks: 10, Failing: 3, Findings: map[string]int{"critical": 2}}}
+			if err := rec.Finish(ctx, res, trend); err != nil {
+				t.Fatal(err)
+			}
+			r := recorded{rows: dumpStore(t, s), waivers: res.Waivers}
+			// The report's read, after the store's.
+			if stream && res.Findings != nil {
+				t.Fatal("recording collected the streamed findings")
+			}
+			for f := range res.All() {
+				r.findings = append(r.findings, *f)
+			}
+			return r
+		}
+		collected, streamed := run(false), run(true)
+		if diff := cmp.Diff(collected.rows, streamed.rows); diff != "" {
+			t.Errorf("stored rows (-collected +streamed):\n%s", diff)
+		}
+		if diff := cmp.Diff(collected.findings, streamed.findings); diff != "" {
+			t.Errorf("findings read after recording (-collected +streamed):\n%s", diff)
+		}
+		if diff := cmp.Diff(collected.waivers, streamed.waivers, cmp.AllowUnexported(waivers.Waiver{})); diff != "" {
+			t.Errorf("waivers report (-collected +streamed):\n%s", diff)
+		}
+
+		// What the comparison covered: waived and unwaived findings on several
+		// hosts, an expired and a stale waiver, and findings on pods keyed by
+		// the pod's name.
+		rows := collected.rows
+		waived, hosts, pods := 0, map[string]bool{}, 0
+		for _, f := range rows.Findings {
+			waived += f.Waived
+			hosts[f.Host] = true
+			if strings.Contains(f.Body, `"fact":"pods.`) {
+				pods++
+				var pf policies.Finding
+				if err := decodeFinding([]byte(f.Body), &pf); err != nil {
+					t.Fatal(err)
+				}
+				if f.MatchKey == MatchKey(pf, nil) {
+					t.Errorf("pod finding %s on %s keyed without its pod's name", f.Rule, f.Host)
+				}
 			}
 		}
-	}
-	if waived == 0 || waived == len(rows.Findings) || len(hosts) < 5 || pods == 0 {
-		t.Errorf("%d findings, %d waived, on %d hosts, %d citing pods: the fixture lost its coverage", len(rows.Findings), waived, len(hosts), pods)
-	}
-	if r := collected.waivers; r.Expired != 1 || r.Stale != 1 || r.Waived == 0 {
-		t.Errorf("waivers report %+v, want one expired, one stale, some waived", r)
-	}
-	if len(rows.Runs) != 1 || rows.Runs[0].State != Complete || rows.Runs[0].Findings != len(rows.Findings) {
-		t.Errorf("runs %+v", rows.Runs)
-	}
-	podHosts := 0
-	for _, h := range rows.Hosts {
-		if strings.HasSuffix(h.Host, ".yaml") && h.Snapshot.Valid {
-			podHosts++
+		if waived == 0 || waived == len(rows.Findings) || len(hosts) < 5 || pods == 0 {
+			t.Errorf("%d findings, %d waived, on %d hosts, %d citing pods: the fixture lost its coverage", len(rows.Findings), waived, len(hosts), pods)
 		}
-	}
-	if podHosts != 2 {
-		t.Errorf("%d manifest hosts with a snapshot, want 2", podHosts)
-	}
+		if r := collected.waivers; r.Expired != 1 || r.Stale != 1 || r.Waived == 0 {
+			t.Errorf("waivers report %+v, want one expired, one stale, some waived", r)
+		}
+		if len(rows.Runs) != 1 || rows.Runs[0].State != Complete || rows.Runs[0].Findings != len(rows.Findings) {
+			t.Errorf("runs %+v", rows.Runs)
+		}
+		podHosts := 0
+		for _, h := range rows.Hosts {
+			if strings.HasSuffix(h.Host, ".yaml") && h.Snapshot.Valid {
+				podHosts++
+			}
+		}
+		if podHosts != 2 {
+			t.Errorf("%d manifest hosts with a snapshot, want 2", podHosts)
+		}
+	})
 }
 
 // storeRows are a store's rows, less what differs between two writes of
@@ -238,7 +239,11 @@ func dumpStore(t *testing.T, s *SQLite) storeRows {
 		out.Hosts = append(out.Hosts, x)
 		return err
 	})
-	query(`SELECT f.run_id, f.seq, f.rule, f.severity, f.fleet, f.host, f.match_key, f.waived, f.finding, CAST(b.body AS TEXT)
+	body := `CAST(b.body AS TEXT)`
+	if s.d.name == postgresDialect.name {
+		body = `convert_from(b.body, 'UTF8')`
+	}
+	query(`SELECT f.run_id, f.seq, f.rule, f.severity, f.fleet, f.host, f.match_key, f.waived, f.finding, `+body+`
 		FROM findings f JOIN blobs b ON b.hash = f.finding ORDER BY f.run_id, f.seq`, func(r *sql.Rows) error {
 		var x findingRow
 		err := r.Scan(&x.Run, &x.Seq, &x.Rule, &x.Severity, &x.Fleet, &x.Host, &x.MatchKey, &x.Waived, &x.Finding, &x.Body)

@@ -17,6 +17,9 @@ import (
 var historySeverities = []string{"critical", "high", "medium", "low", "info"}
 
 func runLabel(r Run) string {
+	if r.Name != "" {
+		return fmt.Sprintf("run %d %s (%s UTC)", r.ID, r.Name, r.StartedAt.UTC().Format("2006-01-02 15:04:05"))
+	}
 	return fmt.Sprintf("run %d (%s UTC)", r.ID, r.StartedAt.UTC().Format("2006-01-02 15:04:05"))
 }
 
@@ -173,11 +176,15 @@ func HistoryTable(w io.Writer, h *History, width int) error {
 	for _, r := range h.Runs {
 		id := strconv.FormatInt(int64(r.ID), 10)
 		started := r.StartedAt.UTC().Format("2006-01-02 15:04:05")
-		switch r.State {
-		case Complete:
-		case Incomplete:
+		switch {
+		case r.Name != "" && r.State == Complete:
+			notes = append(notes, fmt.Sprintf("run %s is %s, recorded in %d shards by %s", id, r.Name, len(r.Shards), r.Writer))
+		case r.State == Complete:
+		case r.Name != "":
+			notes = append(notes, fmt.Sprintf("run %s (%s) is %s: its %d shards are not all recorded, so none of its hosts or findings are counted: %s", id, r.Name, r.State, len(r.Shards), r.Error))
+		case r.State == Incomplete:
 			notes = append(notes, fmt.Sprintf("run %s is incomplete: its writer %s stopped before it finished, or is still running; its hosts and findings are not recorded", id, r.Writer))
-		case Failed:
+		case r.State == Failed:
 			notes = append(notes, fmt.Sprintf("run %s failed: %s", id, r.Error))
 		}
 		if len(r.Fleets) == 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/sshsource"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -174,6 +175,15 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		Version:    version,
 		Stream:     render.Streams(), // waivers and --record mark and write findings as they are read
 		Log:        a.log,
+	}
+	if spec := v.GetString("shard"); spec != "" {
+		// Snapshot files, nodes and manifests are split as shardOf
+		// splits the inventory.
+		sh, err := sshsource.ParseShard(spec)
+		if err != nil {
+			return usageError{fmt.Errorf("--shard: %w", err)}
+		}
+		opts.Shard = sh.Has
 	}
 	if ssh != nil {
 		opts.Parallel = v.GetInt("parallel")

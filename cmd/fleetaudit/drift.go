@@ -70,6 +70,7 @@ func (a *app) runDrift(cmd *cobra.Command) error {
 	} else if from, err = store.Previous(ctx, s, to); err != nil {
 		return usageError{fmt.Errorf("--from: %w", err)}
 	}
+	a.warnUnfinished(ctx, s, to)
 	d, err := store.Compute(ctx, s, store.DriftQuery{From: from, To: to, Hosts: a.v.GetStringSlice("host"), Fleet: a.v.GetString("fleet")})
 	if err != nil {
 		return usageError{err}

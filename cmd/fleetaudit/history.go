@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -99,4 +100,18 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err := w.Write(reports.EscapeJSON(buf.Bytes()))
 	return err
+}
+
+// warnUnfinished says which sharded runs after the run read are left out
+// because not every shard is recorded: their hosts are not in it, as
+// clean or otherwise.
+func (a *app) warnUnfinished(ctx context.Context, s store.Store, id store.RunID) {
+	runs, err := store.Unfinished(ctx, s, id)
+	if err != nil {
+		a.log.Warn("listing unfinished sharded runs", "err", err)
+		return
+	}
+	for _, r := range runs {
+		a.log.Warn(fmt.Sprintf("run %d (%s) is left out: %s", r.ID, r.Name, r.Error), "run", r.ID, "name", r.Name, "state", r.State)
+	}
 }

@@ -22,7 +22,11 @@ import (
 // first test that needs it.
 var apiserver kubetest.Server
 
-func TestMain(m *testing.M) { os.Exit(apiserver.Main(m)) }
+func TestMain(m *testing.M) {
+	code := apiserver.Main(m)
+	postgres.Stop()
+	os.Exit(code)
+}
 
 // seedCluster creates gpu-a-001 (the gpu-node fixture's host) with a pod
 // lacking /dev/shm and a device plugin advertising 4 EFA devices the host

@@ -16,19 +16,21 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/sshsource"
 	"github.com/fleetaudit/fleetaudit/store"
 )
 
 // addRecordFlags adds audit's --record and --store.
 func addRecordFlags(f *pflag.FlagSet) {
 	f.Bool("record", false, "record the run (hosts, snapshots, findings) in the history store, for history, drift and report")
+	f.String("run", "", "with --record and --shard: the name of the run this runner records its shard of (the same on every runner, e.g. nightly-2026-12-07); readers see the run once every shard is recorded")
 	addStoreFlag(f)
 }
 
 // addStoreFlag adds --store and --store-wait, meaning the same in audit,
 // history, drift, report and prune.
 func addStoreFlag(f *pflag.FlagSet) {
-	f.String("store", "", "history store file (default $XDG_DATA_HOME/fleetaudit/store.db, else ~/.local/share/fleetaudit/store.db)")
+	f.String("store", "", "history store: an SQLite file (default $XDG_DATA_HOME/fleetaudit/store.db, else ~/.local/share/fleetaudit/store.db) or a PostgreSQL database, postgres://user@host/db (password from PGPASSWORD or PGPASSFILE)")
 	f.Duration("store-wait", store.DefaultWait, "how long a write to the store waits while another process writes to it (readers never wait)")
 }
 
@@ -52,14 +54,14 @@ func (a *app) storePath() (string, error) {
 // openStoreToRead opens an existing store read-only, for a command whose
 // report goes to out: it reads while another process writes, and never
 // creates a store.
-func (a *app) openStoreToRead(ctx context.Context, out string) (*store.SQLite, error) {
+func (a *app) openStoreToRead(ctx context.Context, out string) (*store.DB, error) {
 	return a.openStore(ctx, out, store.Options{ReadOnly: true})
 }
 
 // openStore opens the store for a command whose report goes to out,
 // refusing an out that names the store (or its -wal and -shm files), even
 // one that does not exist yet.
-func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*store.SQLite, error) {
+func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*store.DB, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
@@ -76,8 +78,12 @@ func (a *app) openStore(ctx context.Context, out string, opts store.Options) (*s
 	return s, storeErr(err)
 }
 
-// storeInputs are the store's file and SQLite's files beside it.
+// storeInputs are the store's file and SQLite's files beside it (none for
+// a PostgreSQL URL).
 func storeInputs(path string) []input {
+	if store.IsURL(path) {
+		return nil
+	}
 	return inputsOf("--store", []string{path, path + "-wal", path + "-shm", path + "-journal"}, 0)
 }
 
@@ -93,29 +99,46 @@ func storeErr(err error) error {
 // store that cannot be opened fails fast, and snapshots are stored as the
 // engine reads them) and finished after it. A nil recording does nothing.
 type recording struct {
-	s   *store.SQLite
+	s   *store.DB
 	rec *store.Recorder
 }
 
 // startRecord begins a recorded run when --record is given, hooking the
 // recorder into opts.Loaded.
 func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording, error) {
+	name, shard := a.v.GetString("run"), a.v.GetString("shard")
 	if !a.v.GetBool("record") {
+		if name != "" {
+			return nil, usageError{fmt.Errorf("--run names the run --record keeps; add --record, or drop --run")}
+		}
 		return nil, nil
+	}
+	meta := store.RunMeta{Name: name}
+	if shard != "" {
+		// A shard recorded as a run of its own would read as the whole
+		// fleet with the other shards' hosts gone.
+		if name == "" {
+			return nil, usageError{fmt.Errorf("--shard with --record needs --run NAME: the run every shard records into")}
+		}
+		if len(opts.Roots) > 0 {
+			return nil, usageError{fmt.Errorf("--root hosts are not split by --shard: record them in a run of their own")}
+		}
+		sh, err := sshsource.ParseShard(shard)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--shard: %w", err)}
+		}
+		meta.Shard, meta.Shards = sh.Index, sh.Count
 	}
 	s, err := a.openStore(ctx, a.v.GetString("output"), store.Options{Create: true})
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	rec, err := store.Begin(ctx, s, store.RunMeta{
-		StartedAt: time.Now(),
-		Version:   version,
-		Writer:    host + ":" + strconv.Itoa(os.Getpid()),
-		// Not the command line: its values could hold what should not
-		// be kept.
-		Command: "audit",
-	})
+	meta.StartedAt, meta.Version, meta.Writer = time.Now(), version, host+":"+strconv.Itoa(os.Getpid())
+	// Not the command line: its values could hold what should not be
+	// kept.
+	meta.Command = "audit"
+	rec, err := store.Begin(ctx, s, meta)
 	if err != nil {
 		s.Close()
 		return nil, storeErr(err)

@@ -70,6 +70,7 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
+	a.warnUnfinished(ctx, s, run.ID)
 	earlier, err := s.Runs(ctx, store.RunQuery{Since: since, State: store.Complete})
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func addSSHFlags(f *pflag.FlagSet) {
 	f.Duration("host-timeout", 2*time.Minute, "time budget of one host's collection over SSH")
 	f.Duration("connect-timeout", 10*time.Second, "time budget of one SSH connection and handshake")
 	f.Int("retries", 2, "further tries of a host whose connection was reset")
-	f.String("shard", "", "collect only shard i of n of the inventory (i/n, hosts split by a hash of their name)")
+	f.String("shard", "", "only shard i of n of the hosts: the inventory's, and audit's snapshots and nodes (i/n, hosts split by a hash of their name)")
 	f.StringSlice("known-hosts", nil, "known_hosts file (repeatable; default ~/.ssh/known_hosts)")
 	f.Bool("accept-new-host-keys", false, "record the key of a host not in known_hosts, as ssh's StrictHostKeyChecking=accept-new; a changed key still fails")
 	f.StringSliceP("identity", "i", nil, "private key file offered to every host (repeatable), after the inventory's and ~/.ssh/config's")
