@@ -165,6 +165,19 @@ func TestShardedRun(t *testing.T) {
 		if diff := cmp.Diff(want.Findings, got.Findings); diff != "" {
 			t.Errorf("findings (-unsharded +sharded):\n%s", diff)
 		}
+		// First-seen reads a run's finding keys alone: a sharded run's are
+		// every shard's, as its findings are.
+		wantKeys, err := heldKeys(ctx, whole, wholeRec.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotKeys, err := heldKeys(ctx, s, first.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantKeys, gotKeys); diff != "" || len(gotKeys) == 0 {
+			t.Errorf("finding keys (-unsharded +sharded):\n%s", diff)
+		}
 		hostNames := func(r *audit.Result) map[string]string {
 			m := map[string]string{}
 			for _, h := range r.Hosts {
