@@ -344,6 +344,8 @@ func openResult(id string, run *policies.HostRun, fs []policies.Finding, opts Op
 		props["waiver.expires"], props["waiver.source"] = w.Expires, w.Source
 	case run != nil && slices.Contains(run.Skipped, id):
 		res.Result, res.Message = "skip", skippedMessage(run.Image)
+	case run != nil && run.PodsUnread && readsPodsOnly(rule):
+		res.Result, res.Message = "skip", "not evaluated: no pods were read for this host"
 	default:
 		res.Result, res.Message = "pass", title
 	}

@@ -171,9 +171,12 @@ func TestOpenReportsResults(t *testing.T) {
 	rule := func(id, sev string) policies.Rule {
 		return policies.Rule{ID: id, Title: id + " title", Severity: sev, Ref: "data.fleetaudit.rules.boot." + strings.ReplaceAll(id, "-", "_")}
 	}
+	// A rule that reads nothing but pods judges no host whose pods were not read.
+	podRule := rule("r-pods", "high")
+	podRule.Facts = []string{"pods"}
 	cat := &Catalog{
-		Rules:      map[string]policies.Rule{"r-crit": rule("r-crit", "critical"), "r-low": rule("r-low", "low"), "r-skip": rule("r-skip", "high"), "r-slow": rule("r-slow", "medium")},
-		FleetRules: map[string][]string{"gpu": {"r-crit", "r-low", "r-skip", "r-slow"}},
+		Rules:      map[string]policies.Rule{"r-crit": rule("r-crit", "critical"), "r-low": rule("r-low", "low"), "r-skip": rule("r-skip", "high"), "r-slow": rule("r-slow", "medium"), "r-pods": podRule},
+		FleetRules: map[string][]string{"gpu": {"r-crit", "r-low", "r-skip", "r-slow", "r-pods"}},
 	}
 	fail := policies.Finding{Rule: "r-crit", Severity: "high", Host: "node-a", Fleet: "gpu", Message: "hugetlb_cma=6G",
 		Remediation:      "drop it",
@@ -188,7 +191,7 @@ func TestOpenReportsResults(t *testing.T) {
 		Findings: []policies.Finding{fail, waived, collErr, unread},
 		Hosts: []policies.HostRun{
 			{Host: "node-a", Fleet: "gpu", Skipped: []string{"r-skip"}},
-			{Host: "bare-1", Fleet: "gpu", TimedOut: []string{"r-slow"}, Skipped: []string{"r-skip"}, Image: true},
+			{Host: "bare-1", Fleet: "gpu", TimedOut: []string{"r-slow"}, Skipped: []string{"r-skip"}, Image: true, PodsUnread: true},
 			{Host: "gone", Fleet: "gpu", Unread: "ssh: connection refused"},
 		},
 	}
@@ -249,8 +252,9 @@ func TestOpenReportsResults(t *testing.T) {
 		"r-low":                      {"pass", "low", "r-low title"},
 		"r-skip":                     {"skip", "high", "facts not collected"},
 		"r-slow":                     {"pass", "medium", "r-slow title"},
+		"r-pods":                     {"pass", "high", "r-pods title"},
 		policies.CollectionErrorRule: {"error", "medium", "sysctl: permission denied"},
-	}, OpenReportSummary{Pass: 2, Fail: 1, Error: 1, Skip: 1})
+	}, OpenReportSummary{Pass: 3, Fail: 1, Error: 1, Skip: 1})
 	p := got["r-crit"].Properties
 	for k, v := range map[string]string{
 		"evidence.boot.configured.params.hugetlb_cma": "6G (at /etc/default/grub:3)",
@@ -276,7 +280,8 @@ func TestOpenReportsResults(t *testing.T) {
 		"r-low":  {"skip", "high", "waived: hugetlb_cma=6G"},
 		"r-skip": {"skip", "high", "offline image"},
 		"r-slow": {"error", "medium", "ran past its budget"},
-	}, OpenReportSummary{Pass: 1, Error: 1, Skip: 2})
+		"r-pods": {"skip", "high", "no pods were read"},
+	}, OpenReportSummary{Pass: 1, Error: 1, Skip: 3})
 	if p := got["r-low"].Properties; p["waiver.owner"] != "alice@example.com" || p["waiver.justification"] != "INFRA-1" ||
 		p["waiver.expires"] != "2099-01-01" || p["waiver.source"] != "waivers.yaml:3" {
 		t.Errorf("waived result's properties %v", p)
@@ -287,8 +292,9 @@ func TestOpenReportsResults(t *testing.T) {
 		"r-low":                      {"error", "low", "could not be read"},
 		"r-skip":                     {"error", "high", "could not be read"},
 		"r-slow":                     {"error", "medium", "could not be read"},
+		"r-pods":                     {"error", "high", "could not be read"},
 		policies.CollectionErrorRule: {"error", "medium", "ssh: connection refused"},
-	}, OpenReportSummary{Error: 5})
+	}, OpenReportSummary{Error: 6})
 }
 
 // Host names that are no object names get one that is, and two such hosts
