@@ -51,7 +51,7 @@
 //     the host name (fleetQueries.shareable), takes that class's template
 //     for its fleet and is never decoded.
 //  3. Sections (sections.go). runState.decode splits the file into its
-//     top-level members (snapshot.SplitMembersKnown); each distinct member
+//     top-level members (snapshot.SplitMembers); each distinct member
 //     is decoded once per run into a section held in the sectionCache, with
 //     what depends on it alone computed once (section.value, its path
 //     digests, its projection part). docSections records which section

@@ -1,20 +1,17 @@
 package policies
 
 import (
-	"bytes"
 	"iter"
 	"strings"
 	"sync"
 )
 
-// hostRecord is what a run keeps of one host after evaluating it: indexes
-// into what hosts share (its name in the names arena, its fleet, the
-// directory of its snapshot file, the evaluation's outcome). The rest of
-// its HostRun is its template's. A 100,000-host run keeps 100,000 of
-// these: 20 bytes each, holding no pointer.
+// hostRecord is what a run keeps of one host after evaluating it: its
+// name and indexes into what hosts share (its fleet, the directory of its
+// snapshot file, the evaluation's outcome). The rest of its HostRun is its
+// template's.
 type hostRecord struct {
-	// name is a nameRef.
-	name uint32
+	name string
 	// tmpl is 1 + the index of the host's template in hostNames.tmpls;
 	// 0 when the host was not evaluated.
 	tmpl int32
@@ -30,14 +27,11 @@ type hostRecord struct {
 }
 
 // hostNames holds what host records point into. Workers add to it at
-// once: each writes names into an arena chunk of its own, and keeps the
-// last fleet and directory it saw, so the lock is taken about once per
-// distinct value or chunk, not per host. Records are read only once the
-// workers are done.
+// once: each keeps the last fleet and directory it saw, so the lock is
+// taken about once per distinct value, not per host. Records are read only
+// once the workers are done.
 type hostNames struct {
 	mu     sync.Mutex
-	chunks [][]byte // names, each a length byte and the name
-	long   []string // names too long for a chunk
 	tmpls  []*template
 	fleets []string
 	dirs   []string
@@ -45,21 +39,8 @@ type hostNames struct {
 	index  map[string]int32 // fleets by "f" + name, dirs by "d" + prefix
 }
 
-// A nameRef is a chunk index and offset, or with longName set an index
-// into hostNames.long.
-const (
-	nameChunk    = 64 << 10
-	nameChunkBit = 16 // offsets within a chunk
-	longName     = 1 << 31
-	maxChunks    = longName >> nameChunkBit
-	maxArenaName = 255
-)
-
-// namesCache is one worker's arena chunk and its last interned fleet and
-// directory.
+// namesCache is one worker's last interned fleet and directory.
 type namesCache struct {
-	chunk          []byte
-	chunkID        int
 	fleet, dir     string
 	fleetID, dirID int32
 	ok             [2]bool
@@ -69,7 +50,7 @@ const snapshotExt = ".json"
 
 // record makes host run's record, interning its fleet, file and template.
 func (n *hostNames) record(run HostRun, t *template, c *namesCache) hostRecord {
-	r := hostRecord{name: n.addName(run.Host, c), tmpl: n.template(t)}
+	r := hostRecord{name: run.Host, tmpl: n.template(t)}
 	if c.ok[0] && c.fleet == run.Fleet {
 		r.fleet = c.fleetID
 	} else {
@@ -90,50 +71,6 @@ func (n *hostNames) record(run HostRun, t *template, c *namesCache) hostRecord {
 	r.file = -int32(len(n.files))
 	n.mu.Unlock()
 	return r
-}
-
-func (n *hostNames) addName(name string, c *namesCache) uint32 {
-	if len(name) <= maxArenaName {
-		if c.chunk == nil || len(c.chunk)+1+len(name) > cap(c.chunk) {
-			n.mu.Lock()
-			if len(n.chunks) < maxChunks {
-				c.chunk = make([]byte, 0, nameChunk)
-				c.chunkID = len(n.chunks)
-				n.chunks = append(n.chunks, c.chunk)
-			} else {
-				c.chunk = nil
-			}
-			n.mu.Unlock()
-		}
-		if c.chunk != nil {
-			off := len(c.chunk)
-			c.chunk = append(append(c.chunk, byte(len(name))), name...)
-			return uint32(c.chunkID)<<nameChunkBit | uint32(off)
-		}
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.long = append(n.long, name)
-	return longName | uint32(len(n.long)-1)
-}
-
-// nameBytes is the name ref points to, in the arena: not to be changed.
-func (n *hostNames) nameBytes(ref uint32) []byte {
-	if ref&longName != 0 {
-		return []byte(n.long[ref&^longName])
-	}
-	ch := n.chunks[ref>>nameChunkBit]
-	ch = ch[:cap(ch)]
-	off := ref & (1<<nameChunkBit - 1)
-	return ch[off+1 : off+1+uint32(ch[off])]
-}
-
-// name is the name ref points to, copied out of the arena.
-func (n *hostNames) name(ref uint32) string {
-	if ref&longName != 0 {
-		return n.long[ref&^longName]
-	}
-	return string(n.nameBytes(ref))
 }
 
 // template is t's index + 1 in n.tmpls (0 for nil), adding it when new.
@@ -183,7 +120,7 @@ func fileDir(file, host string) (string, bool) {
 
 // run is the HostRun of record r.
 func (n *hostNames) run(r *hostRecord) HostRun {
-	h := HostRun{Host: n.name(r.name), Fleet: n.fleets[r.fleet]}
+	h := HostRun{Host: r.name, Fleet: n.fleets[r.fleet]}
 	if r.file >= 0 {
 		h.File = n.dirs[r.file] + h.Host + snapshotExt
 	} else {
@@ -225,14 +162,10 @@ func newAudit(hint int) *Audit {
 	return &Audit{names: &hostNames{}, hosts: make([]hostRecord, hint)}
 }
 
-// host is host i's name, copied; sameHost and compareHosts compare names
-// in place.
-func (a *Audit) host(i int32) string { return a.names.name(a.hosts[i].name) }
-func (a *Audit) sameHost(i, j int32) bool {
-	return bytes.Equal(a.names.nameBytes(a.hosts[i].name), a.names.nameBytes(a.hosts[j].name))
-}
+func (a *Audit) host(i int32) string      { return a.hosts[i].name }
+func (a *Audit) sameHost(i, j int32) bool { return a.hosts[i].name == a.hosts[j].name }
 func (a *Audit) compareHosts(i, j int32) int {
-	return bytes.Compare(a.names.nameBytes(a.hosts[i].name), a.names.nameBytes(a.hosts[j].name))
+	return strings.Compare(a.hosts[i].name, a.hosts[j].name)
 }
 
 // fleet and tmpl read host i's record.

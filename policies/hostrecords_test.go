@@ -11,8 +11,7 @@ import (
 
 // A host record gives back the HostRun it was made from, whatever the
 // names: files named after the host in any directory or none, files that
-// are not, names longer than the arena takes, names across many chunks,
-// written by several workers at once.
+// are not, long names, written by several workers at once.
 func TestHostRecordsRoundTrip(t *testing.T) {
 	shared := &template{unread: "", skipped: []string{"rule-a"}}
 	unread := &template{unread: "no snapshot"}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"hash/maphash"
-	"slices"
 	"strings"
 	"sync"
 
@@ -141,50 +140,6 @@ type docSections struct {
 	hostStart, hostEnd int
 	members            []snapshot.RawMember
 	secs               []*section
-	// recent are the worker's latest shared sections by name, tried
-	// first on the next file: a member equal to one is neither scanned
-	// nor hashed. guess[i] is the one the i-th member of the file being
-	// split equals, if any.
-	recent map[string][]*section
-	guess  []*section
-}
-
-// maxRecent bounds the sections of one name a worker keeps to try.
-const maxRecent = 4
-
-// known is SplitMembersKnown's known: the length of a recent section of
-// that name whose bytes rest starts with.
-func (d *docSections) known(name, rest []byte) int {
-	for _, sec := range d.recent[string(name)] {
-		if len(rest) >= len(sec.raw) && bytes.Equal(rest[:len(sec.raw)], sec.raw) {
-			d.guess = append(d.guess, sec)
-			return len(sec.raw)
-		}
-	}
-	d.guess = append(d.guess, nil)
-	return 0
-}
-
-// remember makes sec the first recent section of its name.
-func (d *docSections) remember(sec *section) {
-	if d.recent == nil {
-		d.recent = map[string][]*section{}
-	}
-	l := d.recent[sec.name]
-	if len(l) > 0 && l[0] == sec {
-		return
-	}
-	if i := slices.Index(l, sec); i >= 0 {
-		copy(l[1:i+1], l[:i])
-		l[0] = sec
-		return
-	}
-	if len(l) < maxRecent {
-		l = append(l, nil)
-	}
-	copy(l[1:], l)
-	l[0] = sec
-	d.recent[sec.name] = l
 }
 
 func (d *docSections) reset() {
@@ -216,25 +171,23 @@ func (d *docSections) of(name string) *section {
 func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	d := &w.sections
 	d.reset()
-	clear(d.guess)
-	d.guess = d.guess[:0]
-	members, ok := snapshot.SplitMembersKnown(raw, d.members, d.known)
+	members, ok := snapshot.SplitMembers(raw, d.members)
 	if !ok {
 		return w.dec.Document(raw)
 	}
 	d.members = members
 	anyBad := false
-	for i, m := range members {
+	for _, m := range members {
 		if strings.Contains(m.Name, ".") {
 			d.dotted = true
 		}
 		if m.Name == "host" {
 			d.hostStart, d.hostEnd = m.Offset, m.Offset+len(m.Value)
 		}
-		sec := d.guess[i]
+		var sec *section
 		var k uint64
 		shared := len(m.Value) >= minSectionBytes
-		if shared && sec == nil {
+		if shared {
 			k = s.sections.key(m.Value)
 			sec = s.sections.get(k, m.Name, m.Value)
 		}
@@ -266,9 +219,6 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 		d.by = map[string]*section{}
 	}
 	for _, sec := range d.secs {
-		if sec.raw != nil {
-			d.remember(sec)
-		}
 		if sec.Removed || sec.raw == nil || sec.name == "errors" && anyBad {
 			// Not in the document, not shared, or not as decoded.
 			continue
