@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
@@ -32,9 +31,9 @@ type Recorder struct {
 	ctx context.Context
 
 	// likes are split blobs of documents other hosts are like, by the
-	// document's address (Loaded's like).
+	// document's address (Loaded's like; addressOf).
 	likeMu sync.Mutex
-	likes  map[unsafe.Pointer]likeBlob
+	likes  map[uintptr]likeBlob
 
 	mu    sync.Mutex
 	hosts map[hostKey]hostSnap
@@ -72,7 +71,7 @@ func Begin(ctx context.Context, s Store, meta RunMeta) (*Recorder, error) {
 		return nil, err
 	}
 	return &Recorder{s: s, id: id, ctx: ctx, hosts: map[hostKey]hostSnap{}, pods: map[hostKey]map[string]string{},
-		likes: map[unsafe.Pointer]likeBlob{}}, nil
+		likes: map[uintptr]likeBlob{}}, nil
 }
 
 // ID is the run's id.
@@ -136,7 +135,7 @@ func (r *Recorder) blob(doc, like map[string]any) ([]byte, string, error) {
 	if like == nil || !ok {
 		return SnapshotBlob(doc)
 	}
-	key := pointerOf(like)
+	key := addressOf(like)
 	r.likeMu.Lock()
 	sp, ok := r.likes[key]
 	r.likeMu.Unlock()
@@ -162,8 +161,10 @@ func (r *Recorder) blob(doc, like map[string]any) ([]byte, string, error) {
 	return body, sp.collectedAt, nil
 }
 
-// pointerOf is a map's address: its identity while it is alive.
-func pointerOf(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+// addressOf is a map's address: its identity while it is alive. The cache
+// holds each map it keys (likeBlob.like), so no other map takes its
+// address while its entry is kept; the Go heap does not move objects.
+func addressOf(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
 // maxLikes bounds the split blobs a recorder keeps: a fleet repeats a few
 // dozen configurations; one of distinct hosts has no like.
