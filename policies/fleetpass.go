@@ -35,10 +35,11 @@ var hashers = sync.Pool{New: func() any { return new(valueHasher) }}
 // fleetProjection is doc's fleet projection, the one already seen when
 // another host of the run had the same: hosts of one configuration hold
 // one copy, which groups them for the fleet pass.
-func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projection {
-	p := &projection{doc: s.e.projectSections(doc, d)}
-	delete(p.doc, "host")
-	key, ok := s.e.projectionKey(p.doc, d)
+func (s *runState) fleetProjection(doc map[string]any, d *docSections) *Projection {
+	proj := s.e.projectSections(doc, d)
+	delete(proj, "host")
+	p := NewProjection(proj)
+	key, ok := s.e.projectionKey(proj, d)
 	if !ok {
 		// A value the hasher cannot read (a typed provenance): compared
 		// with nothing, the host is a group of its own.
@@ -50,11 +51,11 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projecti
 		return q
 	}
 	if s.projs == nil {
-		s.projs = map[digest]*projection{}
+		s.projs = map[digest]*Projection{}
 	}
-	if items := s.e.projectionItems(p.doc, d); items != nil {
+	if items := s.e.projectionItems(proj, d); items != nil {
 		// Its terms from the sections' parts, each converted once.
-		p.once.Do(func() { p.items = items })
+		p.SetTerms(items)
 	}
 	s.projs[key] = p
 	return p
@@ -111,10 +112,10 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	dups := map[int32]string{}
 	type fleetGroups struct {
 		name   string
-		groups []*fleetGroup
+		groups []*FleetGroup
 	}
 	var fleets []fleetGroups
-	var byProj map[*projection]int32
+	var byProj map[*Projection]int32
 	last := int32(-1)
 	// In (fleet, host) order, the first of equal names in input order:
 	// the one the fleet pass counts.
@@ -125,7 +126,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		}
 		if fleet := a.fleet(i); len(fleets) == 0 || fleets[len(fleets)-1].name != fleet {
 			fleets = append(fleets, fleetGroups{name: fleet})
-			byProj = map[*projection]int32{}
+			byProj = map[*Projection]int32{}
 			last = -1
 		}
 		if last >= 0 && a.sameHost(last, i) {
@@ -138,11 +139,11 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		if !ok {
 			g = int32(len(a.groups))
 			byProj[t.proj] = g
-			grp := &fleetGroup{proj: t.proj}
+			grp := NewFleetGroup(t.proj)
 			a.groups = append(a.groups, grp)
 			fg.groups = append(fg.groups, grp)
 		}
-		a.groups[g].count++
+		a.groups[g].AddHost()
 		a.hosts[i].group = g + 1
 	}
 	errs := make([]error, len(fleets))
@@ -150,7 +151,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	g.SetLimit(workers)
 	for i, f := range fleets {
 		g.Go(func() error {
-			slow, err := s.e.evalGroups(gctx, f.name, f.groups, s.budget, workers)
+			slow, err := s.e.EvalGroups(gctx, f.name, f.groups, s.budget, workers)
 			if len(slow) > 0 {
 				te := &TimeoutError{Rules: slow, Budget: s.budget}
 				if err == nil {
@@ -169,7 +170,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	}
 	// Projections served the fleet pass only; the report needs none.
 	for _, grp := range a.groups {
-		grp.proj = nil
+		grp.DropProjection()
 	}
 	for _, t := range a.names.tmpls {
 		t.proj = nil
@@ -213,7 +214,7 @@ func (a *Audit) sorted() []int32 {
 }
 
 // group returns host i's fleet group, or nil.
-func (a *Audit) group(i int32) *fleetGroup {
+func (a *Audit) group(i int32) *FleetGroup {
 	if g := a.hosts[i].group; g > 0 {
 		return a.groups[g-1]
 	}
@@ -230,13 +231,13 @@ func (a *Audit) Findings() []Finding {
 			continue
 		}
 		for j := range t.findings {
-			out = append(out, forHost(&t.findings[j], a.host(int32(i))))
+			out = append(out, ForHost(&t.findings[j], a.host(int32(i))))
 		}
 	}
 	for _, i := range a.sorted() {
 		if g := a.group(i); g != nil {
-			for j := range g.findings {
-				out = append(out, forHost(&g.findings[j], a.host(i)))
+			for j := range g.Findings() {
+				out = append(out, ForHost(&g.Findings()[j], a.host(i)))
 			}
 		}
 	}
@@ -304,9 +305,10 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					if grp == nil {
 						continue
 					}
-					for j := range grp.findings {
-						if f := &grp.findings[j]; SeverityRank(f.Severity) == rank {
-							items = append(items, item{f, grp.count > 1 && !citesHost(f)})
+					gf := grp.Findings()
+					for j := range gf {
+						if f := &gf[j]; SeverityRank(f.Severity) == rank {
+							items = append(items, item{f, grp.Count() > 1 && !citesHost(f)})
 						}
 					}
 				}
@@ -317,7 +319,7 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 				host := a.host(first)
 				slices.SortStableFunc(items, func(x, y item) int { return strings.Compare(x.f.Rule, y.f.Rule) })
 				for _, it := range items {
-					cur = forHost(it.f, host)
+					cur = ForHost(it.f, host)
 					var shared *Finding
 					if it.shared {
 						shared = it.f

@@ -27,7 +27,7 @@ type template struct {
 	image             bool
 	// proj is the fleet projection, shared by every host with the same
 	// (nil: the host takes no part in fleet rules).
-	proj *projection
+	proj *Projection
 	// members counts the hosts that use it.
 	members atomic.Int32
 	// id is 1 + its index in the run's hostNames.tmpls.
@@ -86,7 +86,7 @@ type runState struct {
 
 	// projs are the fleet projections seen so far, by content.
 	pmu   sync.Mutex
-	projs map[digest]*projection
+	projs map[digest]*Projection
 
 	sections *sectionCache
 }
@@ -119,7 +119,7 @@ type Audit struct {
 	names *hostNames
 	// groups are the fleet-wide pass's groups of hosts, with their
 	// findings (hostRecord.group).
-	groups []*fleetGroup
+	groups []*FleetGroup
 }
 
 // Run audits the hosts and returns every finding at once: host findings
@@ -373,37 +373,37 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 	if s.loaded != nil {
 		s.loaded(in, doc, nil)
 	}
-	fq, ok := e.fleets[run.Fleet]
+	fq, ok := e.Queries(run.Fleet)
 	if !ok {
 		return run, nil, false, fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)
 	}
 	t = new(template)
-	cov := coverageOf(doc)
-	if fq.host != nil {
-		t.skipped = cov.skipped(fq.host.rules)
+	cov := CoverageOf(doc)
+	if rules := fq.HostRules(); rules != nil {
+		t.skipped = cov.Skipped(rules)
 		t.findings, t.timedOut, err = s.evalRules(ctx, fq, run, doc, cov, w)
 		for _, id := range t.timedOut {
-			t.findings = append(t.findings, e.overBudget(run, e.byID[id], s.budget))
+			t.findings = append(t.findings, e.overBudget(run, e.RuleByID(id), s.budget))
 		}
 	}
-	t.unread, t.image = cov.unread, cov.image
-	if fq.fleet != nil && t.unread == "" {
+	t.unread, t.image = cov.Unread(), cov.Image()
+	if fq.HasFleetRules() && t.unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
 		t.proj = s.fleetProjection(doc, &w.sections)
 	}
 	run.Unread, run.Skipped, run.TimedOut, run.Image = t.unread, t.skipped, t.timedOut, t.image
-	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable
+	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.Shareable()
 	return run, t, share, err
 }
 
 // evalRules evaluates the host rules of fq on doc, each rule's result
 // reused when a host with the same input for it was evaluated before.
-func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun, doc map[string]any, cov *coverage, w *worker) ([]Finding, []string, error) {
+func (s *runState) evalRules(ctx context.Context, fq *Queries, run HostRun, doc map[string]any, cov *Coverage, w *worker) ([]Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	rules := fq.host.rules
+	rules := fq.HostRules()
 	// Scratch of the worker's, for this host only.
 	w.vals = append(w.vals[:0], make([][]any, len(rules))...)
 	w.ends = append(w.ends[:0], make([]int, len(rules))...)
@@ -423,7 +423,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	w.keys.reset()
 	w.key = w.key[:0]
 	for i, r := range rules {
-		w.key, keyed[i] = w.keys.appendKey(w.key, doc, run.Fleet, r, fq.reads[i], &w.sections)
+		w.key, keyed[i] = w.keys.appendKey(w.key, doc, run.Fleet, r, fq.Reads(i), &w.sections)
 		ends[i] = len(w.key)
 	}
 	s.rmu.RLock()
@@ -455,8 +455,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		}
 		s.rmu.Unlock()
 	}
-	of := func(*Rule, map[string]any) (string, map[string]any, error) { return run.Host, doc, nil }
-	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
+	admit := func(r *Rule, f *Finding) bool { return cov.Admits(r, f) }
 	n := 0
 	for _, v := range vals {
 		n += len(v)
@@ -470,7 +469,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 			continue
 		}
 		var err error
-		out, err = appendRuleFindings(out, r, vals[i], of, run.Fleet, fq.severity, admit, w.sections.evidence)
+		out, err = AppendRuleFindings(out, r, vals[i], run.Host, doc, run.Fleet, fq.Severity(), admit, w.sections.evidence)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -481,17 +480,17 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 // evalMissing evaluates the rules at indexes missing into vals: all in one
 // query when none is known (the first host of a fleet), else each alone on
 // the sections it reads. Rules that run out of the budget are returned.
-func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
+func (s *runState) evalMissing(ctx context.Context, fq *Queries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
 	e := s.e
-	rules := fq.host.rules
+	rules := fq.HostRules()
 	if len(missing) == len(rules) {
-		input, err := e.ruleInputSections(doc, nil, secs)
+		input, err := e.RuleInputSections(doc, nil, secs)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 		}
-		rs, err := evalBudget(ctx, fq.host, input, s.budget)
+		rs, err := fq.EvalHostRules(ctx, input, s.budget)
 		if err == nil {
-			return nil, fq.host.bindings(rs, vals)
+			return nil, fq.HostBindings(rs, vals)
 		}
 		if ctx.Err() != nil {
 			return nil, err
@@ -502,21 +501,21 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 	}
 	var sections map[string]bool
 	for _, i := range missing {
-		reads := fq.reads[i]
-		if reads.whole {
+		reads := fq.Reads(i)
+		if reads.Whole() {
 			sections = nil
 			break
 		}
 		if sections == nil {
 			sections = map[string]bool{}
 		}
-		for _, p := range reads.paths {
+		for _, p := range reads.Paths() {
 			if k, ok := p[0].Value.(ast.String); ok {
 				sections[string(k)] = true
 			}
 		}
 	}
-	input, err := e.ruleInputSections(doc, sections, secs)
+	input, err := e.RuleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
@@ -524,7 +523,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 	var errs []error
 	for _, i := range missing {
 		r := rules[i]
-		one, rs, timedOut, err := fq.evalAlone(ctx, r, input, s.budget)
+		one, timedOut, err := fq.EvalAlone(ctx, r, input, s.budget)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -535,12 +534,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 			errs = append(errs, err)
 			continue
 		}
-		one1 := [][]any{nil}
-		if err := one.bindings(rs, one1); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		vals[i] = one1[0]
+		vals[i] = one
 	}
 	return slow, errors.Join(errs...)
 }

@@ -20,6 +20,7 @@ var coreFiles = []string{
 	"capabilities.go", "coverage.go", "doc.go", "engine.go", "eval.go",
 	"finding.go", "fleeteval.go", "identity.go", "load.go", "oracle.go",
 	"params.go", "podevidence.go", "project.go", "reads.go", "rule.go",
+	"runner.go", "testrun.go",
 }
 
 // TestCoreUsesNoRunner fails when a core file names something only the

@@ -161,7 +161,7 @@ func (f Failure) MarshalJSON() ([]byte, error) {
 // overBudget is the collection-error finding for a rule that did not finish
 // on a host within the evaluation budget: its findings there are unknown.
 func (e *Engine) overBudget(run HostRun, slow *Rule, budget time.Duration) Finding {
-	r := e.byID["collection-error"]
+	r := e.RuleByID("collection-error")
 	return Finding{
 		Rule:     r.ID,
 		Severity: r.Severity,

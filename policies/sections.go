@@ -234,7 +234,7 @@ func (sec *section) value() (ast.Value, error) {
 	sec.astOnce.Do(func() {
 		sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value)
 		if sec.astErr == nil {
-			settle(sec.astVal)
+			Settle(sec.astVal)
 		}
 	})
 	return sec.astVal, sec.astErr
@@ -242,7 +242,7 @@ func (sec *section) value() (ast.Value, error) {
 
 // pathDigest is ruleKeys.path's digest of input path p (p[0] is the
 // section's name), computed once per section.
-func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest, bool) {
+func (sec *section) pathDigest(p InputPath, name string, h *valueHasher) (digest, bool) {
 	sec.mu.Lock()
 	d, ok := sec.paths[name]
 	sec.mu.Unlock()
@@ -293,7 +293,7 @@ func (sec *section) projectionDigest(e *Engine) (digest, bool) {
 // apart from the others when no member's name holds a dot.
 func (e *Engine) projectMember(name string, v any) (any, bool) {
 	switch {
-	case name == "labels" || name == "errors" || name == "sources" || e.factTop[name] || e.factTop["*"]:
+	case name == "labels" || name == "errors" || name == "sources" || e.FactsUnder(name):
 	default:
 		// A name without a dot is projected only as one of these.
 		return nil, false
@@ -314,7 +314,7 @@ func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]
 		return e.Project(doc)
 	}
 	out := make(map[string]any, len(doc))
-	out["host"] = internValue(doc["host"])
+	out["host"] = InternValue(doc["host"])
 	for name, v := range doc {
 		if name == "host" {
 			continue
@@ -356,7 +356,7 @@ func cloneValue(v any) any {
 // resolved once per section.
 func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
 	if !d.split || d.dotted || fact == "" {
-		return evidence(doc, fact)
+		return EvidenceOf(doc, fact)
 	}
 	ev := Evidence{Fact: fact}
 	name, rest, _ := strings.Cut(fact, ".")
@@ -366,13 +366,13 @@ func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
 		// No member name holds a dot: the fact is in this member or
 		// nowhere, as Lookup finds it in the document.
 		v, _ := snapshot.Lookup(doc, fact)
-		ev.Value = internValue(citedValue(fact, v))
+		ev.Value = InternValue(CitedValue(fact, v))
 	}
 	if src := d.of("sources"); src != nil {
 		ev.Source = src.evidenceSource(fact)
 	} else {
 		sources, _ := doc["sources"].(map[string]any)
-		ev.Source = evidenceSource(sources, fact)
+		ev.Source = EvidenceSource(sources, fact)
 	}
 	return ev
 }
@@ -387,7 +387,7 @@ func (sec *section) evidenceValue(fact, rest string) any {
 		return v
 	}
 	v, _ = snapshot.Lookup(sec.Value, rest)
-	v = internValue(citedValue(fact, v))
+	v = InternValue(CitedValue(fact, v))
 	sec.mu.Lock()
 	if sec.values == nil {
 		sec.values = map[string]any{}
@@ -407,7 +407,7 @@ func (sec *section) evidenceSource(fact string) string {
 		return s
 	}
 	sources, _ := sec.Value.(map[string]any)
-	s = evidenceSource(sources, fact)
+	s = EvidenceSource(sources, fact)
 	sec.mu.Lock()
 	if sec.sources == nil {
 		sec.sources = map[string]string{}
@@ -440,7 +440,7 @@ func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.
 		if t == nil {
 			return nil
 		}
-		key, ok := e.sectionTerms[k]
+		key, ok := e.SectionTerm(k)
 		if !ok {
 			key = ast.InternedTerm(k)
 		}
@@ -453,7 +453,7 @@ func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.
 func (sec *section) projectionTerm() *ast.Term {
 	sec.projTermOnce.Do(func() {
 		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
-			settle(x)
+			Settle(x)
 			sec.projTerm = ast.NewTerm(x)
 		}
 	})
@@ -462,7 +462,7 @@ func (sec *section) projectionTerm() *ast.Term {
 
 // converted is the value of member name when it is a shared section,
 // converted once per run (see Engine.ruleInputSections).
-func (d *docSections) converted(name string) (ast.Value, bool, error) {
+func (d *docSections) ConvertedMember(name string) (ast.Value, bool, error) {
 	sec := d.of(name)
 	if sec == nil {
 		return nil, false, nil
