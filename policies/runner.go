@@ -145,9 +145,6 @@ type Projection = projection
 // NewProjection is the projection doc (see Project).
 func NewProjection(doc map[string]any) *Projection { return &projection{doc: doc} }
 
-// Doc is the projection's document.
-func (p *Projection) Doc() map[string]any { return p.doc }
-
 // SetTerms gives the projection its members as Rego terms, made elsewhere
 // (from shared parts); unless its terms were already made.
 func (p *Projection) SetTerms(items [][2]*ast.Term) { p.once.Do(func() { p.items = items }) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/reports"
 )
 
@@ -47,7 +48,7 @@ type Recorder struct {
 }
 
 // hostKey is how a snapshot is found again: a digest of its input's
-// origin and host (policies.HostRun.File and Host), a fixed 16 bytes
+// origin and host (fleetrun.HostRun.File and Host), a fixed 16 bytes
 // however long the path.
 type hostKey [16]byte
 
@@ -80,7 +81,7 @@ func (r *Recorder) ID() RunID { return r.id }
 // Loaded stores a host's snapshot document; it has the signature of
 // audit.Options.Loaded and is safe for concurrent use. It changes neither
 // doc nor like. A failure is kept for Finish, which then fails the run.
-func (r *Recorder) Loaded(in policies.HostInput, doc, like map[string]any) {
+func (r *Recorder) Loaded(in fleetrun.HostInput, doc, like map[string]any) {
 	body, collectedAt, err := r.blob(doc, like)
 	host, _ := doc["host"].(string)
 	var hash string
@@ -264,7 +265,7 @@ func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []report
 // of the first of hosts with that name (two inputs may name one host).
 // Only names with pods on some input are kept; a finding of any other
 // host has no pod to name.
-func (r *Recorder) podsByHost(hosts iter.Seq[policies.HostRun]) map[string]map[string]string {
+func (r *Recorder) podsByHost(hosts iter.Seq[fleetrun.HostRun]) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	if len(r.pods) == 0 || hosts == nil {
 		return out

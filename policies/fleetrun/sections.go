@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -234,7 +235,7 @@ func (sec *section) value() (ast.Value, error) {
 	sec.astOnce.Do(func() {
 		sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value)
 		if sec.astErr == nil {
-			Settle(sec.astVal)
+			policies.Settle(sec.astVal)
 		}
 	})
 	return sec.astVal, sec.astErr
@@ -242,7 +243,7 @@ func (sec *section) value() (ast.Value, error) {
 
 // pathDigest is ruleKeys.path's digest of input path p (p[0] is the
 // section's name), computed once per section.
-func (sec *section) pathDigest(p InputPath, name string, h *valueHasher) (digest, bool) {
+func (sec *section) pathDigest(p policies.InputPath, name string, h *valueHasher) (digest, bool) {
 	sec.mu.Lock()
 	d, ok := sec.paths[name]
 	sec.mu.Unlock()
@@ -272,13 +273,13 @@ func (sec *section) pathDigest(p InputPath, name string, h *valueHasher) (digest
 }
 
 // projection is the section's part of its host's fleet projection.
-func (sec *section) projection(e *Engine) (any, bool) {
-	sec.projOnce.Do(func() { sec.proj, sec.projOK = e.projectMember(sec.name, sec.Value) })
+func (sec *section) projection(e *policies.Engine) (any, bool) {
+	sec.projOnce.Do(func() { sec.proj, sec.projOK = projectMember(e, sec.name, sec.Value) })
 	return sec.proj, sec.projOK
 }
 
 // projectionDigest is the digest of the section's projection part.
-func (sec *section) projectionDigest(e *Engine) (digest, bool) {
+func (sec *section) projectionDigest(e *policies.Engine) (digest, bool) {
 	sec.projDigestOnce.Do(func() {
 		p, _ := sec.projection(e)
 		h := hashers.Get().(*valueHasher)
@@ -291,7 +292,7 @@ func (sec *section) projectionDigest(e *Engine) (digest, bool) {
 // projectMember is member name's part of Project's result for a document
 // holding it: Project keeps, and takes facts from, each top-level member
 // apart from the others when no member's name holds a dot.
-func (e *Engine) projectMember(name string, v any) (any, bool) {
+func projectMember(e *policies.Engine, name string, v any) (any, bool) {
 	switch {
 	case name == "labels" || name == "errors" || name == "sources" || e.FactsUnder(name):
 	default:
@@ -309,12 +310,12 @@ func (e *Engine) projectMember(name string, v any) (any, bool) {
 }
 
 // projectSections is Project(doc) from the document's sections.
-func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]any {
+func projectSections(e *policies.Engine, doc map[string]any, d *docSections) map[string]any {
 	if !d.split || d.dotted {
 		return e.Project(doc)
 	}
 	out := make(map[string]any, len(doc))
-	out["host"] = InternValue(doc["host"])
+	out["host"] = policies.InternValue(doc["host"])
 	for name, v := range doc {
 		if name == "host" {
 			continue
@@ -324,7 +325,7 @@ func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]
 		if sec := d.of(name); sec != nil {
 			p, ok = sec.projection(e)
 		} else {
-			p, ok = e.projectMember(name, v)
+			p, ok = projectMember(e, name, v)
 		}
 		if ok {
 			out[name] = p
@@ -354,11 +355,11 @@ func cloneValue(v any) any {
 
 // evidence is evidence(doc, fact) with the value and source of each fact
 // resolved once per section.
-func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
+func (d *docSections) evidence(doc map[string]any, fact string) policies.Evidence {
 	if !d.split || d.dotted || fact == "" {
-		return EvidenceOf(doc, fact)
+		return policies.EvidenceOf(doc, fact)
 	}
-	ev := Evidence{Fact: fact}
+	ev := policies.Evidence{Fact: fact}
 	name, rest, _ := strings.Cut(fact, ".")
 	if sec := d.of(name); sec != nil {
 		ev.Value = sec.evidenceValue(fact, rest)
@@ -366,13 +367,13 @@ func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
 		// No member name holds a dot: the fact is in this member or
 		// nowhere, as Lookup finds it in the document.
 		v, _ := snapshot.Lookup(doc, fact)
-		ev.Value = InternValue(CitedValue(fact, v))
+		ev.Value = policies.InternValue(policies.CitedValue(fact, v))
 	}
 	if src := d.of("sources"); src != nil {
 		ev.Source = src.evidenceSource(fact)
 	} else {
 		sources, _ := doc["sources"].(map[string]any)
-		ev.Source = EvidenceSource(sources, fact)
+		ev.Source = policies.EvidenceSource(sources, fact)
 	}
 	return ev
 }
@@ -387,7 +388,7 @@ func (sec *section) evidenceValue(fact, rest string) any {
 		return v
 	}
 	v, _ = snapshot.Lookup(sec.Value, rest)
-	v = InternValue(CitedValue(fact, v))
+	v = policies.InternValue(policies.CitedValue(fact, v))
 	sec.mu.Lock()
 	if sec.values == nil {
 		sec.values = map[string]any{}
@@ -407,7 +408,7 @@ func (sec *section) evidenceSource(fact string) string {
 		return s
 	}
 	sources, _ := sec.Value.(map[string]any)
-	s = EvidenceSource(sources, fact)
+	s = policies.EvidenceSource(sources, fact)
 	sec.mu.Lock()
 	if sec.sources == nil {
 		sec.sources = map[string]string{}
@@ -422,7 +423,7 @@ func (sec *section) evidenceSource(fact string) string {
 // (ruleInput: all but sources), each shared section's part converted once
 // for every host that holds it. Nil when proj was not made from sections
 // or a part has no Rego value: the fleet pass then converts proj itself.
-func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.Term {
+func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) [][2]*ast.Term {
 	if !d.split || d.dotted {
 		return nil
 	}
@@ -453,7 +454,7 @@ func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.
 func (sec *section) projectionTerm() *ast.Term {
 	sec.projTermOnce.Do(func() {
 		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
-			Settle(x)
+			policies.Settle(x)
 			sec.projTerm = ast.NewTerm(x)
 		}
 	})

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -21,13 +22,13 @@ import (
 // it was: findings name the first such host, and are given each host's
 // name when they are read (Audit.Each).
 type template struct {
-	findings          []Finding
+	findings          []policies.Finding
 	skipped, timedOut []string
 	unread            string
 	image             bool
 	// proj is the fleet projection, shared by every host with the same
 	// (nil: the host takes no part in fleet rules).
-	proj *Projection
+	proj *policies.Projection
 	// members counts the hosts that use it.
 	members atomic.Int32
 	// id is 1 + its index in the run's hostNames.tmpls.
@@ -73,7 +74,7 @@ func (c *class) put(fleet string, t *template) {
 // runState is one Run's shared state: the classes and the rule results
 // seen so far.
 type runState struct {
-	e       *Engine
+	e       *policies.Engine
 	fleetOf func(string, map[string]any) string
 	budget  time.Duration
 	loaded  func(in HostInput, doc, like map[string]any)
@@ -86,7 +87,7 @@ type runState struct {
 
 	// projs are the fleet projections seen so far, by content.
 	pmu   sync.Mutex
-	projs map[digest]*Projection
+	projs map[digest]*policies.Projection
 
 	sections *sectionCache
 }
@@ -119,14 +120,14 @@ type Audit struct {
 	names *hostNames
 	// groups are the fleet-wide pass's groups of hosts, with their
 	// findings (hostRecord.group).
-	groups []*FleetGroup
+	groups []*policies.FleetGroup
 }
 
 // Run audits the hosts and returns every finding at once: host findings
 // in input order, then fleet-wide findings by fleet name and host. See
 // Audit for the compact form and RunAudit for what a run does.
-func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
-	a, err := e.RunAudit(ctx, hosts, opts)
+func Run(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
+	a, err := RunAudit(ctx, e, hosts, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 // evaluated (see dedup.go). A host whose document cannot be loaded is a
 // collection-error finding for it. RunAudit returns an error only when ctx
 // ends.
-func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
+func RunAudit(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
 	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
 		classes: newClassTable(), results: map[string][]any{}, sections: newSectionCache()}
 	if s.fleetOf == nil {
@@ -375,15 +376,15 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 	}
 	fq, ok := e.Queries(run.Fleet)
 	if !ok {
-		return run, nil, false, fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)
+		return run, nil, false, fmt.Errorf("%w: %q", policies.ErrUnknownFleet, run.Fleet)
 	}
 	t = new(template)
-	cov := CoverageOf(doc)
+	cov := policies.CoverageOf(doc)
 	if rules := fq.HostRules(); rules != nil {
 		t.skipped = cov.Skipped(rules)
 		t.findings, t.timedOut, err = s.evalRules(ctx, fq, run, doc, cov, w)
 		for _, id := range t.timedOut {
-			t.findings = append(t.findings, e.overBudget(run, e.RuleByID(id), s.budget))
+			t.findings = append(t.findings, overBudget(e, run, e.RuleByID(id), s.budget))
 		}
 	}
 	t.unread, t.image = cov.Unread(), cov.Image()
@@ -399,7 +400,7 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 
 // evalRules evaluates the host rules of fq on doc, each rule's result
 // reused when a host with the same input for it was evaluated before.
-func (s *runState) evalRules(ctx context.Context, fq *Queries, run HostRun, doc map[string]any, cov *Coverage, w *worker) ([]Finding, []string, error) {
+func (s *runState) evalRules(ctx context.Context, fq *policies.Queries, run HostRun, doc map[string]any, cov *policies.Coverage, w *worker) ([]policies.Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -455,21 +456,21 @@ func (s *runState) evalRules(ctx context.Context, fq *Queries, run HostRun, doc 
 		}
 		s.rmu.Unlock()
 	}
-	admit := func(r *Rule, f *Finding) bool { return cov.Admits(r, f) }
+	admit := func(r *policies.Rule, f *policies.Finding) bool { return cov.Admits(r, f) }
 	n := 0
 	for _, v := range vals {
 		n += len(v)
 	}
-	var out []Finding
+	var out []policies.Finding
 	if n > 0 {
-		out = make([]Finding, 0, n)
+		out = make([]policies.Finding, 0, n)
 	}
 	for i, r := range rules {
 		if vals[i] == nil {
 			continue
 		}
 		var err error
-		out, err = AppendRuleFindings(out, r, vals[i], run.Host, doc, run.Fleet, fq.Severity(), admit, w.sections.evidence)
+		out, err = policies.AppendRuleFindings(out, r, vals[i], run.Host, doc, run.Fleet, fq.Severity(), admit, w.sections.evidence)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -480,7 +481,7 @@ func (s *runState) evalRules(ctx context.Context, fq *Queries, run HostRun, doc 
 // evalMissing evaluates the rules at indexes missing into vals: all in one
 // query when none is known (the first host of a fleet), else each alone on
 // the sections it reads. Rules that run out of the budget are returned.
-func (s *runState) evalMissing(ctx context.Context, fq *Queries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
+func (s *runState) evalMissing(ctx context.Context, fq *policies.Queries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
 	e := s.e
 	rules := fq.HostRules()
 	if len(missing) == len(rules) {

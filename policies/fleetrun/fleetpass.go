@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"cmp"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // The fleet-wide pass. Fleet rules see each distinct configuration of a
@@ -35,11 +37,11 @@ var hashers = sync.Pool{New: func() any { return new(valueHasher) }}
 // fleetProjection is doc's fleet projection, the one already seen when
 // another host of the run had the same: hosts of one configuration hold
 // one copy, which groups them for the fleet pass.
-func (s *runState) fleetProjection(doc map[string]any, d *docSections) *Projection {
-	proj := s.e.projectSections(doc, d)
+func (s *runState) fleetProjection(doc map[string]any, d *docSections) *policies.Projection {
+	proj := projectSections(s.e, doc, d)
 	delete(proj, "host")
-	p := NewProjection(proj)
-	key, ok := s.e.projectionKey(proj, d)
+	p := policies.NewProjection(proj)
+	key, ok := projectionKey(s.e, proj, d)
 	if !ok {
 		// A value the hasher cannot read (a typed provenance): compared
 		// with nothing, the host is a group of its own.
@@ -51,9 +53,9 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *Projecti
 		return q
 	}
 	if s.projs == nil {
-		s.projs = map[digest]*Projection{}
+		s.projs = map[digest]*policies.Projection{}
 	}
-	if items := s.e.projectionItems(proj, d); items != nil {
+	if items := projectionItems(s.e, proj, d); items != nil {
 		// Its terms from the sections' parts, each converted once.
 		p.SetTerms(items)
 	}
@@ -66,7 +68,7 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *Projecti
 // hash per member, not a walk of its whole projection. Equal projections
 // have equal keys however they were made; ok is false when a value cannot
 // be hashed.
-func (e *Engine) projectionKey(proj map[string]any, d *docSections) (digest, bool) {
+func projectionKey(e *policies.Engine, proj map[string]any, d *docSections) (digest, bool) {
 	h := hashers.Get().(*valueHasher)
 	defer hashers.Put(h)
 	names := h.keys[:0]
@@ -112,10 +114,10 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	dups := map[int32]string{}
 	type fleetGroups struct {
 		name   string
-		groups []*FleetGroup
+		groups []*policies.FleetGroup
 	}
 	var fleets []fleetGroups
-	var byProj map[*Projection]int32
+	var byProj map[*policies.Projection]int32
 	last := int32(-1)
 	// In (fleet, host) order, the first of equal names in input order:
 	// the one the fleet pass counts.
@@ -126,7 +128,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		}
 		if fleet := a.fleet(i); len(fleets) == 0 || fleets[len(fleets)-1].name != fleet {
 			fleets = append(fleets, fleetGroups{name: fleet})
-			byProj = map[*Projection]int32{}
+			byProj = map[*policies.Projection]int32{}
 			last = -1
 		}
 		if last >= 0 && a.sameHost(last, i) {
@@ -139,7 +141,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		if !ok {
 			g = int32(len(a.groups))
 			byProj[t.proj] = g
-			grp := NewFleetGroup(t.proj)
+			grp := policies.NewFleetGroup(t.proj)
 			a.groups = append(a.groups, grp)
 			fg.groups = append(fg.groups, grp)
 		}
@@ -214,7 +216,7 @@ func (a *Audit) sorted() []int32 {
 }
 
 // group returns host i's fleet group, or nil.
-func (a *Audit) group(i int32) *FleetGroup {
+func (a *Audit) group(i int32) *policies.FleetGroup {
 	if g := a.hosts[i].group; g > 0 {
 		return a.groups[g-1]
 	}
@@ -223,21 +225,21 @@ func (a *Audit) group(i int32) *FleetGroup {
 
 // Findings returns every finding: host findings in input order, then
 // fleet-wide findings by fleet name and host.
-func (a *Audit) Findings() []Finding {
-	var out []Finding
+func (a *Audit) Findings() []policies.Finding {
+	var out []policies.Finding
 	for i := range a.hosts {
 		t := a.tmpl(int32(i))
 		if t == nil {
 			continue
 		}
 		for j := range t.findings {
-			out = append(out, ForHost(&t.findings[j], a.host(int32(i))))
+			out = append(out, policies.ForHost(&t.findings[j], a.host(int32(i))))
 		}
 	}
 	for _, i := range a.sorted() {
 		if g := a.group(i); g != nil {
 			for j := range g.Findings() {
-				out = append(out, ForHost(&g.Findings()[j], a.host(i)))
+				out = append(out, policies.ForHost(&g.Findings()[j], a.host(i)))
 			}
 		}
 	}
@@ -260,8 +262,8 @@ func (a *Audit) Append(b *Audit) {
 }
 
 // citesHost reports whether a finding's evidence cites the host's name.
-func citesHost(f *Finding) bool {
-	return slices.ContainsFunc(f.Evidence, func(ev Evidence) bool { return ev.Fact == "host" })
+func citesHost(f *policies.Finding) bool {
+	return slices.ContainsFunc(f.Evidence, func(ev policies.Evidence) bool { return ev.Fact == "host" })
 }
 
 // Each yields every finding in report order: by fleet, most severe first,
@@ -269,14 +271,14 @@ func citesHost(f *Finding) bool {
 // f is valid during the call only. When shared is not nil, f is *shared
 // with another host's name: a writer may encode shared once for all the
 // hosts that yield it.
-func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
+func (a *Audit) Each(yield func(f *policies.Finding, shared *policies.Finding) bool) {
 	order := a.sorted()
 	type item struct {
-		f      *Finding
+		f      *policies.Finding
 		shared bool
 	}
 	var items []item
-	var cur Finding
+	var cur policies.Finding
 	for lo := 0; lo < len(order); {
 		fleet := a.hosts[order[lo]].fleet
 		hi := lo
@@ -295,7 +297,7 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					t := a.tmpl(i)
 					for j := range t.findings {
 						f := &t.findings[j]
-						if SeverityRank(f.Severity) == rank {
+						if policies.SeverityRank(f.Severity) == rank {
 							items = append(items, item{f, t.members.Load() > 1 && !citesHost(f)})
 						}
 					}
@@ -307,7 +309,7 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					}
 					gf := grp.Findings()
 					for j := range gf {
-						if f := &gf[j]; SeverityRank(f.Severity) == rank {
+						if f := &gf[j]; policies.SeverityRank(f.Severity) == rank {
 							items = append(items, item{f, grp.Count() > 1 && !citesHost(f)})
 						}
 					}
@@ -319,8 +321,8 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 				host := a.host(first)
 				slices.SortStableFunc(items, func(x, y item) int { return strings.Compare(x.f.Rule, y.f.Rule) })
 				for _, it := range items {
-					cur = ForHost(it.f, host)
-					var shared *Finding
+					cur = policies.ForHost(it.f, host)
+					var shared *policies.Finding
 					if it.shared {
 						shared = it.f
 					}

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -160,7 +161,7 @@ func (h *valueHasher) value(v any) {
 
 // at is the value at an input path of a rule's input (the document less
 // sources), and whether it exists.
-func at(doc map[string]any, p InputPath) (any, bool) {
+func at(doc map[string]any, p policies.InputPath) (any, bool) {
 	var cur any = doc
 	for i, t := range p {
 		switch k := t.Value.(type) {
@@ -204,7 +205,7 @@ func (k *ruleKeys) reset() {
 	k.h.bad = false
 }
 
-func (k *ruleKeys) path(doc map[string]any, p InputPath, name string, secs *docSections) digest {
+func (k *ruleKeys) path(doc map[string]any, p policies.InputPath, name string, secs *docSections) digest {
 	if d, ok := k.memo[name]; ok {
 		return d
 	}
@@ -263,7 +264,7 @@ func (k *ruleKeys) all(doc map[string]any) digest {
 // the rule and the digest of each path it reads (or of all of the input),
 // length-prefixed, so equal keys mean equal inputs. ok is false when the
 // input holds a value the hasher cannot read (the rule is then evaluated).
-func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *Rule, reads RuleReads, secs *docSections) (_ []byte, ok bool) {
+func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *policies.Rule, reads policies.RuleReads, secs *docSections) (_ []byte, ok bool) {
 	b = binary.AppendUvarint(b, uint64(len(fleet)))
 	b = append(b, fleet...)
 	b = binary.AppendUvarint(b, uint64(len(r.ID)))
