@@ -22,13 +22,12 @@ import (
 //     equal so differ only in name: the first one's findings, skipped
 //     rules and fleet projection serve them all with the name put back,
 //     and the others are never decoded. This holds in a fleet only when no
-//     rule enabled there reads the host name (see ruleReads.readsHost;
-//     fleetQueries.shareable).
+//     rule enabled there reads the host name (policies.Queries.Shareable).
 //  2. A file that must be decoded is decoded by its top-level members,
 //     each distinct member once per run and shared with what is derived
 //     from it alone (sections.go).
 //  3. Each rule's result is looked up by the input that rule reads
-//     (ruleReads): only rules whose facts are new to the run are
+//     (policies.RuleReads): only rules whose facts are new to the run are
 //     evaluated. The key is the SHA-256 digest of each path's value in a
 //     canonical form, so a collision (two different inputs sharing a
 //     result) is not a practical concern. The rule's raw result is

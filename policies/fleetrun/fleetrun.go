@@ -497,7 +497,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *policies.Queries, doc ma
 			return nil, err
 		}
 		// Out of budget or a rule failed: each rule alone, below, as
-		// evalWithin does, so a host's findings do not depend on
+		// the core's evalWithin does, so a host's findings do not depend on
 		// whether it was its fleet's first.
 	}
 	var sections map[string]bool

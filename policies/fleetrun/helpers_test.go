@@ -10,21 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/open-policy-agent/opa/v1/storage"
-
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
-
-func storageRead(t *testing.T, ctx context.Context, store storage.Store) storage.Transaction {
-	t.Helper()
-	txn, err := store.NewTransaction(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Abort(ctx, txn) })
-	return txn
-}
 
 // host describes a synthetic snapshot; zero fields take the values of a
 // healthy GPU training node.
@@ -199,12 +187,4 @@ func ruleProfiles(names ...string) func(policies.Rule) bool {
 		}
 		return false
 	}
-}
-
-func ruleIDs(fs []policies.Finding) []string {
-	var ids []string
-	for _, f := range fs {
-		ids = append(ids, f.Rule)
-	}
-	return ids
 }

@@ -461,8 +461,8 @@ func (sec *section) projectionTerm() *ast.Term {
 	return sec.projTerm
 }
 
-// converted is the value of member name when it is a shared section,
-// converted once per run (see Engine.ruleInputSections).
+// ConvertedMember is the value of member name when it is a shared section,
+// converted once per run (policies.ConvertedMembers).
 func (d *docSections) ConvertedMember(name string) (ast.Value, bool, error) {
 	sec := d.of(name)
 	if sec == nil {
