@@ -249,9 +249,8 @@ func (a *Audit) Findings() []policies.Finding {
 // Append adds the hosts, findings and failures of another run.
 func (a *Audit) Append(b *Audit) {
 	off := int32(len(a.groups))
-	var c namesCache
 	for i := range b.hosts {
-		rec := a.names.record(b.Host(i), b.tmpl(int32(i)), &c)
+		rec := a.names.record(b.Host(i), b.tmpl(int32(i)))
 		if g := b.hosts[i].group; g > 0 {
 			rec.group = g + off
 		}

@@ -162,9 +162,8 @@ func BenchmarkFleetPass(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		a := newAudit(n)
-		var c namesCache
 		for i := range n {
-			a.hosts[i] = a.names.record(HostRun{Host: names[i], Fleet: "gpu-training"}, tmpls[i%configs], &c)
+			a.hosts[i] = a.names.record(HostRun{Host: names[i], Fleet: "gpu-training"}, tmpls[i%configs])
 		}
 		for i, t := range tmpls {
 			t.proj = projs[i]

@@ -199,10 +199,9 @@ func RunAudit(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput]
 		go func() {
 			defer wg.Done()
 			w := new(worker)
-			var names namesCache
 			for j := range jobs {
 				run, t, err := s.host(ctx, j.in, w)
-				*j.rec = a.names.record(run, t, &names)
+				*j.rec = a.names.record(run, t)
 				if err != nil {
 					emu.Lock()
 					errs[j.i] = err

@@ -27,43 +27,24 @@ type hostRecord struct {
 }
 
 // hostNames holds what host records point into. Workers add to it at
-// once: each keeps the last fleet and directory it saw, so the lock is
-// taken about once per distinct value, not per host. Records are read only
-// once the workers are done.
+// once, under its lock; records are read only once the workers are done.
 type hostNames struct {
 	mu     sync.Mutex
 	tmpls  []*template
 	fleets []string
 	dirs   []string
 	files  []string
-	index  map[string]int32 // fleets by "f" + name, dirs by "d" + prefix
-}
-
-// namesCache is one worker's last interned fleet and directory.
-type namesCache struct {
-	fleet, dir     string
-	fleetID, dirID int32
-	ok             [2]bool
+	// fleetIDs and dirIDs index fleets and dirs.
+	fleetIDs, dirIDs map[string]int32
 }
 
 const snapshotExt = ".json"
 
 // record makes host run's record, interning its fleet, file and template.
-func (n *hostNames) record(run HostRun, t *template, c *namesCache) hostRecord {
-	r := hostRecord{name: run.Host, tmpl: n.template(t)}
-	if c.ok[0] && c.fleet == run.Fleet {
-		r.fleet = c.fleetID
-	} else {
-		r.fleet = n.intern('f', run.Fleet, &n.fleets)
-		c.fleet, c.fleetID, c.ok[0] = run.Fleet, r.fleet, true
-	}
+func (n *hostNames) record(run HostRun, t *template) hostRecord {
+	r := hostRecord{name: run.Host, tmpl: n.template(t), fleet: n.intern(run.Fleet, &n.fleetIDs, &n.fleets)}
 	if dir, ok := fileDir(run.File, run.Host); ok {
-		if c.ok[1] && c.dir == dir {
-			r.file = c.dirID
-		} else {
-			r.file = n.intern('d', dir, &n.dirs)
-			c.dir, c.dirID, c.ok[1] = dir, r.file, true
-		}
+		r.file = n.intern(dir, &n.dirIDs, &n.dirs)
 		return r
 	}
 	n.mu.Lock()
@@ -88,19 +69,18 @@ func (n *hostNames) template(t *template) int32 {
 	return t.id
 }
 
-func (n *hostNames) intern(kind byte, s string, list *[]string) int32 {
+func (n *hostNames) intern(s string, ids *map[string]int32, list *[]string) int32 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.index == nil {
-		n.index = map[string]int32{}
-	}
-	key := string(kind) + s
-	if id, ok := n.index[key]; ok {
+	if id, ok := (*ids)[s]; ok {
 		return id
+	}
+	if *ids == nil {
+		*ids = map[string]int32{}
 	}
 	id := int32(len(*list))
 	*list = append(*list, s)
-	n.index[key] = id
+	(*ids)[s] = id
 	return id
 }
 

@@ -41,9 +41,8 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 3 {
 		wg.Go(func() {
-			var c namesCache
 			for i := w; i < len(runs); i += 3 {
-				a.hosts[i] = a.names.record(runs[i], tmpls[i], &c)
+				a.hosts[i] = a.names.record(runs[i], tmpls[i])
 			}
 		})
 	}
@@ -70,9 +69,8 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 	// Appending another run's records keeps them, templates included.
 	b := newAudit(2)
 	other := &template{skipped: []string{"rule-c"}}
-	var c namesCache
-	b.hosts[0] = b.names.record(HostRun{Host: "late-1", Fleet: "web", File: "late-1.json"}, other, &c)
-	b.hosts[1] = b.names.record(HostRun{Host: "late-2", Fleet: "new", File: "inventory"}, shared, &c)
+	b.hosts[0] = b.names.record(HostRun{Host: "late-1", Fleet: "web", File: "late-1.json"}, other)
+	b.hosts[1] = b.names.record(HostRun{Host: "late-2", Fleet: "new", File: "inventory"}, shared)
 	a.Append(b)
 	want := append(runs, HostRun{Host: "late-1", Fleet: "web", File: "late-1.json", Skipped: []string{"rule-c"}},
 		HostRun{Host: "late-2", Fleet: "new", File: "inventory", Skipped: []string{"rule-a"}})
