@@ -123,9 +123,9 @@ type Audit struct {
 	groups []*policies.FleetGroup
 }
 
-// Run audits the hosts and returns every finding at once: host findings
-// in input order, then fleet-wide findings by fleet name and host. See
-// Audit for the compact form and RunAudit for what a run does.
+// Run audits the hosts with e and returns every finding at once: host
+// findings in input order, then fleet-wide findings by fleet name and
+// host. See Audit for the compact form and RunAudit for what a run does.
 func Run(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
 	a, err := RunAudit(ctx, e, hosts, opts)
 	if err != nil {
@@ -134,8 +134,8 @@ func Run(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opt
 	return &Report{Hosts: slices.Collect(a.Hosts()), Findings: a.Findings(), Failures: a.Failures}, nil
 }
 
-// RunAudit audits the hosts: each is read and evaluated inside a bounded
-// worker, then dropped, keeping only what its findings and the fleet-wide
+// RunAudit audits the hosts with e: each is read and evaluated inside a
+// bounded worker, then dropped, keeping only what its findings and the fleet-wide
 // pass need, shared between hosts of the same configuration: memory grows
 // with the configurations and a small record per host. Hosts whose
 // snapshot files differ only in the host name are evaluated once; of a new
