@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -138,9 +139,10 @@ func TestWritingPoliciesExample(t *testing.T) {
 	}
 }
 
-// policies list and explain read rule metadata from the parsed modules:
-// a user rule that does not compile is listed and explained, and the
-// compile error is the audit's, naming the file and line.
+// policies list and explain (and rule id completion) read rule metadata
+// from the parsed modules: a user rule that does not compile is listed and
+// explained, and the compile error is the audit's, naming the file and
+// line.
 func TestPoliciesListDoesNotCompile(t *testing.T) {
 	dir := t.TempDir()
 	src := `package fleetaudit.rules.site
@@ -170,6 +172,9 @@ kernel_odd contains f if {
 	explain := runCLI(t, nil, "policies", "explain", "kernel-odd", "--policies", dir)
 	if explain.code != exitOK || !strings.Contains(explain.stdout, "site.rego:3") {
 		t.Errorf("explain: exit %d\n%s%s", explain.code, explain.stdout, explain.stderr)
+	}
+	if got, _ := complete(t, "policies", "explain", "--policies", dir, "kernel-o"); !slices.Equal(got, []string{"kernel-odd"}) {
+		t.Errorf("completion of rule ids: %v, want kernel-odd", got)
 	}
 	audit := runCLI(t, nil, "audit", "--snapshots", "../../examples/snapshots", "--policies", dir)
 	if audit.code != exitError || !strings.Contains(audit.stderr, "site.rego:15") || !strings.Contains(audit.stderr, "no_such_function") {
