@@ -18,6 +18,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/kube/cluster"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/fleetaudit/fleetaudit/transport"
 	"github.com/fleetaudit/fleetaudit/transport/local"
@@ -47,12 +48,12 @@ type Options struct {
 	// Version is recorded in collected snapshots.
 	Version string
 	// RuleTimeout bounds the evaluation of one host's rules (and one
-	// fleet's fleet-wide rules): policies.DefaultHostTimeout when 0, no
+	// fleet's fleet-wide rules): fleetrun.DefaultHostTimeout when 0, no
 	// limit when negative.
 	RuleTimeout time.Duration
 	// Loaded, if set, sees each host's snapshot document as the rules will
-	// (see policies.RunOptions.Loaded).
-	Loaded func(in policies.HostInput, doc, like map[string]any)
+	// (see fleetrun.RunOptions.Loaded).
+	Loaded func(in fleetrun.HostInput, doc, like map[string]any)
 	// Transports read the inventory hosts collected during the run, each
 	// by its connection type (transport.For): sshsource.Transport for SSH;
 	// the local one is made from NoExec and Version unless given. A host
@@ -100,7 +101,7 @@ type Result struct {
 	// skipped), for reports that count per control, when the result was
 	// not made by a live audit (the history store sets them); not in the
 	// JSON. Read them with HostRuns, which also sees a live audit's.
-	Hosts []policies.HostRun `json:"-"`
+	Hosts []fleetrun.HostRun `json:"-"`
 	// Rules are the metadata of every rule the engine compiled, and
 	// FleetRules the ids each fleet ran (controls that pass have no
 	// finding to name them): for reports and the history store, not in
@@ -114,7 +115,7 @@ type Result struct {
 
 	// audit yields the findings when they were not collected; mark, when
 	// set, marks each as it is yielded (ApplyWaivers).
-	audit *policies.Audit
+	audit *fleetrun.Audit
 	mark  func(*policies.Finding)
 }
 
@@ -151,7 +152,7 @@ func (r *Result) All() iter.Seq2[*policies.Finding, *policies.Finding] {
 // a live audit's, made from its compact records as they are read (a large
 // fleet's are never all held as HostRuns), else Hosts. It is nil when the
 // result holds no host records (read back from its JSON).
-func (r *Result) HostRuns() iter.Seq[policies.HostRun] {
+func (r *Result) HostRuns() iter.Seq[fleetrun.HostRun] {
 	if r.audit != nil {
 		return r.audit.Hosts()
 	}
@@ -244,7 +245,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	runOpts := policies.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded,
+	runOpts := fleetrun.RunOptions{FleetOf: fleetOf.fleet, FleetSections: fleets.MatchSections(), HostTimeout: opts.RuleTimeout, Loaded: opts.Loaded,
 		Hosts: files.Len() + len(targets)}
 	if opts.Parallel > 0 {
 		// Hosts are collected inside the engine's workers.
@@ -253,12 +254,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	var unreadable manifestErrors
 	// Snapshot files, then the hosts collected during the run: each is read
 	// or collected inside the engine's workers and goes straight in.
-	inputs := func(yield func(policies.HostInput) bool) {
+	inputs := func(yield func(fleetrun.HostInput) bool) {
 		for f := range files.All() {
 			if !inShard(opts.Shard, f) {
 				continue
 			}
-			if !yield(kj.wrap(policies.SnapshotFile(f))) {
+			if !yield(kj.wrap(fleetrun.SnapshotFile(f))) {
 				return
 			}
 		}
@@ -284,7 +285,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 	}
-	rep, err := engine.RunAudit(ctx, inputs, runOpts)
+	rep, err := fleetrun.RunAudit(ctx, engine, inputs, runOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +293,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		// Inventory hosts nobody supplied are blind spots: audit them as
 		// hosts whose collection failed, so they are findings too.
 		runOpts.Hosts = len(missing)
-		more, err := engine.RunAudit(ctx, collected(missing, inputsOf(opts), log), runOpts)
+		more, err := fleetrun.RunAudit(ctx, engine, collected(missing, inputsOf(opts), log), runOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -422,10 +423,10 @@ func inputsOf(opts Options) collectOptions {
 // one whose errors say why, so the host is reported (collection-error)
 // instead of silently missing; one whose snapshot cannot be made a
 // document is an unread host. One host's problem stays that host's.
-func collected(targets []target, co collectOptions, log *slog.Logger) iter.Seq[policies.HostInput] {
-	return func(yield func(policies.HostInput) bool) {
+func collected(targets []target, co collectOptions, log *slog.Logger) iter.Seq[fleetrun.HostInput] {
+	return func(yield func(fleetrun.HostInput) bool) {
 		for _, t := range targets {
-			in := policies.HostInput{Origin: t.origin(co), Name: t.name()}
+			in := fleetrun.HostInput{Origin: t.origin(co), Name: t.name()}
 			in.Load = func(ctx context.Context) (map[string]any, error) {
 				snap := collectOne(ctx, t, co)
 				if err := ctx.Err(); err != nil {
@@ -468,7 +469,7 @@ func (t target) name() string {
 
 // missingHosts are inventory hosts with neither root nor address that no
 // snapshot file described.
-func missingHosts(inv *inventory.Inventory, audited iter.Seq[policies.HostRun], targets []target) []target {
+func missingHosts(inv *inventory.Inventory, audited iter.Seq[fleetrun.HostRun], targets []target) []target {
 	if inv == nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/kube/cluster"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // kubeJoin joins the hosts of a run to the nodes of a cluster read once
@@ -52,7 +52,7 @@ func newKubeJoin(opts Options, files *fileList, targets []target, log *slog.Logg
 }
 
 // wrap attaches the node of the host in's document names, if any.
-func (k *kubeJoin) wrap(in policies.HostInput) policies.HostInput {
+func (k *kubeJoin) wrap(in fleetrun.HostInput) fleetrun.HostInput {
 	if k == nil {
 		return in
 	}
@@ -87,8 +87,8 @@ func (k *kubeJoin) wrap(in policies.HostInput) policies.HostInput {
 }
 
 // nodes are the inputs of the nodes no other input names.
-func (k *kubeJoin) nodes() iter.Seq[policies.HostInput] {
-	return func(yield func(policies.HostInput) bool) {
+func (k *kubeJoin) nodes() iter.Seq[fleetrun.HostInput] {
+	return func(yield func(fleetrun.HostInput) bool) {
 		if k == nil {
 			return
 		}
@@ -96,7 +96,7 @@ func (k *kubeJoin) nodes() iter.Seq[policies.HostInput] {
 			if k.named[n.Host] {
 				continue
 			}
-			in := policies.HostInput{
+			in := fleetrun.HostInput{
 				Origin: cluster.NodeSource(n.Name),
 				Name:   n.Host,
 				Load: func(context.Context) (map[string]any, error) {

@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/kube/cluster"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
-// The engine reads a snapshot file's bytes (HostInput.Read) instead of
+// The engine reads a snapshot file's bytes (fleetrun.HostInput.Read) instead of
 // calling Load when it can, and shares the evaluation of equal files: a
 // file joined to its Kubernetes node must go through Load, where the node
 // is attached, or the rules would never see the node's labels and pods.
 func TestKubeJoinLoadsSnapshotFiles(t *testing.T) {
-	in := policies.SnapshotFile(exampleSnapshots + "/gpu-a-001.json")
+	in := fleetrun.SnapshotFile(exampleSnapshots + "/gpu-a-001.json")
 	if in.Read == nil {
 		t.Fatal("snapshot files no longer read bytes: this test proves nothing")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/kube"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -26,10 +26,10 @@ import (
 // manifestInputs are the inputs of opts.Manifests, one per path, named by
 // the path.
 // Each file that cannot be read or parsed is added to unreadable.
-func manifestInputs(opts Options, now func() time.Time, unreadable *manifestErrors) iter.Seq[policies.HostInput] {
-	return func(yield func(policies.HostInput) bool) {
+func manifestInputs(opts Options, now func() time.Time, unreadable *manifestErrors) iter.Seq[fleetrun.HostInput] {
+	return func(yield func(fleetrun.HostInput) bool) {
 		for _, path := range opts.Manifests {
-			in := policies.HostInput{
+			in := fleetrun.HostInput{
 				Origin: path,
 				Name:   path,
 				Load: func(ctx context.Context) (map[string]any, error) {

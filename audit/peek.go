@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/fleetaudit/fleetaudit/internal/safeio"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // snapshotHosts reads the host name of each snapshot file, stopping at its
@@ -63,7 +63,7 @@ func inShard(shard func(string) bool, file string) bool {
 	}
 	name, err := peekHost(file)
 	if err != nil {
-		name = policies.SnapshotFile(file).Name
+		name = fleetrun.SnapshotFile(file).Name
 	}
 	return shard(name)
 }

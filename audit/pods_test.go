@@ -15,6 +15,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -72,9 +73,9 @@ func TestPodFromManifestAndFromSnapshotFileAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	podFindings := func(in policies.HostInput) []policies.Finding {
+	podFindings := func(in fleetrun.HostInput) []policies.Finding {
 		t.Helper()
-		rep, err := engine.Run(ctx, slices.Values([]policies.HostInput{in}), policies.RunOptions{FleetOf: newFleetResolver(set, nil).fleet})
+		rep, err := fleetrun.Run(ctx, engine, slices.Values([]fleetrun.HostInput{in}), fleetrun.RunOptions{FleetOf: newFleetResolver(set, nil).fleet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,10 +87,10 @@ func TestPodFromManifestAndFromSnapshotFileAlike(t *testing.T) {
 		}
 		return out
 	}
-	direct := podFindings(policies.HostInput{Origin: manifest, Name: snap.Host, Load: func(context.Context) (map[string]any, error) {
+	direct := podFindings(fleetrun.HostInput{Origin: manifest, Name: snap.Host, Load: func(context.Context) (map[string]any, error) {
 		return snapshot.Document(snap)
 	}})
-	fromFile := podFindings(policies.SnapshotFile(file))
+	fromFile := podFindings(fleetrun.SnapshotFile(file))
 	if diff := cmp.Diff(fromFile, direct); diff != "" {
 		t.Errorf("pod findings differ (-snapshot file +manifest):\n%s", diff)
 	}

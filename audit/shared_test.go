@@ -15,6 +15,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/internal/fleetgen"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -73,7 +74,7 @@ func TestSharedEvaluationIsPerHostEvaluation(t *testing.T) {
 			// document, also where the host shared its evaluation.
 			var mu sync.Mutex
 			seen := map[string]map[string]any{}
-			loaded := func(in policies.HostInput, doc, _ map[string]any) {
+			loaded := func(in fleetrun.HostInput, doc, _ map[string]any) {
 				mu.Lock()
 				defer mu.Unlock()
 				seen[in.Origin] = doc
@@ -87,7 +88,7 @@ func TestSharedEvaluationIsPerHostEvaluation(t *testing.T) {
 				t.Errorf("Loaded saw %d hosts of %d", len(seen), len(files))
 			}
 			for _, f := range files {
-				own, err := policies.SnapshotFile(f).Load(context.Background())
+				own, err := fleetrun.SnapshotFile(f).Load(context.Background())
 				if err != nil {
 					continue // an unreadable file's document is made up (unreadDoc)
 				}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 func loadFleets(t *testing.T) *fleets.Set {
@@ -133,7 +133,7 @@ func TestCollectedHostsWriteNothing(t *testing.T) {
 		Fleets: loadFleets(t),
 		Roots:  []string{"../testdata/hosts/gpu-node", "../testdata/hosts/web-node"},
 		NoExec: true,
-		Loaded: func(in policies.HostInput, doc, _ map[string]any) {
+		Loaded: func(in fleetrun.HostInput, doc, _ map[string]any) {
 			entries, _ := os.ReadDir(tmp)
 			mu.Lock()
 			defer mu.Unlock()

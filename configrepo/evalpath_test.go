@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // exampleConfigRepo copies examples/config-repo into a fresh git
@@ -216,12 +217,12 @@ func TestGateRuleTimeoutIsAnErrorNamingTheRule(t *testing.T) {
 	}
 }
 
-// The gate's budget is audit's: 0 is policies.DefaultHostTimeout, and a
+// The gate's budget is audit's: 0 is fleetrun.DefaultHostTimeout, and a
 // negative one no limit (a rule that finishes is never cut short).
 func TestGateRuleBudgetDefault(t *testing.T) {
 	for _, c := range []struct {
 		set, want time.Duration
-	}{{0, policies.DefaultHostTimeout}, {time.Second, time.Second}} {
+	}{{0, fleetrun.DefaultHostTimeout}, {time.Second, time.Second}} {
 		if got := (&gater{opts: Options{RuleTimeout: c.set}}).budget(); got != c.want {
 			t.Errorf("RuleTimeout %s: budget %s, want %s", c.set, got, c.want)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -49,7 +50,7 @@ type Options struct {
 	// fix) is gated without touching the user's repo.
 	BaseCheckout, HeadCheckout *Checkout
 	// RuleTimeout bounds the evaluation of one rendered fleet's host rules
-	// (and of its fleet-wide rules), as audit's: policies.DefaultHostTimeout
+	// (and of its fleet-wide rules), as audit's: fleetrun.DefaultHostTimeout
 	// when 0, no limit when negative. A rule that runs past it leaves its
 	// fleet's side not gated in full (a FleetError naming it).
 	RuleTimeout time.Duration
@@ -331,12 +332,12 @@ func (g *gater) fleet(ctx context.Context, s *side, name, dir string) *fleetRun 
 // rule that times out is one of them too; a rule that fails leaves the
 // fleet not audited (the error), as it did.
 func (g *gater) evaluate(ctx context.Context, run *fleetRun, doc map[string]any, name, profile string) error {
-	host := policies.HostInput{
+	host := fleetrun.HostInput{
 		Origin: name,
 		Name:   name,
 		Load:   func(context.Context) (map[string]any, error) { return doc, nil },
 	}
-	a, err := g.engine.RunAudit(ctx, func(yield func(policies.HostInput) bool) { yield(host) }, policies.RunOptions{
+	a, err := fleetrun.RunAudit(ctx, g.engine, func(yield func(fleetrun.HostInput) bool) { yield(host) }, fleetrun.RunOptions{
 		FleetOf:     func(string, map[string]any) string { return profile },
 		HostTimeout: g.opts.RuleTimeout,
 		// The gate evaluates its fleets side by side already.
@@ -349,7 +350,7 @@ func (g *gater) evaluate(ctx context.Context, run *fleetRun, doc map[string]any,
 	run.timedOut = slices.Clone(a.Host(0).TimedOut)
 	var errs []error
 	for _, f := range a.Failures {
-		if te, ok := f.Err.(*policies.TimeoutError); ok {
+		if te, ok := f.Err.(*fleetrun.TimeoutError); ok {
 			run.timedOut = append(run.timedOut, te.Rules...)
 			continue
 		}
@@ -369,7 +370,7 @@ func (g *gater) evaluate(ctx context.Context, run *fleetRun, doc map[string]any,
 // budget is the rule budget in effect, as a message names it.
 func (g *gater) budget() time.Duration {
 	if g.opts.RuleTimeout == 0 {
-		return policies.DefaultHostTimeout
+		return fleetrun.DefaultHostTimeout
 	}
 	return g.opts.RuleTimeout
 }

@@ -54,10 +54,13 @@ func (s *Set) engineConfigs() map[string]policies.FleetConfig {
 	return out
 }
 
-// KnownOf is what the engine's rules define, for Set.Check: their ids, the
-// profiles they declare (what "tag:" selectors match) and the parameters
-// they read.
-func KnownOf(e *policies.Engine) Known {
+// KnownOf is what the rules of e (an Engine or a Catalog) define, for
+// Set.Check: their ids, the profiles they declare (what "tag:" selectors
+// match) and the parameters they read.
+func KnownOf(e interface {
+	Rules() []policies.Rule
+	Params() []string
+}) Known {
 	k := Known{RuleIDs: []string{}, Tags: []string{}, Params: e.Params()}
 	for _, r := range e.Rules() {
 		k.RuleIDs = append(k.RuleIDs, r.ID)

@@ -74,27 +74,3 @@ func BenchmarkEvalHost(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hosts/s")
 	})
 }
-
-// BenchmarkRun1k audits 1,000 snapshot files of one fleet from disk: read,
-// decode, host rules, projection, fleet-wide rules.
-func BenchmarkRun1k(b *testing.B) {
-	benchmarkRun(b, 1000)
-}
-
-func benchmarkRun(b *testing.B, n int) {
-	hosts := make([]host, n)
-	for i := range hosts {
-		hosts[i] = benchHost(i)
-	}
-	files := writeSnapshots(b, b.TempDir(), hosts...)
-	e := newEngine(b, Options{Fleets: gpuFleets()})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		rep, err := e.Run(ctx, SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel})
-		if err != nil || len(rep.Failures) > 0 || len(rep.Findings) == 0 {
-			b.Fatal(err, rep.Failures)
-		}
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "hosts/s")
-}

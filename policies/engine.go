@@ -120,30 +120,20 @@ type preparedScope struct {
 // the file and line at fault.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	caps := capabilities()
-	mods, err := builtinModules(caps, false)
+	mods, docs, err := parsePolicies(opts.PolicyDirs, caps)
 	if err != nil {
 		return nil, err
-	}
-	userMods, docs, err := userPolicies(opts.PolicyDirs, caps, false)
-	if err != nil {
-		return nil, err
-	}
-	for name, m := range userMods {
-		if _, ok := mods[name]; ok {
-			return nil, fmt.Errorf("policy file %s has the name of a built-in file; built-in rules load already", name)
-		}
-		mods[name] = m
 	}
 	compiler, err := compile(mods, caps)
 	if err != nil {
 		return nil, err
 	}
-	rules, err := collectRules(compiler, isBuiltinFile)
+	rules, err := collectRules(compiler.Modules, compiler.GetAnnotationSet(), isBuiltinFile)
 	if err != nil {
 		return nil, fmt.Errorf("policy metadata: %w", err)
 	}
 
-	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}, params: paramsRead(compiler), sectionTerms: sectionTermsOf()}
+	e := &Engine{rules: rules, byID: map[string]*Rule{}, fleets: map[string]*fleetQueries{}, params: paramsRead(compiler.Modules), sectionTerms: sectionTermsOf()}
 	var facts []string
 	var errs []error
 	for _, r := range rules {

@@ -545,33 +545,3 @@ func TestMalformedFindingsAreErrors(t *testing.T) {
 		t.Errorf("EvalFleet error = %v", err)
 	}
 }
-
-// An unreadable snapshot file is reported by the collection-error rule, as
-// any host not read at all: the fleet's severity override applies to it
-// (the finding built in Go used to keep the METADATA severity), and no other
-// rule fires.
-func TestUnreadableSnapshotIsTheRulesFinding(t *testing.T) {
-	e := newEngine(t, Options{Fleets: map[string]FleetConfig{
-		"gpu-training": {Severity: map[string]string{"collection-error": "high"}},
-	}})
-	dir := t.TempDir()
-	file := writeFile(t, dir, "gpu-9.json", `{"schema": "fleetaudit.snapshot/v1", "host": `)
-	rep := runFiles(t, e, []string{file}, RunOptions{})
-	want := []Finding{{
-		Rule: "collection-error", Severity: "high", Host: "gpu-9", Fleet: "gpu-training",
-		Message: "source collector could not read " + file + ": not a JSON snapshot: unexpected EOF",
-		Evidence: []Evidence{{Fact: "errors.0", Source: file, Value: map[string]any{
-			"collector": "source", "path": file, "reason": "not a JSON snapshot: unexpected EOF"}}},
-		SeverityOverride: &SeverityOverride{RuleSeverity: "medium", Profile: "gpu-training"},
-	}}
-	got := slices.Clone(rep.Findings)
-	for i := range got {
-		got[i].Title, got[i].Remediation, got[i].References = "", "", nil
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("findings (-want +got):\n%s", diff)
-	}
-	if len(rep.Hosts) != 1 || rep.Hosts[0].Unread == "" {
-		t.Errorf("hosts = %+v, want gpu-9 unread", rep.Hosts)
-	}
-}

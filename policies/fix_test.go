@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"context"
 	"fmt"
 	"iter"
 	"os"
@@ -19,7 +18,7 @@ import (
 )
 
 // fixKeys are the keys each kind of fix may carry besides "kind", as
-// docs/writing-policies.md ("Fixes") documents them for the remediator.
+// docs/writing-md ("Fixes") documents them for the remediator.
 var fixKeys = map[string][]string{
 	"boot-param": {"set", "remove"},
 	"sysctl":     {"set"},
@@ -174,8 +173,9 @@ func TestCheckFix(t *testing.T) {
 // rules fire, and checks every fix a finding carries against the schema.
 func TestFixesOnFixtures(t *testing.T) {
 	// Each run is one fleet as fleet-wide rules see it; a host name may
-	// appear once per run.
-	var runs [][]HostInput
+	// appear once per run. The oracle's findings are the runner's
+	// (policies/fleetrun's evalguard tests).
+	var runs [][]func() (map[string]any, error)
 	for _, pattern := range []string{"../collectors/testdata/golden/*.json", "../examples/fleet/snapshots/*.json", "../examples/snapshots/*.json"} {
 		files, err := filepath.Glob(pattern)
 		if err != nil || len(files) == 0 {
@@ -183,11 +183,15 @@ func TestFixesOnFixtures(t *testing.T) {
 		}
 		if strings.HasPrefix(pattern, "../examples/snapshots/") {
 			for _, f := range files {
-				runs = append(runs, []HostInput{SnapshotFile(f)})
+				runs = append(runs, []func() (map[string]any, error){readDoc(f)})
 			}
 			continue
 		}
-		runs = append(runs, slices.Collect(SnapshotFiles(files)))
+		var run []func() (map[string]any, error)
+		for _, f := range files {
+			run = append(run, readDoc(f))
+		}
+		runs = append(runs, run)
 	}
 	runs[0] = append(runs[0], withManifests(t, "../collectors/testdata/golden/gpu-node.json", "../kube/testdata"))
 	every := func(Rule) bool { return true }
@@ -209,14 +213,25 @@ func TestFixesOnFixtures(t *testing.T) {
 	findings := 0
 	for _, fleet := range []string{"defaults", "strict"} {
 		for _, inputs := range runs {
-			rep, err := e.Run(context.Background(), slices.Values(inputs), RunOptions{FleetOf: func(string, map[string]any) string { return fleet }})
+			var all []Finding
+			var projs []map[string]any
+			for _, load := range inputs {
+				doc, err := load()
+				if err != nil {
+					t.Fatal(err)
+				}
+				fs, err := e.EvalHost(t.Context(), doc, fleet)
+				if err != nil {
+					t.Errorf("%s: %v", fleet, err)
+				}
+				all = append(all, fs...)
+				projs = append(projs, e.Project(doc))
+			}
+			fs, err := e.EvalFleet(t.Context(), fleet, projs)
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("%s: %v", fleet, err)
 			}
-			for _, f := range rep.Failures {
-				t.Errorf("%s: %v", fleet, f)
-			}
-			for _, f := range rep.Findings {
+			for _, f := range append(all, fs...) {
 				findings++
 				if f.Fix == nil {
 					continue
@@ -239,7 +254,7 @@ func TestFixesOnFixtures(t *testing.T) {
 
 // withManifests is the snapshot in file with the pods of the manifests in
 // dir, as collect --pods adds them.
-func withManifests(t *testing.T, file, dir string) HostInput {
+func withManifests(t *testing.T, file, dir string) func() (map[string]any, error) {
 	t.Helper()
 	var pods []any
 	paths, err := filepath.Glob(filepath.Join(dir, "*"))
@@ -263,7 +278,7 @@ func withManifests(t *testing.T, file, dir string) HostInput {
 	if len(pods) == 0 {
 		t.Fatalf("no pods in %s", dir)
 	}
-	return HostInput{Origin: file + "+pods", Name: "gpu-node-pods", Load: func(context.Context) (map[string]any, error) {
+	return func() (map[string]any, error) {
 		doc, err := snapshot.ReadDocument(file)
 		if err != nil {
 			return nil, err
@@ -271,7 +286,7 @@ func withManifests(t *testing.T, file, dir string) HostInput {
 		doc["host"] = "gpu-node-pods"
 		doc["pods"] = pods
 		return doc, nil
-	}}
+	}
 }
 
 // TestFixLiterals reads the fixes the library writes as literals, so that a
@@ -323,4 +338,8 @@ func TestFixLiterals(t *testing.T) {
 	if seen < 10 {
 		t.Errorf("found %d fix literals in the library, want every rule's", seen)
 	}
+}
+
+func readDoc(file string) func() (map[string]any, error) {
+	return func() (map[string]any, error) { return snapshot.ReadDocument(file) }
 }

@@ -113,3 +113,18 @@ func (e *Engine) FleetRules(fleet string) []string {
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
+
+// LabelsOf returns a snapshot document's labels (string values only).
+func LabelsOf(doc map[string]any) map[string]string {
+	m, _ := doc["labels"].(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

@@ -58,6 +58,26 @@ func builtinModules(caps *ast.Capabilities, withTests bool) (map[string]*ast.Mod
 	return mods, nil
 }
 
+// parsePolicies parses the built-in library and the modules and data of
+// dirs (userPolicies), tests left out.
+func parsePolicies(dirs []string, caps *ast.Capabilities) (map[string]*ast.Module, map[string]any, error) {
+	mods, err := builtinModules(caps, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	userMods, docs, err := userPolicies(dirs, caps, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, m := range userMods {
+		if _, ok := mods[name]; ok {
+			return nil, nil, fmt.Errorf("policy file %s has the name of a built-in file; built-in rules load already", name)
+		}
+		mods[name] = m
+	}
+	return mods, docs, nil
+}
+
 // userPolicies loads Rego modules and data files (.json, .yaml, .yml) from
 // the given directories or files, as `opa eval -d` would. Hidden entries are
 // skipped, and so are _test.rego files unless withTests.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // loadGuarded runs userPolicies, failing the test if it does not return: a
@@ -162,5 +163,108 @@ func TestNewRefusesFIFOPolicy(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("New did not return")
+	}
+}
+
+// ReadCatalog, from the parsed modules, gives the engine's rules and
+// params: the built-in library, user host and fleet rules, helpers and
+// rules spread over several definitions. A user rule that does not
+// compile is listed by the catalog and refused by New; a METADATA problem
+// is an error of both.
+func TestCatalogIsTheEngines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "site.rego", `package fleetaudit.rules.site
+
+import data.fleetaudit.params as p
+
+# METADATA
+# title: Swappiness above the site's limit
+# description: Swapping stalls training steps.
+# related_resources:
+#   - ref: https://docs.kernel.org/admin-guide/sysctl/vm.html
+# custom:
+#   id: swappiness
+#   severity: medium
+#   profiles: [gpu-training]
+#   remediation: Set vm.swappiness to 10.
+#   facts: [sysctl.running]
+swappiness contains f if {
+	to_number(input.sysctl.running["vm.swappiness"]) > p.swappiness_max
+	f := {"msg": "high"}
+}
+
+swappiness contains f if {
+	not input.sysctl.running["vm.swappiness"]
+	f := {"msg": "unset"}
+}
+
+limit := p.swappiness_max
+`)
+	writeFile(t, dir, "fleet.rego", `package fleetaudit.fleet_rules.site
+
+# METADATA
+# title: Kernels differ
+# description: One fleet, one kernel.
+# related_resources:
+#   - ref: https://docs.kernel.org/
+# custom:
+#   id: kernel-skew
+#   severity: low
+#   profiles: [gpu-training]
+#   remediation: Upgrade the stragglers.
+#   facts: [kernel.release]
+kernel_skew contains f if {
+	count({g.kernel.release | some g in input.groups}) > 1
+	some g in input.groups
+	f := {"msg": "skew", "group": g.group}
+}
+`)
+	eng := newEngine(t, Options{PolicyDirs: []string{dir}})
+	cat, err := ReadCatalog([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(eng.Rules(), cat.Rules(), cmpopts.IgnoreUnexported(Rule{})); diff != "" {
+		t.Errorf("rules (-engine +catalog):\n%s", diff)
+	}
+	if diff := cmp.Diff(eng.Params(), cat.Params()); diff != "" {
+		t.Errorf("params (-engine +catalog):\n%s", diff)
+	}
+	if !slices.ContainsFunc(cat.Rules(), func(r Rule) bool { return r.ID == "swappiness" }) ||
+		!slices.Contains(cat.Params(), "swappiness_max") {
+		t.Fatalf("the user rule or its param is missing: %v", cat.Params())
+	}
+
+	broken := t.TempDir()
+	writeFile(t, broken, "broken.rego", `package fleetaudit.rules.broken
+
+# METADATA
+# title: Never compiles
+# description: Calls a function nobody defined.
+# related_resources:
+#   - ref: https://docs.kernel.org/
+# custom:
+#   id: never-compiles
+#   severity: low
+#   profiles: [gpu-training]
+#   remediation: None.
+#   facts: [kernel.release]
+never_compiles contains f if {
+	f := {"msg": no_such_function(input.kernel.release)}
+}
+`)
+	if _, err := New(t.Context(), Options{PolicyDirs: []string{broken}}); err == nil || !strings.Contains(err.Error(), "broken.rego:") {
+		t.Errorf("New of a rule that does not compile: %v, want the compile error naming the file", err)
+	}
+	if cat, err := ReadCatalog([]string{broken}); err != nil || !slices.ContainsFunc(cat.Rules(), func(r Rule) bool { return r.ID == "never-compiles" }) {
+		t.Errorf("catalog of a rule that does not compile: %v", err)
+	}
+
+	noMeta := t.TempDir()
+	writeFile(t, noMeta, "bare.rego", "package fleetaudit.rules.bare\n\nbare contains f if {\n\tf := {\"msg\": \"x\"}\n}\n")
+	_, engErr := New(t.Context(), Options{PolicyDirs: []string{noMeta}})
+	_, catErr := ReadCatalog([]string{noMeta})
+	if engErr == nil || catErr == nil || engErr.Error() != catErr.Error() {
+		t.Errorf("a rule without METADATA: engine %v, catalog %v; want the same error", engErr, catErr)
 	}
 }

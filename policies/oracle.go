@@ -11,8 +11,8 @@ import (
 // The reference oracle. EvalHost and EvalFleet evaluate the rules the
 // plain way: one host's whole document in one query, every fleet host a
 // group of its own, no rule budget, nothing shared or cached. Production
-// code (audit, the gate, remediate) evaluates through RunAudit only; these
-// are kept exported for tests, in this package and others (audit,
+// code (audit, the gate, remediate) evaluates through fleetrun.RunAudit
+// only; these are kept exported for tests (policies/fleetrun, audit,
 // collectors, configrepo), that check RunAudit's findings against them.
 
 // EvalHost evaluates the host rules enabled for fleet against one snapshot

@@ -18,14 +18,26 @@ func (e *Engine) Params() []string {
 	return slices.Clone(e.params)
 }
 
-// paramsRead walks the rules of the compiled modules (imports resolved, so
-// `import data.fleetaudit.params` then params.x is seen as the full ref).
-func paramsRead(c *ast.Compiler) []string {
+// paramsRead walks the rules of modules, parsed or compiled, with their
+// imports resolved (after `import data.fleetaudit.params`, params.x is
+// data.fleetaudit.params.x), as compiling does.
+func paramsRead(modules map[string]*ast.Module) []string {
 	names := map[string]bool{}
 	complete := true
-	for _, mod := range c.Modules {
+	for _, mod := range modules {
+		imports := map[ast.Var]ast.Ref{}
+		for _, imp := range mod.Imports {
+			if ref, ok := imp.Path.Value.(ast.Ref); ok && ref.HasPrefix(ast.DefaultRootRef) {
+				imports[imp.Name()] = ref
+			}
+		}
 		for _, r := range mod.Rules {
 			ast.WalkRefs(r, func(ref ast.Ref) bool {
+				if v, ok := ref[0].Value.(ast.Var); ok {
+					if imp, ok := imports[v]; ok {
+						ref = imp.Concat(ref[1:])
+					}
+				}
 				if !ref.HasPrefix(paramsRoot) {
 					return false
 				}

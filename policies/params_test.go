@@ -47,6 +47,8 @@ func TestParamsOfUserPolicies(t *testing.T) {
 		{"full ref with a nested key", "package site\n\nowner := data.fleetaudit.params.owners.primary\n", []string{"owners"}},
 		{"computed key", "package site\n\nread(k) := data.fleetaudit.params[k]\n", nil},
 		{"as a whole", "package site\n\nn := count(data.fleetaudit.params)\n", nil},
+		{"through an alias", "package site\n\nimport data.fleetaudit.params as p\n\nslack := p.team_slack\n", []string{"team_slack"}},
+		{"through an import of one", "package site\n\nimport data.fleetaudit.params.owners\n\nprimary := owners.primary\n", []string{"owners"}},
 	}
 	base := newEngine(t, Options{}).Params()
 	for _, tt := range tests {
@@ -60,6 +62,13 @@ func TestParamsOfUserPolicies(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Params (-want +got):\n%s", diff)
+			}
+			cat, err := ReadCatalog([]string{dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, cat.Params()); diff != "" {
+				t.Errorf("Catalog.Params, from the parsed modules (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -3,7 +3,9 @@ package policies
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -79,12 +81,12 @@ func scopeOf(pkg ast.Ref) Scope {
 	return ""
 }
 
-// collectRules finds every finding rule of the compiled modules and checks
+// collectRules finds every finding rule of modules and checks
 // its metadata. A finding rule is a multi-value rule with a plain name in a
 // package under data.fleetaudit.rules or data.fleetaudit.fleet_rules; other
 // rules there (complete rules, functions) are helpers. Every violation is
 // reported, each naming file:line.
-func collectRules(c *ast.Compiler, builtin func(file string) bool) ([]*Rule, error) {
+func collectRules(modules map[string]*ast.Module, as *ast.AnnotationSet, builtin func(file string) bool) ([]*Rule, error) {
 	type group struct {
 		ref   ast.Ref
 		scope Scope
@@ -93,15 +95,13 @@ func collectRules(c *ast.Compiler, builtin func(file string) bool) ([]*Rule, err
 	groups := map[string]*group{}
 	var order []string
 	var errs []error
-	as := c.GetAnnotationSet()
-
-	names := make([]string, 0, len(c.Modules))
-	for name := range c.Modules {
+	names := make([]string, 0, len(modules))
+	for name := range modules {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		mod := c.Modules[name]
+		mod := modules[name]
 		scope := scopeOf(mod.Package.Path)
 		if scope == "" {
 			continue
@@ -284,3 +284,44 @@ func checkFleetInput(c *ast.Compiler, r *Rule) error {
 }
 
 var hostsTerm = ast.StringTerm("hosts")
+
+// Catalog is the metadata of the rules and the parameters they read, read
+// from the parsed modules alone: nothing is compiled, so a rule that does
+// not compile is listed, and its error is the engine's (New) to report.
+type Catalog struct {
+	rules  []Rule
+	params []string
+}
+
+// ReadCatalog parses the built-in library and policyDirs and reads every
+// rule's METADATA, checked as New checks it.
+func ReadCatalog(policyDirs []string) (*Catalog, error) {
+	mods, _, err := parsePolicies(policyDirs, capabilities())
+	if err != nil {
+		return nil, err
+	}
+	list := make([]*ast.Module, 0, len(mods))
+	for _, name := range slices.Sorted(maps.Keys(mods)) {
+		list = append(list, mods[name])
+	}
+	as, errs := ast.BuildAnnotationSet(list)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("policy metadata: %w", errs)
+	}
+	rules, err := collectRules(mods, as, isBuiltinFile)
+	if err != nil {
+		return nil, fmt.Errorf("policy metadata: %w", err)
+	}
+	c := &Catalog{rules: make([]Rule, len(rules)), params: paramsRead(mods)}
+	for i, r := range rules {
+		c.rules[i] = *r
+	}
+	return c, nil
+}
+
+// Rules returns the metadata of every rule, sorted by id, as
+// Engine.Rules does.
+func (c *Catalog) Rules() []Rule { return slices.Clone(c.rules) }
+
+// Params returns what Engine.Params would.
+func (c *Catalog) Params() []string { return slices.Clone(c.params) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // largeResult is the example fleet's audit copied copies times under new
@@ -77,7 +78,7 @@ func fleetResult(b *testing.B, hosts int) (*audit.Result, *Catalog) {
 	copies := (hosts + per - 1) / per
 	big := *res
 	big.Findings = make([]policies.Finding, 0, len(res.Findings)*copies)
-	big.Hosts = make([]policies.HostRun, 0, per*copies)
+	big.Hosts = make([]fleetrun.HostRun, 0, per*copies)
 	names := make([]string, per*copies)
 	for i := range names {
 		names[i] = fmt.Sprintf("node-%06d", i)

@@ -9,6 +9,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -296,7 +297,7 @@ func (cat *Catalog) podRules() []string {
 
 // notRun are the rules that did not judge host h: those it skipped and,
 // when its pods were not read, podRules.
-func notRun(h policies.HostRun, podRules []string) []string {
+func notRun(h fleetrun.HostRun, podRules []string) []string {
 	if !h.PodsUnread || len(podRules) == 0 {
 		return h.Skipped
 	}

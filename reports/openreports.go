@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -153,7 +154,7 @@ type orSubject struct{ host, fleet string }
 // ClusterReports, each sorted by name.
 func OpenReports(r *audit.Result, opts Options) []OpenReport {
 	findings := map[orSubject]map[string][]policies.Finding{}
-	runs := map[orSubject]*policies.HostRun{}
+	runs := map[orSubject]*fleetrun.HostRun{}
 	var order []orSubject
 	add := func(s orSubject) {
 		if _, ok := findings[s]; !ok {
@@ -184,7 +185,7 @@ func OpenReports(r *audit.Result, opts Options) []OpenReport {
 	return out
 }
 
-func openReport(s orSubject, run *policies.HostRun, byRule map[string][]policies.Finding, opts Options) OpenReport {
+func openReport(s orSubject, run *fleetrun.HostRun, byRule map[string][]policies.Finding, opts Options) OpenReport {
 	rep := OpenReport{
 		APIVersion: openReportsAPI,
 		Kind:       "ClusterReport",
@@ -292,7 +293,7 @@ func nodeOf(host string, o OpenReportsOptions) string {
 }
 
 // openResult is rule id's result on one host from its findings there.
-func openResult(id string, run *policies.HostRun, fs []policies.Finding, opts Options) OpenReportResult {
+func openResult(id string, run *fleetrun.HostRun, fs []policies.Finding, opts Options) OpenReportResult {
 	res := OpenReportResult{Policy: id, Source: "fleetaudit", Scored: true}
 	var rule policies.Rule
 	if opts.Catalog != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // crdSchemas compiles the openAPIV3Schema of the vendored OpenReports CRDs
@@ -189,7 +190,7 @@ func TestOpenReportsResults(t *testing.T) {
 	unread := policies.Finding{Rule: policies.CollectionErrorRule, Severity: "medium", Host: "gone", Fleet: "gpu", Message: "ssh: connection refused"}
 	res := &audit.Result{
 		Findings: []policies.Finding{fail, waived, collErr, unread},
-		Hosts: []policies.HostRun{
+		Hosts: []fleetrun.HostRun{
 			{Host: "node-a", Fleet: "gpu", Skipped: []string{"r-skip"}},
 			{Host: "bare-1", Fleet: "gpu", TimedOut: []string{"r-slow"}, Skipped: []string{"r-skip"}, Image: true, PodsUnread: true},
 			{Host: "gone", Fleet: "gpu", Unread: "ssh: connection refused"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // The Markdown title and its fleet table count alike: the title's open
@@ -215,7 +216,7 @@ func mixedFleet() *audit.Result {
 		if i == 7 {
 			sev = "critical"
 		}
-		res.Hosts = append(res.Hosts, policies.HostRun{Host: host, Fleet: "train"})
+		res.Hosts = append(res.Hosts, fleetrun.HostRun{Host: host, Fleet: "train"})
 		res.Findings = append(res.Findings, policies.Finding{Rule: "peer-race", Title: "Peer memory race", Severity: sev, Fleet: "train", Host: host, Message: "racy driver"})
 	}
 	// A waived critical finding of another rule labels nothing while the

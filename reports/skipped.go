@@ -5,7 +5,7 @@ import (
 	"iter"
 
 	"github.com/fleetaudit/fleetaudit/audit"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // skippedLines says, per host with rules that did not run, how many and
@@ -22,11 +22,11 @@ func skippedLines(r *audit.Result) []string {
 }
 
 // hostRuns is r.HostRuns, empty rather than nil.
-func hostRuns(r *audit.Result) iter.Seq[policies.HostRun] {
+func hostRuns(r *audit.Result) iter.Seq[fleetrun.HostRun] {
 	if hosts := r.HostRuns(); hosts != nil {
 		return hosts
 	}
-	return func(func(policies.HostRun) bool) {}
+	return func(func(fleetrun.HostRun) bool) {}
 }
 
 // skippedMessage is the reason a JUnit case gives for a rule skipped on

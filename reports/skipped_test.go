@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // skippedResult: an offline image and a host with a section missing, in
@@ -15,7 +16,7 @@ import (
 func skippedResult() *audit.Result {
 	return &audit.Result{
 		Findings: []policies.Finding{{Fleet: "gpu", Host: "gpu-01", Rule: "r1", Severity: "high", Message: "bad"}},
-		Hosts: []policies.HostRun{
+		Hosts: []fleetrun.HostRun{
 			{Fleet: "gpu", Host: "gpu-01"},
 			{Fleet: "gpu", Host: "gpu-img-01", Image: true, Skipped: []string{"r2", "r3"}},
 			{Fleet: "gpu", Host: "gpu-02", Skipped: []string{"r3"}},

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
@@ -81,7 +82,7 @@ func TestCurrentTrendCountsEachHostOnce(t *testing.T) {
 			f("web", "w", "r2", "high", nil),
 			f("web", "w", "r5", "info", waived),
 		},
-		Hosts: []policies.HostRun{
+		Hosts: []fleetrun.HostRun{
 			{Fleet: "gpu", Host: "a"}, {Fleet: "gpu", Host: "b", Skipped: []string{"r2"}},
 			{Fleet: "gpu", Host: "c"}, {Fleet: "gpu", Host: "d"}, {Fleet: "gpu", Host: "e", Unread: "no such file"},
 			{Fleet: "web", Host: "w"}, {Fleet: "web", Host: "x", Skipped: []string{"r2", "r6"}},

@@ -27,15 +27,6 @@ type RawMember struct {
 // is checked (brackets balance, strings close). Decode a file that does not
 // split with Decoder.Document, which judges it whole.
 func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
-	return SplitMembersKnown(b, into, nil)
-}
-
-// SplitMembersKnown is SplitMembers where known, if not nil, is asked once
-// per member, in order, whether rest (the file from the member's value on)
-// starts with a JSON value it has seen whole, and returns its length (0:
-// none). Followed by a byte that ends a value, that is the member's value
-// (a complete value's bytes fix where it ends), and it is not scanned.
-func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte) int) (members []RawMember, ok bool) {
 	members = into[:0]
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -64,15 +55,7 @@ func SplitMembersKnown(b []byte, into []RawMember, known func(name, rest []byte)
 			return nil, false
 		}
 		i = SkipSpace(b, i+1)
-		vEnd := -1
-		if known != nil {
-			if n := known(key, b[i:]); n > 0 && n <= len(b)-i && (i+n == len(b) || endsValue(b[i+n])) {
-				vEnd = i + n
-			}
-		}
-		if vEnd < 0 {
-			vEnd = ValueEnd(b, i)
-		}
+		vEnd := ValueEnd(b, i)
 		if vEnd < 0 {
 			return nil, false
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // benchHosts is the fleet size of BenchmarkRecord.
@@ -37,7 +38,7 @@ func benchFleet(n int) ([]map[string]any, *audit.Result) {
 			"sysctl":   map[string]any{"running": sysctl},
 			"packages": pkgs,
 		}
-		res.Hosts = append(res.Hosts, policies.HostRun{File: host + ".json", Host: host, Fleet: "gpu-training"})
+		res.Hosts = append(res.Hosts, fleetrun.HostRun{File: host + ".json", Host: host, Fleet: "gpu-training"})
 		for _, rule := range []string{"numa-balancing-enabled", "hugetlb-cma-on-gpu"} {
 			res.Findings = append(res.Findings, policies.Finding{Rule: rule, Severity: "high", Host: host, Fleet: "gpu-training",
 				Message: "kernel.numa_balancing is 1", Evidence: []policies.Evidence{{Fact: "sysctl.running.kernel.numa_balancing", Value: "1", Source: "/proc/sys/kernel/numa_balancing"}}})
@@ -60,7 +61,7 @@ func recordFleet(b *testing.B, s Store, docs []map[string]any, res *audit.Result
 		wg.Go(func() {
 			for i := range next {
 				host := docs[i]["host"].(string)
-				rec.Loaded(policies.HostInput{Origin: host + ".json", Name: host}, docs[i], nil)
+				rec.Loaded(fleetrun.HostInput{Origin: host + ".json", Name: host}, docs[i], nil)
 			}
 		})
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/audit"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // holdEnv names the store a writer process records into, holding its
@@ -40,7 +40,7 @@ func holdingWriter(path string) {
 		fail(err)
 	}
 	res := &audit.Result{Schema: audit.Schema, Summary: audit.Summary{Hosts: 1, Audited: 1}}
-	res.Hosts = []policies.HostRun{{File: "gpu-held.json", Host: "gpu-held", Fleet: "gpu-training"}}
+	res.Hosts = []fleetrun.HostRun{{File: "gpu-held.json", Host: "gpu-held", Fleet: "gpu-training"}}
 	s.afterRow = func(table string, n int) {
 		if table == "run_hosts" && n == 1 {
 			fmt.Println("holding")

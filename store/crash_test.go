@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // crashEnv names the store a writer process records into before it is
@@ -49,8 +50,8 @@ func crashWriter(path string) {
 	for i := range 50 {
 		host := fmt.Sprintf("gpu-%03d", i)
 		doc := map[string]any{"schema": "fleetaudit.snapshot/v1", "host": host, "kernel": map[string]any{"release": fmt.Sprint("6.8.0-", i)}}
-		rec.Loaded(policies.HostInput{Origin: host + ".json", Name: host}, doc, nil)
-		res.Hosts = append(res.Hosts, policies.HostRun{File: host + ".json", Host: host, Fleet: "gpu-training"})
+		rec.Loaded(fleetrun.HostInput{Origin: host + ".json", Name: host}, doc, nil)
+		res.Hosts = append(res.Hosts, fleetrun.HostRun{File: host + ".json", Host: host, Fleet: "gpu-training"})
 		for j := range 10 {
 			res.Findings = append(res.Findings, policies.Finding{Rule: "hugetlb-cma-on-gpu", Severity: "critical", Host: host, Fleet: "gpu-training",
 				Message: fmt.Sprint("finding ", j), Evidence: []policies.Evidence{{Fact: fmt.Sprint("boot.configured.params.p", j), Value: "6G"}}})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 func findHost(d *Drift, host string) *HostDrift {
@@ -267,7 +268,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // A finding the later run could not have reported is never resolved.
 func TestCouldFind(t *testing.T) {
 	f := policies.Finding{Rule: "memlock-too-low", Host: "h", Evidence: []policies.Evidence{{Fact: "limits.effective.*.memlock.hard"}}}
-	read := Host{HostRun: policies.HostRun{Host: "h"}}
+	read := Host{HostRun: fleetrun.HostRun{Host: "h"}}
 	collected := map[string]any{"host": "h", "limits": map[string]any{"effective": map[string]any{}}}
 	for _, tc := range []struct {
 		name string
@@ -279,8 +280,8 @@ func TestCouldFind(t *testing.T) {
 		{"rule ran on collected facts", read, []string{"memlock-too-low"}, collected, true},
 		{"snapshot unchanged", read, nil, nil, true},
 		{"the fleet no longer runs the rule", read, []string{"other"}, collected, false},
-		{"host not read", Host{HostRun: policies.HostRun{Host: "h", Unread: "gone"}}, nil, nil, false},
-		{"rule skipped for lack of facts", Host{HostRun: policies.HostRun{Host: "h", Skipped: []string{"memlock-too-low"}}}, nil, nil, false},
+		{"host not read", Host{HostRun: fleetrun.HostRun{Host: "h", Unread: "gone"}}, nil, nil, false},
+		{"rule skipped for lack of facts", Host{HostRun: fleetrun.HostRun{Host: "h", Skipped: []string{"memlock-too-low"}}}, nil, nil, false},
 		{"fact's section not collected", read, nil, map[string]any{"host": "h"}, false},
 	} {
 		if got := couldFind(f, tc.host, tc.ran, tc.doc); got != tc.want {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"maps"
 	"testing"
-	"unsafe"
 )
 
 // A host's blob made from the document it is like, with its name put in,
@@ -20,7 +19,7 @@ func TestBlobFromLikeIsOwnBlob(t *testing.T) {
 	}
 	marked := maps.Clone(like)
 	marked["notes"] = hostMark
-	r := &Recorder{likes: map[unsafe.Pointer]likeBlob{}}
+	r := &Recorder{likes: map[uintptr]likeBlob{}}
 	for _, l := range []map[string]any{like, marked} {
 		for _, name := range []string{"gpu-002", "<a&b>", `quo"te\`, "é\u2028x", "", "gpu-001"} {
 			doc := maps.Clone(l)
@@ -38,10 +37,10 @@ func TestBlobFromLikeIsOwnBlob(t *testing.T) {
 			}
 		}
 	}
-	if sp := r.likes[pointerOf(like)]; sp.parts[0] == nil {
+	if sp := r.likes[addressOf(like)]; sp.parts[0] == nil {
 		t.Error("the plain document was not cut")
 	}
-	if sp := r.likes[pointerOf(marked)]; sp.parts[0] != nil {
+	if sp := r.likes[addressOf(marked)]; sp.parts[0] != nil {
 		t.Error("a document holding the mark was cut")
 	}
 }

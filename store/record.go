@@ -13,10 +13,10 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/reports"
 )
 
@@ -32,9 +32,9 @@ type Recorder struct {
 	ctx context.Context
 
 	// likes are split blobs of documents other hosts are like, by the
-	// document's address (Loaded's like).
+	// document's address (Loaded's like; addressOf).
 	likeMu sync.Mutex
-	likes  map[unsafe.Pointer]likeBlob
+	likes  map[uintptr]likeBlob
 
 	mu    sync.Mutex
 	hosts map[hostKey]hostSnap
@@ -48,7 +48,7 @@ type Recorder struct {
 }
 
 // hostKey is how a snapshot is found again: a digest of its input's
-// origin and host (policies.HostRun.File and Host), a fixed 16 bytes
+// origin and host (fleetrun.HostRun.File and Host), a fixed 16 bytes
 // however long the path.
 type hostKey [16]byte
 
@@ -72,7 +72,7 @@ func Begin(ctx context.Context, s Store, meta RunMeta) (*Recorder, error) {
 		return nil, err
 	}
 	return &Recorder{s: s, id: id, ctx: ctx, hosts: map[hostKey]hostSnap{}, pods: map[hostKey]map[string]string{},
-		likes: map[unsafe.Pointer]likeBlob{}}, nil
+		likes: map[uintptr]likeBlob{}}, nil
 }
 
 // ID is the run's id.
@@ -81,7 +81,7 @@ func (r *Recorder) ID() RunID { return r.id }
 // Loaded stores a host's snapshot document; it has the signature of
 // audit.Options.Loaded and is safe for concurrent use. It changes neither
 // doc nor like. A failure is kept for Finish, which then fails the run.
-func (r *Recorder) Loaded(in policies.HostInput, doc, like map[string]any) {
+func (r *Recorder) Loaded(in fleetrun.HostInput, doc, like map[string]any) {
 	body, collectedAt, err := r.blob(doc, like)
 	host, _ := doc["host"].(string)
 	var hash string
@@ -136,7 +136,7 @@ func (r *Recorder) blob(doc, like map[string]any) ([]byte, string, error) {
 	if like == nil || !ok {
 		return SnapshotBlob(doc)
 	}
-	key := pointerOf(like)
+	key := addressOf(like)
 	r.likeMu.Lock()
 	sp, ok := r.likes[key]
 	r.likeMu.Unlock()
@@ -162,8 +162,10 @@ func (r *Recorder) blob(doc, like map[string]any) ([]byte, string, error) {
 	return body, sp.collectedAt, nil
 }
 
-// pointerOf is a map's address: its identity while it is alive.
-func pointerOf(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+// addressOf is a map's address: its identity while it is alive. The cache
+// holds each map it keys (likeBlob.like), so no other map takes its
+// address while its entry is kept; the Go heap does not move objects.
+func addressOf(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
 // maxLikes bounds the split blobs a recorder keeps: a fleet repeats a few
 // dozen configurations; one of distinct hosts has no like.
@@ -263,7 +265,7 @@ func (r *Recorder) Finish(ctx context.Context, res *audit.Result, trend []report
 // of the first of hosts with that name (two inputs may name one host).
 // Only names with pods on some input are kept; a finding of any other
 // host has no pod to name.
-func (r *Recorder) podsByHost(hosts iter.Seq[policies.HostRun]) map[string]map[string]string {
+func (r *Recorder) podsByHost(hosts iter.Seq[fleetrun.HostRun]) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	if len(r.pods) == 0 || hosts == nil {
 		return out

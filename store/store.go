@@ -25,6 +25,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/reports"
 )
 
@@ -209,7 +210,7 @@ type Record struct {
 
 // Host is one host of a run.
 type Host struct {
-	policies.HostRun
+	fleetrun.HostRun
 	// Snapshot is the hash of the host's snapshot blob; "" when none was
 	// recorded.
 	Snapshot string `json:"snapshot,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/sshsource"
 	"github.com/fleetaudit/fleetaudit/waivers"
@@ -87,7 +88,7 @@ func addReportFlags(f *pflag.FlagSet, formats []string, failOnHelp string) {
 // addRuleTimeoutFlag adds --rule-timeout, the rule budget audit, gate and
 // remediate share; past says what a rule that runs past it does.
 func addRuleTimeoutFlag(f *pflag.FlagSet, past string) {
-	f.Duration("rule-timeout", policies.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); "+past+" (0: no limit)")
+	f.Duration("rule-timeout", fleetrun.DefaultHostTimeout, "evaluation budget per host (and per fleet for fleet-wide rules); "+past+" (0: no limit)")
 }
 
 // ruleTimeout is --rule-timeout as the options take it: 0 on the command

@@ -87,12 +87,12 @@ func completeFleets(cmd *cobra.Command, _ []string, toComplete string) ([]string
 // completeRuleIDs offers every rule id, built-in and from --policies, each
 // with its title for shells that show descriptions.
 func completeRuleIDs(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	engine, err := policies.New(cmd.Context(), policies.Options{PolicyDirs: flagPaths(cmd, "policies")})
+	cat, err := policies.ReadCatalog(flagPaths(cmd, "policies"))
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
 	var out []string
-	for _, r := range engine.Rules() {
+	for _, r := range cat.Rules() {
 		if strings.HasPrefix(r.ID, toComplete) {
 			out = append(out, r.ID+"\t"+strings.Join(strings.Fields(reports.Escape(r.Title)), " "))
 		}

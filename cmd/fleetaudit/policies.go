@@ -63,23 +63,24 @@ one fails, 2 when the policies do not load or compile.`,
 	return cmd
 }
 
-func (a *app) loadRules(cmd *cobra.Command) ([]policies.Rule, *fleets.Set, error) {
+func (a *app) loadRules() ([]policies.Rule, *fleets.Set, error) {
 	set, err := fleets.Load(true, a.v.GetStringSlice("fleets")...)
 	if err != nil {
 		return nil, nil, inputError{err}
 	}
-	engine, err := policies.New(cmd.Context(), policies.Options{PolicyDirs: a.v.GetStringSlice("policies")})
+	// Metadata only: the rules are parsed, not compiled.
+	cat, err := policies.ReadCatalog(a.v.GetStringSlice("policies"))
 	if err != nil {
 		return nil, nil, inputError{err}
 	}
-	if err := set.Check(fleets.KnownOf(engine)); err != nil {
+	if err := set.Check(fleets.KnownOf(cat)); err != nil {
 		return nil, nil, inputError{err}
 	}
-	return engine.Rules(), set, nil
+	return cat.Rules(), set, nil
 }
 
 func (a *app) runPoliciesList(cmd *cobra.Command) error {
-	rules, set, err := a.loadRules(cmd)
+	rules, set, err := a.loadRules()
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (a *app) runPoliciesList(cmd *cobra.Command) error {
 }
 
 func (a *app) runPoliciesExplain(cmd *cobra.Command, id string) error {
-	rules, _, err := a.loadRules(cmd)
+	rules, _, err := a.loadRules()
 	if err != nil {
 		return err
 	}

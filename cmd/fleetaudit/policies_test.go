@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -135,5 +136,48 @@ func TestWritingPoliciesExample(t *testing.T) {
 	}
 	if r := runCLI(t, nil, "policies", "test", dir); r.code != exitError || !strings.Contains(r.stderr, "broken.rego") {
 		t.Errorf("a broken policy: exit %d, want %d as for errors in every command\n%s", r.code, exitError, r.stderr)
+	}
+}
+
+// policies list and explain (and rule id completion) read rule metadata
+// from the parsed modules: a user rule that does not compile is listed and
+// explained, and the compile error is the audit's, naming the file and
+// line.
+func TestPoliciesListDoesNotCompile(t *testing.T) {
+	dir := t.TempDir()
+	src := `package fleetaudit.rules.site
+
+# METADATA
+# title: Kernel named oddly
+# description: Calls a function nobody defined.
+# related_resources:
+#   - ref: https://docs.kernel.org/
+# custom:
+#   id: kernel-odd
+#   severity: low
+#   profiles: [gpu-training]
+#   remediation: None.
+#   facts: [kernel.release]
+kernel_odd contains f if {
+	f := {"msg": no_such_function(input.kernel.release)}
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "site.rego"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := runCLI(t, nil, "policies", "list", "--policies", dir)
+	if list.code != exitOK || !strings.Contains(list.stdout, "kernel-odd") || !strings.Contains(list.stdout, "hugetlb-cma-on-gpu") {
+		t.Errorf("list: exit %d\n%s%s", list.code, list.stdout, list.stderr)
+	}
+	explain := runCLI(t, nil, "policies", "explain", "kernel-odd", "--policies", dir)
+	if explain.code != exitOK || !strings.Contains(explain.stdout, "site.rego:3") {
+		t.Errorf("explain: exit %d\n%s%s", explain.code, explain.stdout, explain.stderr)
+	}
+	if got, _ := complete(t, "policies", "explain", "--policies", dir, "kernel-o"); !slices.Equal(got, []string{"kernel-odd"}) {
+		t.Errorf("completion of rule ids: %v, want kernel-odd", got)
+	}
+	audit := runCLI(t, nil, "audit", "--snapshots", "../../examples/snapshots", "--policies", dir)
+	if audit.code != exitError || !strings.Contains(audit.stderr, "site.rego:15") || !strings.Contains(audit.stderr, "no_such_function") {
+		t.Errorf("audit: exit %d, want %d naming the compile error\n%s", audit.code, exitError, audit.stderr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/reports"
 	"github.com/fleetaudit/fleetaudit/sshsource"
 	"github.com/fleetaudit/fleetaudit/store"
@@ -144,7 +145,7 @@ func (a *app) startRecord(ctx context.Context, opts *audit.Options) (*recording,
 		return nil, storeErr(err)
 	}
 	prev := opts.Loaded
-	opts.Loaded = func(in policies.HostInput, doc, like map[string]any) {
+	opts.Loaded = func(in fleetrun.HostInput, doc, like map[string]any) {
 		if prev != nil {
 			prev(in, doc, like)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/fleets"
-	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 // TestCollectAndAuditSeeTheSameHost: collect --root R and audit --root R
@@ -35,7 +35,7 @@ func TestCollectAndAuditSeeTheSameHost(t *testing.T) {
 	}
 	var docs []map[string]any
 	var mu sync.Mutex
-	loaded := func(_ policies.HostInput, doc, _ map[string]any) {
+	loaded := func(_ fleetrun.HostInput, doc, _ map[string]any) {
 		mu.Lock()
 		defer mu.Unlock()
 		docs = append(docs, doc)

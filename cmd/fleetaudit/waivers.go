@@ -108,14 +108,14 @@ func (a *app) logWaivers(rep *waivers.Report, rules ...policies.Rule) {
 	}
 }
 
-// reportCatalog is the rules' metadata and the rules each fleet profile
-// runs.
-func reportCatalog(ctx context.Context, set *fleets.Set, policyDirs []string) (*reports.Catalog, error) {
-	engine, err := policies.New(ctx, policies.Options{PolicyDirs: policyDirs})
+// reportCatalog is the rules' metadata (read, not compiled) and the rules
+// each fleet profile runs.
+func reportCatalog(set *fleets.Set, policyDirs []string) (*reports.Catalog, error) {
+	cat, err := policies.ReadCatalog(policyDirs)
 	if err != nil {
 		return nil, err
 	}
-	return reports.NewCatalog(engine.Rules(), set)
+	return reports.NewCatalog(cat.Rules(), set)
 }
 
 // reportOptions adds what the compliance formats need to the terminal
@@ -128,7 +128,7 @@ func (a *app) reportOptions(ctx context.Context, format reports.Format, out stri
 	opts.Catalog = cat
 	if cat == nil && format.NeedsCatalog() {
 		var err error
-		if opts.Catalog, err = reportCatalog(ctx, set, a.v.GetStringSlice("policies")); err != nil {
+		if opts.Catalog, err = reportCatalog(set, a.v.GetStringSlice("policies")); err != nil {
 			return opts, err
 		}
 	}

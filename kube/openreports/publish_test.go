@@ -20,6 +20,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/internal/kubetest"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 	"github.com/fleetaudit/fleetaudit/reports"
 )
 
@@ -38,7 +39,7 @@ func night(t *testing.T, at time.Time, hosts []string, failing ...string) []repo
 	t.Helper()
 	res := &audit.Result{}
 	for _, h := range hosts {
-		res.Hosts = append(res.Hosts, policies.HostRun{Host: h, Fleet: "gpu"})
+		res.Hosts = append(res.Hosts, fleetrun.HostRun{Host: h, Fleet: "gpu"})
 	}
 	for _, h := range failing {
 		res.Findings = append(res.Findings, policies.Finding{Rule: "r-crit", Severity: "critical", Host: h, Fleet: "gpu",
@@ -222,7 +223,7 @@ func BenchmarkPublish(b *testing.B) {
 	}
 	for n := range 1000 {
 		host := fmt.Sprintf("node-%04d", n)
-		res.Hosts = append(res.Hosts, policies.HostRun{Host: host, Fleet: "gpu"})
+		res.Hosts = append(res.Hosts, fleetrun.HostRun{Host: host, Fleet: "gpu"})
 		for i := range 5 {
 			res.Findings = append(res.Findings, policies.Finding{Rule: fmt.Sprintf("rule-%02d", i*11), Severity: "high", Host: host, Fleet: "gpu",
 				Message:  "a value the rule refuses",

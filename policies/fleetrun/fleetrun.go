@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -21,14 +22,14 @@ import (
 // it was: findings name the first such host, and are given each host's
 // name when they are read (Audit.Each).
 type template struct {
-	findings          []Finding
+	findings          []policies.Finding
 	skipped, timedOut []string
 	unread            string
 	image             bool
 	podsUnread        bool
 	// proj is the fleet projection, shared by every host with the same
 	// (nil: the host takes no part in fleet rules).
-	proj *projection
+	proj *policies.Projection
 	// members counts the hosts that use it.
 	members atomic.Int32
 	// id is 1 + its index in the run's hostNames.tmpls.
@@ -74,7 +75,7 @@ func (c *class) put(fleet string, t *template) {
 // runState is one Run's shared state: the classes and the rule results
 // seen so far.
 type runState struct {
-	e       *Engine
+	e       *policies.Engine
 	fleetOf func(string, map[string]any) string
 	budget  time.Duration
 	loaded  func(in HostInput, doc, like map[string]any)
@@ -87,7 +88,7 @@ type runState struct {
 
 	// projs are the fleet projections seen so far, by content.
 	pmu   sync.Mutex
-	projs map[digest]*projection
+	projs map[digest]*policies.Projection
 
 	sections *sectionCache
 }
@@ -120,22 +121,22 @@ type Audit struct {
 	names *hostNames
 	// groups are the fleet-wide pass's groups of hosts, with their
 	// findings (hostRecord.group).
-	groups []*fleetGroup
+	groups []*policies.FleetGroup
 }
 
-// Run audits the hosts and returns every finding at once: host findings
-// in input order, then fleet-wide findings by fleet name and host. See
-// Audit for the compact form and RunAudit for what a run does.
-func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
-	a, err := e.RunAudit(ctx, hosts, opts)
+// Run audits the hosts with e and returns every finding at once: host
+// findings in input order, then fleet-wide findings by fleet name and
+// host. See Audit for the compact form and RunAudit for what a run does.
+func Run(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opts RunOptions) (*Report, error) {
+	a, err := RunAudit(ctx, e, hosts, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &Report{Hosts: slices.Collect(a.Hosts()), Findings: a.Findings(), Failures: a.Failures}, nil
 }
 
-// RunAudit audits the hosts: each is read and evaluated inside a bounded
-// worker, then dropped, keeping only what its findings and the fleet-wide
+// RunAudit audits the hosts with e: each is read and evaluated inside a
+// bounded worker, then dropped, keeping only what its findings and the fleet-wide
 // pass need, shared between hosts of the same configuration: memory grows
 // with the configurations and a small record per host. Hosts whose
 // snapshot files differ only in the host name are evaluated once; of a new
@@ -143,7 +144,7 @@ func (e *Engine) Run(ctx context.Context, hosts iter.Seq[HostInput], opts RunOpt
 // evaluated (see dedup.go). A host whose document cannot be loaded is a
 // collection-error finding for it. RunAudit returns an error only when ctx
 // ends.
-func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
+func RunAudit(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
 	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
 		classes: newClassTable(), results: map[string][]any{}, sections: newSectionCache()}
 	if s.fleetOf == nil {
@@ -199,10 +200,9 @@ func (e *Engine) RunAudit(ctx context.Context, hosts iter.Seq[HostInput], opts R
 		go func() {
 			defer wg.Done()
 			w := new(worker)
-			var names namesCache
 			for j := range jobs {
 				run, t, err := s.host(ctx, j.in, w)
-				*j.rec = a.names.record(run, t, &names)
+				*j.rec = a.names.record(run, t)
 				if err != nil {
 					emu.Lock()
 					errs[j.i] = err
@@ -374,37 +374,37 @@ func (s *runState) evalDoc(ctx context.Context, in HostInput, doc map[string]any
 	if s.loaded != nil {
 		s.loaded(in, doc, nil)
 	}
-	fq, ok := e.fleets[run.Fleet]
+	fq, ok := e.Queries(run.Fleet)
 	if !ok {
-		return run, nil, false, fmt.Errorf("%w: %q", ErrUnknownFleet, run.Fleet)
+		return run, nil, false, fmt.Errorf("%w: %q", policies.ErrUnknownFleet, run.Fleet)
 	}
 	t = new(template)
-	cov := coverageOf(doc)
-	if fq.host != nil {
-		t.skipped = cov.skipped(fq.host.rules)
+	cov := policies.CoverageOf(doc)
+	if rules := fq.HostRules(); rules != nil {
+		t.skipped = cov.Skipped(rules)
 		t.findings, t.timedOut, err = s.evalRules(ctx, fq, run, doc, cov, w)
 		for _, id := range t.timedOut {
-			t.findings = append(t.findings, e.overBudget(run, e.byID[id], s.budget))
+			t.findings = append(t.findings, overBudget(e, run, e.RuleByID(id), s.budget))
 		}
 	}
-	t.unread, t.image, t.podsUnread = cov.unread, cov.image, cov.podsUnread()
-	if fq.fleet != nil && t.unread == "" {
+	t.unread, t.image, t.podsUnread = cov.Unread(), cov.Image(), cov.PodsUnread()
+	if fq.HasFleetRules() && t.unread == "" {
 		// An unread host has no facts to compare: it would only drag the
 		// fleet's majority towards empty values.
 		t.proj = s.fleetProjection(doc, &w.sections)
 	}
 	run.Unread, run.Skipped, run.TimedOut, run.Image, run.PodsUnread = t.unread, t.skipped, t.timedOut, t.image, t.podsUnread
-	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.shareable
+	share = loadErr == nil && err == nil && len(t.timedOut) == 0 && fq.Shareable()
 	return run, t, share, err
 }
 
 // evalRules evaluates the host rules of fq on doc, each rule's result
 // reused when a host with the same input for it was evaluated before.
-func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun, doc map[string]any, cov *coverage, w *worker) ([]Finding, []string, error) {
+func (s *runState) evalRules(ctx context.Context, fq *policies.Queries, run HostRun, doc map[string]any, cov *policies.Coverage, w *worker) ([]policies.Finding, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	rules := fq.host.rules
+	rules := fq.HostRules()
 	// Scratch of the worker's, for this host only.
 	w.vals = append(w.vals[:0], make([][]any, len(rules))...)
 	w.ends = append(w.ends[:0], make([]int, len(rules))...)
@@ -424,7 +424,7 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 	w.keys.reset()
 	w.key = w.key[:0]
 	for i, r := range rules {
-		w.key, keyed[i] = w.keys.appendKey(w.key, doc, run.Fleet, r, fq.reads[i], &w.sections)
+		w.key, keyed[i] = w.keys.appendKey(w.key, doc, run.Fleet, r, fq.Reads(i), &w.sections)
 		ends[i] = len(w.key)
 	}
 	s.rmu.RLock()
@@ -456,22 +456,21 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 		}
 		s.rmu.Unlock()
 	}
-	of := func(*Rule, map[string]any) (string, map[string]any, error) { return run.Host, doc, nil }
-	admit := func(r *Rule, f *Finding) bool { return cov.admits(r, f) }
+	admit := func(r *policies.Rule, f *policies.Finding) bool { return cov.Admits(r, f) }
 	n := 0
 	for _, v := range vals {
 		n += len(v)
 	}
-	var out []Finding
+	var out []policies.Finding
 	if n > 0 {
-		out = make([]Finding, 0, n)
+		out = make([]policies.Finding, 0, n)
 	}
 	for i, r := range rules {
 		if vals[i] == nil {
 			continue
 		}
 		var err error
-		out, err = appendRuleFindings(out, r, vals[i], of, run.Fleet, fq.severity, admit, w.sections.evidence)
+		out, err = policies.AppendRuleFindings(out, r, vals[i], run.Host, doc, run.Fleet, fq.Severity(), admit, w.sections.evidence)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -482,42 +481,42 @@ func (s *runState) evalRules(ctx context.Context, fq *fleetQueries, run HostRun,
 // evalMissing evaluates the rules at indexes missing into vals: all in one
 // query when none is known (the first host of a fleet), else each alone on
 // the sections it reads. Rules that run out of the budget are returned.
-func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
+func (s *runState) evalMissing(ctx context.Context, fq *policies.Queries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
 	e := s.e
-	rules := fq.host.rules
+	rules := fq.HostRules()
 	if len(missing) == len(rules) {
-		input, err := e.ruleInputSections(doc, nil, secs)
+		input, err := e.RuleInputSections(doc, nil, secs)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 		}
-		rs, err := evalBudget(ctx, fq.host, input, s.budget)
+		rs, err := fq.EvalHostRules(ctx, input, s.budget)
 		if err == nil {
-			return nil, fq.host.bindings(rs, vals)
+			return nil, fq.HostBindings(rs, vals)
 		}
 		if ctx.Err() != nil {
 			return nil, err
 		}
 		// Out of budget or a rule failed: each rule alone, below, as
-		// evalWithin does, so a host's findings do not depend on
+		// the core's evalWithin does, so a host's findings do not depend on
 		// whether it was its fleet's first.
 	}
 	var sections map[string]bool
 	for _, i := range missing {
-		reads := fq.reads[i]
-		if reads.whole {
+		reads := fq.Reads(i)
+		if reads.Whole() {
 			sections = nil
 			break
 		}
 		if sections == nil {
 			sections = map[string]bool{}
 		}
-		for _, p := range reads.paths {
+		for _, p := range reads.Paths() {
 			if k, ok := p[0].Value.(ast.String); ok {
 				sections[string(k)] = true
 			}
 		}
 	}
-	input, err := e.ruleInputSections(doc, sections, secs)
+	input, err := e.RuleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
 	}
@@ -525,7 +524,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 	var errs []error
 	for _, i := range missing {
 		r := rules[i]
-		one, rs, timedOut, err := fq.evalAlone(ctx, r, input, s.budget)
+		one, timedOut, err := fq.EvalAlone(ctx, r, input, s.budget)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -536,12 +535,7 @@ func (s *runState) evalMissing(ctx context.Context, fq *fleetQueries, doc map[st
 			errs = append(errs, err)
 			continue
 		}
-		one1 := [][]any{nil}
-		if err := one.bindings(rs, one1); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		vals[i] = one1[0]
+		vals[i] = one
 	}
 	return slow, errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -21,13 +22,12 @@ import (
 //     equal so differ only in name: the first one's findings, skipped
 //     rules and fleet projection serve them all with the name put back,
 //     and the others are never decoded. This holds in a fleet only when no
-//     rule enabled there reads the host name (see ruleReads.readsHost;
-//     fleetQueries.shareable).
+//     rule enabled there reads the host name (policies.Queries.Shareable).
 //  2. A file that must be decoded is decoded by its top-level members,
 //     each distinct member once per run and shared with what is derived
 //     from it alone (sections.go).
 //  3. Each rule's result is looked up by the input that rule reads
-//     (ruleReads): only rules whose facts are new to the run are
+//     (policies.RuleReads): only rules whose facts are new to the run are
 //     evaluated. The key is the SHA-256 digest of each path's value in a
 //     canonical form, so a collision (two different inputs sharing a
 //     result) is not a practical concern. The rule's raw result is
@@ -160,7 +160,7 @@ func (h *valueHasher) value(v any) {
 
 // at is the value at an input path of a rule's input (the document less
 // sources), and whether it exists.
-func at(doc map[string]any, p inputPath) (any, bool) {
+func at(doc map[string]any, p policies.InputPath) (any, bool) {
 	var cur any = doc
 	for i, t := range p {
 		switch k := t.Value.(type) {
@@ -204,7 +204,7 @@ func (k *ruleKeys) reset() {
 	k.h.bad = false
 }
 
-func (k *ruleKeys) path(doc map[string]any, p inputPath, name string, secs *docSections) digest {
+func (k *ruleKeys) path(doc map[string]any, p policies.InputPath, name string, secs *docSections) digest {
 	if d, ok := k.memo[name]; ok {
 		return d
 	}
@@ -263,17 +263,17 @@ func (k *ruleKeys) all(doc map[string]any) digest {
 // the rule and the digest of each path it reads (or of all of the input),
 // length-prefixed, so equal keys mean equal inputs. ok is false when the
 // input holds a value the hasher cannot read (the rule is then evaluated).
-func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *Rule, reads ruleReads, secs *docSections) (_ []byte, ok bool) {
+func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *policies.Rule, reads policies.RuleReads, secs *docSections) (_ []byte, ok bool) {
 	b = binary.AppendUvarint(b, uint64(len(fleet)))
 	b = append(b, fleet...)
 	b = binary.AppendUvarint(b, uint64(len(r.ID)))
 	b = append(b, r.ID...)
-	if reads.whole {
+	if reads.Whole() {
 		d := k.all(doc)
 		b = append(b, d[:]...)
 	} else {
-		for i, p := range reads.paths {
-			d := k.path(doc, p, reads.names[i], secs)
+		for i, p := range reads.Paths() {
+			d := k.path(doc, p, reads.Names()[i], secs)
 			b = append(b, d[:]...)
 		}
 	}

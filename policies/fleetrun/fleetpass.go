@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"cmp"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // The fleet-wide pass. Fleet rules see each distinct configuration of a
@@ -35,10 +37,11 @@ var hashers = sync.Pool{New: func() any { return new(valueHasher) }}
 // fleetProjection is doc's fleet projection, the one already seen when
 // another host of the run had the same: hosts of one configuration hold
 // one copy, which groups them for the fleet pass.
-func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projection {
-	p := &projection{doc: s.e.projectSections(doc, d)}
-	delete(p.doc, "host")
-	key, ok := s.e.projectionKey(p.doc, d)
+func (s *runState) fleetProjection(doc map[string]any, d *docSections) *policies.Projection {
+	proj := projectSections(s.e, doc, d)
+	delete(proj, "host")
+	p := policies.NewProjection(proj)
+	key, ok := projectionKey(s.e, proj, d)
 	if !ok {
 		// A value the hasher cannot read (a typed provenance): compared
 		// with nothing, the host is a group of its own.
@@ -50,11 +53,11 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projecti
 		return q
 	}
 	if s.projs == nil {
-		s.projs = map[digest]*projection{}
+		s.projs = map[digest]*policies.Projection{}
 	}
-	if items := s.e.projectionItems(p.doc, d); items != nil {
+	if items := projectionItems(s.e, proj, d); items != nil {
 		// Its terms from the sections' parts, each converted once.
-		p.once.Do(func() { p.items = items })
+		p.SetTerms(items)
 	}
 	s.projs[key] = p
 	return p
@@ -65,7 +68,7 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *projecti
 // hash per member, not a walk of its whole projection. Equal projections
 // have equal keys however they were made; ok is false when a value cannot
 // be hashed.
-func (e *Engine) projectionKey(proj map[string]any, d *docSections) (digest, bool) {
+func projectionKey(e *policies.Engine, proj map[string]any, d *docSections) (digest, bool) {
 	h := hashers.Get().(*valueHasher)
 	defer hashers.Put(h)
 	names := h.keys[:0]
@@ -111,10 +114,10 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	dups := map[int32]string{}
 	type fleetGroups struct {
 		name   string
-		groups []*fleetGroup
+		groups []*policies.FleetGroup
 	}
 	var fleets []fleetGroups
-	var byProj map[*projection]int32
+	var byProj map[*policies.Projection]int32
 	last := int32(-1)
 	// In (fleet, host) order, the first of equal names in input order:
 	// the one the fleet pass counts.
@@ -125,7 +128,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		}
 		if fleet := a.fleet(i); len(fleets) == 0 || fleets[len(fleets)-1].name != fleet {
 			fleets = append(fleets, fleetGroups{name: fleet})
-			byProj = map[*projection]int32{}
+			byProj = map[*policies.Projection]int32{}
 			last = -1
 		}
 		if last >= 0 && a.sameHost(last, i) {
@@ -138,11 +141,11 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		if !ok {
 			g = int32(len(a.groups))
 			byProj[t.proj] = g
-			grp := &fleetGroup{proj: t.proj}
+			grp := policies.NewFleetGroup(t.proj)
 			a.groups = append(a.groups, grp)
 			fg.groups = append(fg.groups, grp)
 		}
-		a.groups[g].count++
+		a.groups[g].AddHost()
 		a.hosts[i].group = g + 1
 	}
 	errs := make([]error, len(fleets))
@@ -150,7 +153,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	g.SetLimit(workers)
 	for i, f := range fleets {
 		g.Go(func() error {
-			slow, err := s.e.evalGroups(gctx, f.name, f.groups, s.budget, workers)
+			slow, err := s.e.EvalGroups(gctx, f.name, f.groups, s.budget, workers)
 			if len(slow) > 0 {
 				te := &TimeoutError{Rules: slow, Budget: s.budget}
 				if err == nil {
@@ -169,7 +172,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	}
 	// Projections served the fleet pass only; the report needs none.
 	for _, grp := range a.groups {
-		grp.proj = nil
+		grp.DropProjection()
 	}
 	for _, t := range a.names.tmpls {
 		t.proj = nil
@@ -213,7 +216,7 @@ func (a *Audit) sorted() []int32 {
 }
 
 // group returns host i's fleet group, or nil.
-func (a *Audit) group(i int32) *fleetGroup {
+func (a *Audit) group(i int32) *policies.FleetGroup {
 	if g := a.hosts[i].group; g > 0 {
 		return a.groups[g-1]
 	}
@@ -222,21 +225,21 @@ func (a *Audit) group(i int32) *fleetGroup {
 
 // Findings returns every finding: host findings in input order, then
 // fleet-wide findings by fleet name and host.
-func (a *Audit) Findings() []Finding {
-	var out []Finding
+func (a *Audit) Findings() []policies.Finding {
+	var out []policies.Finding
 	for i := range a.hosts {
 		t := a.tmpl(int32(i))
 		if t == nil {
 			continue
 		}
 		for j := range t.findings {
-			out = append(out, forHost(&t.findings[j], a.host(int32(i))))
+			out = append(out, policies.ForHost(&t.findings[j], a.host(int32(i))))
 		}
 	}
 	for _, i := range a.sorted() {
 		if g := a.group(i); g != nil {
-			for j := range g.findings {
-				out = append(out, forHost(&g.findings[j], a.host(i)))
+			for j := range g.Findings() {
+				out = append(out, policies.ForHost(&g.Findings()[j], a.host(i)))
 			}
 		}
 	}
@@ -246,9 +249,8 @@ func (a *Audit) Findings() []Finding {
 // Append adds the hosts, findings and failures of another run.
 func (a *Audit) Append(b *Audit) {
 	off := int32(len(a.groups))
-	var c namesCache
 	for i := range b.hosts {
-		rec := a.names.record(b.Host(i), b.tmpl(int32(i)), &c)
+		rec := a.names.record(b.Host(i), b.tmpl(int32(i)))
 		if g := b.hosts[i].group; g > 0 {
 			rec.group = g + off
 		}
@@ -259,8 +261,8 @@ func (a *Audit) Append(b *Audit) {
 }
 
 // citesHost reports whether a finding's evidence cites the host's name.
-func citesHost(f *Finding) bool {
-	return slices.ContainsFunc(f.Evidence, func(ev Evidence) bool { return ev.Fact == "host" })
+func citesHost(f *policies.Finding) bool {
+	return slices.ContainsFunc(f.Evidence, func(ev policies.Evidence) bool { return ev.Fact == "host" })
 }
 
 // Each yields every finding in report order: by fleet, most severe first,
@@ -268,14 +270,14 @@ func citesHost(f *Finding) bool {
 // f is valid during the call only. When shared is not nil, f is *shared
 // with another host's name: a writer may encode shared once for all the
 // hosts that yield it.
-func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
+func (a *Audit) Each(yield func(f *policies.Finding, shared *policies.Finding) bool) {
 	order := a.sorted()
 	type item struct {
-		f      *Finding
+		f      *policies.Finding
 		shared bool
 	}
 	var items []item
-	var cur Finding
+	var cur policies.Finding
 	for lo := 0; lo < len(order); {
 		fleet := a.hosts[order[lo]].fleet
 		hi := lo
@@ -294,7 +296,7 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					t := a.tmpl(i)
 					for j := range t.findings {
 						f := &t.findings[j]
-						if SeverityRank(f.Severity) == rank {
+						if policies.SeverityRank(f.Severity) == rank {
 							items = append(items, item{f, t.members.Load() > 1 && !citesHost(f)})
 						}
 					}
@@ -304,9 +306,10 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 					if grp == nil {
 						continue
 					}
-					for j := range grp.findings {
-						if f := &grp.findings[j]; SeverityRank(f.Severity) == rank {
-							items = append(items, item{f, grp.count > 1 && !citesHost(f)})
+					gf := grp.Findings()
+					for j := range gf {
+						if f := &gf[j]; policies.SeverityRank(f.Severity) == rank {
+							items = append(items, item{f, grp.Count() > 1 && !citesHost(f)})
 						}
 					}
 				}
@@ -317,8 +320,8 @@ func (a *Audit) Each(yield func(f *Finding, shared *Finding) bool) {
 				host := a.host(first)
 				slices.SortStableFunc(items, func(x, y item) int { return strings.Compare(x.f.Rule, y.f.Rule) })
 				for _, it := range items {
-					cur = forHost(it.f, host)
-					var shared *Finding
+					cur = policies.ForHost(it.f, host)
+					var shared *policies.Finding
 					if it.shared {
 						shared = it.f
 					}

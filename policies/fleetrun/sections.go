@@ -1,15 +1,15 @@
-package policies
+package fleetrun
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"hash/maphash"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -141,50 +141,6 @@ type docSections struct {
 	hostStart, hostEnd int
 	members            []snapshot.RawMember
 	secs               []*section
-	// recent are the worker's latest shared sections by name, tried
-	// first on the next file: a member equal to one is neither scanned
-	// nor hashed. guess[i] is the one the i-th member of the file being
-	// split equals, if any.
-	recent map[string][]*section
-	guess  []*section
-}
-
-// maxRecent bounds the sections of one name a worker keeps to try.
-const maxRecent = 4
-
-// known is SplitMembersKnown's known: the length of a recent section of
-// that name whose bytes rest starts with.
-func (d *docSections) known(name, rest []byte) int {
-	for _, sec := range d.recent[string(name)] {
-		if len(rest) >= len(sec.raw) && bytes.Equal(rest[:len(sec.raw)], sec.raw) {
-			d.guess = append(d.guess, sec)
-			return len(sec.raw)
-		}
-	}
-	d.guess = append(d.guess, nil)
-	return 0
-}
-
-// remember makes sec the first recent section of its name.
-func (d *docSections) remember(sec *section) {
-	if d.recent == nil {
-		d.recent = map[string][]*section{}
-	}
-	l := d.recent[sec.name]
-	if len(l) > 0 && l[0] == sec {
-		return
-	}
-	if i := slices.Index(l, sec); i >= 0 {
-		copy(l[1:i+1], l[:i])
-		l[0] = sec
-		return
-	}
-	if len(l) < maxRecent {
-		l = append(l, nil)
-	}
-	copy(l[1:], l)
-	l[0] = sec
-	d.recent[sec.name] = l
 }
 
 func (d *docSections) reset() {
@@ -216,25 +172,23 @@ func (d *docSections) of(name string) *section {
 func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	d := &w.sections
 	d.reset()
-	clear(d.guess)
-	d.guess = d.guess[:0]
-	members, ok := snapshot.SplitMembersKnown(raw, d.members, d.known)
+	members, ok := snapshot.SplitMembers(raw, d.members)
 	if !ok {
 		return w.dec.Document(raw)
 	}
 	d.members = members
 	anyBad := false
-	for i, m := range members {
+	for _, m := range members {
 		if strings.Contains(m.Name, ".") {
 			d.dotted = true
 		}
 		if m.Name == "host" {
 			d.hostStart, d.hostEnd = m.Offset, m.Offset+len(m.Value)
 		}
-		sec := d.guess[i]
+		var sec *section
 		var k uint64
 		shared := len(m.Value) >= minSectionBytes
-		if shared && sec == nil {
+		if shared {
 			k = s.sections.key(m.Value)
 			sec = s.sections.get(k, m.Name, m.Value)
 		}
@@ -266,9 +220,6 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 		d.by = map[string]*section{}
 	}
 	for _, sec := range d.secs {
-		if sec.raw != nil {
-			d.remember(sec)
-		}
 		if sec.Removed || sec.raw == nil || sec.name == "errors" && anyBad {
 			// Not in the document, not shared, or not as decoded.
 			continue
@@ -284,7 +235,7 @@ func (sec *section) value() (ast.Value, error) {
 	sec.astOnce.Do(func() {
 		sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value)
 		if sec.astErr == nil {
-			settle(sec.astVal)
+			policies.Settle(sec.astVal)
 		}
 	})
 	return sec.astVal, sec.astErr
@@ -292,7 +243,7 @@ func (sec *section) value() (ast.Value, error) {
 
 // pathDigest is ruleKeys.path's digest of input path p (p[0] is the
 // section's name), computed once per section.
-func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest, bool) {
+func (sec *section) pathDigest(p policies.InputPath, name string, h *valueHasher) (digest, bool) {
 	sec.mu.Lock()
 	d, ok := sec.paths[name]
 	sec.mu.Unlock()
@@ -322,13 +273,13 @@ func (sec *section) pathDigest(p inputPath, name string, h *valueHasher) (digest
 }
 
 // projection is the section's part of its host's fleet projection.
-func (sec *section) projection(e *Engine) (any, bool) {
-	sec.projOnce.Do(func() { sec.proj, sec.projOK = e.projectMember(sec.name, sec.Value) })
+func (sec *section) projection(e *policies.Engine) (any, bool) {
+	sec.projOnce.Do(func() { sec.proj, sec.projOK = projectMember(e, sec.name, sec.Value) })
 	return sec.proj, sec.projOK
 }
 
 // projectionDigest is the digest of the section's projection part.
-func (sec *section) projectionDigest(e *Engine) (digest, bool) {
+func (sec *section) projectionDigest(e *policies.Engine) (digest, bool) {
 	sec.projDigestOnce.Do(func() {
 		p, _ := sec.projection(e)
 		h := hashers.Get().(*valueHasher)
@@ -341,9 +292,9 @@ func (sec *section) projectionDigest(e *Engine) (digest, bool) {
 // projectMember is member name's part of Project's result for a document
 // holding it: Project keeps, and takes facts from, each top-level member
 // apart from the others when no member's name holds a dot.
-func (e *Engine) projectMember(name string, v any) (any, bool) {
+func projectMember(e *policies.Engine, name string, v any) (any, bool) {
 	switch {
-	case name == "labels" || name == "errors" || name == "sources" || e.factTop[name] || e.factTop["*"]:
+	case name == "labels" || name == "errors" || name == "sources" || e.FactsUnder(name):
 	default:
 		// A name without a dot is projected only as one of these.
 		return nil, false
@@ -359,12 +310,12 @@ func (e *Engine) projectMember(name string, v any) (any, bool) {
 }
 
 // projectSections is Project(doc) from the document's sections.
-func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]any {
+func projectSections(e *policies.Engine, doc map[string]any, d *docSections) map[string]any {
 	if !d.split || d.dotted {
 		return e.Project(doc)
 	}
 	out := make(map[string]any, len(doc))
-	out["host"] = internValue(doc["host"])
+	out["host"] = policies.InternValue(doc["host"])
 	for name, v := range doc {
 		if name == "host" {
 			continue
@@ -374,7 +325,7 @@ func (e *Engine) projectSections(doc map[string]any, d *docSections) map[string]
 		if sec := d.of(name); sec != nil {
 			p, ok = sec.projection(e)
 		} else {
-			p, ok = e.projectMember(name, v)
+			p, ok = projectMember(e, name, v)
 		}
 		if ok {
 			out[name] = p
@@ -404,11 +355,11 @@ func cloneValue(v any) any {
 
 // evidence is evidence(doc, fact) with the value and source of each fact
 // resolved once per section.
-func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
+func (d *docSections) evidence(doc map[string]any, fact string) policies.Evidence {
 	if !d.split || d.dotted || fact == "" {
-		return evidence(doc, fact)
+		return policies.EvidenceOf(doc, fact)
 	}
-	ev := Evidence{Fact: fact}
+	ev := policies.Evidence{Fact: fact}
 	name, rest, _ := strings.Cut(fact, ".")
 	if sec := d.of(name); sec != nil {
 		ev.Value = sec.evidenceValue(fact, rest)
@@ -416,13 +367,13 @@ func (d *docSections) evidence(doc map[string]any, fact string) Evidence {
 		// No member name holds a dot: the fact is in this member or
 		// nowhere, as Lookup finds it in the document.
 		v, _ := snapshot.Lookup(doc, fact)
-		ev.Value = internValue(citedValue(fact, v))
+		ev.Value = policies.InternValue(policies.CitedValue(fact, v))
 	}
 	if src := d.of("sources"); src != nil {
 		ev.Source = src.evidenceSource(fact)
 	} else {
 		sources, _ := doc["sources"].(map[string]any)
-		ev.Source = evidenceSource(sources, fact)
+		ev.Source = policies.EvidenceSource(sources, fact)
 	}
 	return ev
 }
@@ -437,7 +388,7 @@ func (sec *section) evidenceValue(fact, rest string) any {
 		return v
 	}
 	v, _ = snapshot.Lookup(sec.Value, rest)
-	v = internValue(citedValue(fact, v))
+	v = policies.InternValue(policies.CitedValue(fact, v))
 	sec.mu.Lock()
 	if sec.values == nil {
 		sec.values = map[string]any{}
@@ -457,7 +408,7 @@ func (sec *section) evidenceSource(fact string) string {
 		return s
 	}
 	sources, _ := sec.Value.(map[string]any)
-	s = evidenceSource(sources, fact)
+	s = policies.EvidenceSource(sources, fact)
 	sec.mu.Lock()
 	if sec.sources == nil {
 		sec.sources = map[string]string{}
@@ -472,7 +423,7 @@ func (sec *section) evidenceSource(fact string) string {
 // (ruleInput: all but sources), each shared section's part converted once
 // for every host that holds it. Nil when proj was not made from sections
 // or a part has no Rego value: the fleet pass then converts proj itself.
-func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.Term {
+func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) [][2]*ast.Term {
 	if !d.split || d.dotted {
 		return nil
 	}
@@ -490,7 +441,7 @@ func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.
 		if t == nil {
 			return nil
 		}
-		key, ok := e.sectionTerms[k]
+		key, ok := e.SectionTerm(k)
 		if !ok {
 			key = ast.InternedTerm(k)
 		}
@@ -503,16 +454,16 @@ func (e *Engine) projectionItems(proj map[string]any, d *docSections) [][2]*ast.
 func (sec *section) projectionTerm() *ast.Term {
 	sec.projTermOnce.Do(func() {
 		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
-			settle(x)
+			policies.Settle(x)
 			sec.projTerm = ast.NewTerm(x)
 		}
 	})
 	return sec.projTerm
 }
 
-// converted is the value of member name when it is a shared section,
-// converted once per run (see Engine.ruleInputSections).
-func (d *docSections) converted(name string) (ast.Value, bool, error) {
+// ConvertedMember is the value of member name when it is a shared section,
+// converted once per run (policies.ConvertedMembers).
+func (d *docSections) ConvertedMember(name string) (ast.Value, bool, error) {
 	sec := d.of(name)
 	if sec == nil {
 		return nil, false, nil

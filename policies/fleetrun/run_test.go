@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"context"
@@ -14,10 +14,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 func fleetByLabel(host string, doc map[string]any) string {
-	labels := LabelsOf(doc)
+	labels := policies.LabelsOf(doc)
 	if doc == nil && strings.HasPrefix(host, "gpu-") {
 		return "gpu-training" // unreadable snapshot: only the name is known
 	}
@@ -44,9 +46,9 @@ func TestRun(t *testing.T) {
 	b, _ := json.Marshal(host{name: "gpu-1", labels: gpu, nccl: []string{"2.18.3"}}.snapshot())
 	files = append(files, writeFile(t, dir, "gpu-1-again.json", string(b)))
 
-	e := newEngine(t, Options{Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	var progress atomic.Int64
-	rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{
+	rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{
 		FleetOf:  fleetByLabel,
 		Progress: func(done int) { progress.Add(1) },
 	})
@@ -70,7 +72,7 @@ func TestRun(t *testing.T) {
 	// The rules this test is about; the library's other rules fire too.
 	under := map[string]bool{"hugetlb-cma-on-gpu": true, "unknown-fleet": true, "collection-error": true, "nccl-version-skew": true}
 	var got []string
-	var findings []Finding
+	var findings []policies.Finding
 	for _, f := range rep.Findings {
 		if under[f.Rule] {
 			got = append(got, f.Host+" "+f.Rule+" "+f.Severity)
@@ -108,7 +110,7 @@ func TestRun(t *testing.T) {
 	if len(rep.Failures) != 2 {
 		t.Fatalf("failures = %v", rep.Failures)
 	}
-	if f := rep.Failures[0]; f.Host != "odd" || !errors.Is(f, ErrUnknownFleet) {
+	if f := rep.Failures[0]; f.Host != "odd" || !errors.Is(f, policies.ErrUnknownFleet) {
 		t.Errorf("failure 0 = %v", f)
 	}
 	if f := rep.Failures[1]; f.File != files[9] || !strings.Contains(f.Error(), "host name also used by "+files[0]) {
@@ -133,10 +135,10 @@ func TestRunDeterministic(t *testing.T) {
 		hosts = append(hosts, h)
 	}
 	files := writeSnapshots(t, dir, hosts...)
-	e := newEngine(t, Options{Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	var reports []string
 	for _, workers := range []int{1, 3, 16} {
-		rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel, Workers: workers})
+		rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel, Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,10 +152,10 @@ func TestRunDeterministic(t *testing.T) {
 
 func TestRunCancelled(t *testing.T) {
 	files := writeSnapshots(t, t.TempDir(), host{name: "a"}, host{name: "b"})
-	e := newEngine(t, Options{})
+	e := newEngine(t, policies.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.Run(ctx, SnapshotFiles(files), RunOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := Run(ctx, e, SnapshotFiles(files), RunOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -172,10 +174,10 @@ func TestRunInputs(t *testing.T) {
 		}},
 		{Origin: "/srv/roots/gpu-3", Name: "gpu-3", Load: func(context.Context) (map[string]any, error) { return nameless, nil }},
 	}
-	e := newEngine(t, Options{Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	var mu sync.Mutex
 	seen := map[string]map[string]any{}
-	rep, err := e.Run(context.Background(), slices.Values(inputs), RunOptions{
+	rep, err := Run(context.Background(), e, slices.Values(inputs), RunOptions{
 		FleetOf: func(host string, doc map[string]any) string {
 			if doc == nil {
 				return "gpu-training"
@@ -227,7 +229,7 @@ func TestRunInputs(t *testing.T) {
 func TestRunLoadsLazily(t *testing.T) {
 	const workers, n = 2, 12
 	doc := host{name: "h"}.doc(t)
-	e := newEngine(t, Options{})
+	e := newEngine(t, policies.Options{})
 	var done atomic.Int64
 	var early []string
 	hosts := func(yield func(HostInput) bool) {
@@ -243,7 +245,7 @@ func TestRunLoadsLazily(t *testing.T) {
 			}
 		}
 	}
-	rep, err := e.Run(context.Background(), hosts, RunOptions{Workers: workers, Progress: func(int) { done.Add(1) }})
+	rep, err := Run(context.Background(), e, hosts, RunOptions{Workers: workers, Progress: func(int) { done.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -28,8 +29,8 @@ func TestRunMarksHostsWhosePodsWereNotRead(t *testing.T) {
 		{Origin: "c", Name: "manifests", Load: load(pods)},
 		{Origin: "d", Name: "down", Load: func(context.Context) (map[string]any, error) { return nil, errors.New("connection refused") }},
 	}
-	e := newEngine(t, Options{Fleets: gpuFleets()})
-	rep, err := e.Run(context.Background(), slices.Values(inputs), RunOptions{
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
+	rep, err := Run(context.Background(), e, slices.Values(inputs), RunOptions{
 		FleetOf: func(host string, doc map[string]any) string {
 			if doc == nil {
 				return "gpu-training"

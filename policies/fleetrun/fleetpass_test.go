@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -44,7 +45,7 @@ func TestFleetRulesSeeEachConfigurationOnce(t *testing.T) {
 		hosts = append(hosts, h)
 	}
 	files := writeSnapshots(t, t.TempDir(), hosts...)
-	rep := runFiles(t, newEngine(t, Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{})
+	rep := runFiles(t, newEngine(t, policies.Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{})
 	got := map[string]string{}
 	for _, f := range rep.Findings {
 		if f.Rule == "fleet-shape" {
@@ -89,7 +90,7 @@ old_shape contains f if {
 
 hosts := [h | some h in input.hosts; h.kernel.release == ""]
 `)
-	_, err := New(t.Context(), Options{PolicyDirs: []string{pol}})
+	_, err := policies.New(t.Context(), policies.Options{PolicyDirs: []string{pol}})
 	if err == nil {
 		t.Fatal("a fleet rule reading input.hosts loaded")
 	}
@@ -121,7 +122,7 @@ names_host contains {"msg": "m", "evidence": [], "host": "gpu-1"}
 bad_group contains {"msg": "m", "evidence": [], "group": 7}
 `)
 	files := writeSnapshots(t, t.TempDir(), host{name: "gpu-1", hugetlbCMA: "6G", rdma: 8}, host{name: "gpu-2"})
-	rep := runFiles(t, newEngine(t, Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{})
+	rep := runFiles(t, newEngine(t, policies.Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{})
 	var msgs []string
 	for _, f := range rep.Failures {
 		if f.File == "" {
@@ -143,10 +144,10 @@ bad_group contains {"msg": "m", "evidence": [], "group": 7}
 // of 40 configurations (benchHost: racks and findings vary): the groups
 // are evaluated once each, the hosts cost a group index.
 func BenchmarkFleetPass(b *testing.B) {
-	e := newEngine(b, Options{Fleets: gpuFleets()})
+	e := newEngine(b, policies.Options{Fleets: gpuFleets()})
 	const n, configs = 100000, 40
 	s := &runState{e: e, budget: DefaultHostTimeout}
-	projs := make([]*projection, configs)
+	projs := make([]*policies.Projection, configs)
 	tmpls := make([]*template, configs)
 	for i := range tmpls {
 		projs[i] = s.fleetProjection(benchHost(i).doc(b), new(docSections))
@@ -161,9 +162,8 @@ func BenchmarkFleetPass(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		a := newAudit(n)
-		var c namesCache
 		for i := range n {
-			a.hosts[i] = a.names.record(HostRun{Host: names[i], Fleet: "gpu-training"}, tmpls[i%configs], &c)
+			a.hosts[i] = a.names.record(HostRun{Host: names[i], Fleet: "gpu-training"}, tmpls[i%configs])
 		}
 		for i, t := range tmpls {
 			t.proj = projs[i]
@@ -181,7 +181,7 @@ func BenchmarkFleetPass(b *testing.B) {
 // sections or from the whole document, and differs when a fact fleet
 // rules read differs.
 func TestProjectionKeyAcrossSections(t *testing.T) {
-	e := newEngine(t, Options{Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	s := &runState{e: e, budget: DefaultHostTimeout, sections: newSectionCache()}
 	raw := func(h host) []byte {
 		b, err := json.Marshal(h.snapshot())
@@ -204,9 +204,9 @@ func TestProjectionKeyAcrossSections(t *testing.T) {
 		} else if err := snapshot.DecodeJSON(b, &doc); err != nil {
 			t.Fatal(err)
 		}
-		p := e.projectSections(doc, &w.sections)
+		p := projectSections(e, doc, &w.sections)
 		delete(p, "host")
-		k, ok := e.projectionKey(p, &w.sections)
+		k, ok := projectionKey(e, p, &w.sections)
 		if !ok {
 			t.Fatal("no key")
 		}

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -104,7 +105,7 @@ type Report struct {
 	Hosts []HostRun `json:"hosts"`
 	// Findings are host findings in file order, then fleet-wide findings by
 	// fleet name and host.
-	Findings []Finding `json:"findings"`
+	Findings []policies.Finding `json:"findings"`
 	// Failures are hosts or fleets the engine could not evaluate; the rest
 	// of the run is still complete.
 	Failures []Failure `json:"failures,omitempty"`
@@ -165,16 +166,16 @@ func (f Failure) MarshalJSON() ([]byte, error) {
 
 // overBudget is the collection-error finding for a rule that did not finish
 // on a host within the evaluation budget: its findings there are unknown.
-func (e *Engine) overBudget(run HostRun, slow *Rule, budget time.Duration) Finding {
-	r := e.byID["collection-error"]
-	return Finding{
+func overBudget(e *policies.Engine, run HostRun, slow *policies.Rule, budget time.Duration) policies.Finding {
+	r := e.RuleByID("collection-error")
+	return policies.Finding{
 		Rule:     r.ID,
 		Severity: r.Severity,
 		Title:    r.Title,
 		Host:     run.Host,
 		Fleet:    run.Fleet,
 		Message:  fmt.Sprintf("rule %s did not finish within %s; its findings for this host are unknown", slow.ID, budget),
-		Evidence: []Evidence{{
+		Evidence: []policies.Evidence{{
 			Fact:   "host",
 			Value:  run.Host,
 			Source: slow.Location,
@@ -195,21 +196,6 @@ func unreadDoc(host, origin string, err error) map[string]any {
 		"errors":  []any{map[string]any{"collector": snapshot.CollectorSource, "path": origin, "reason": err.Error()}},
 		"sources": map[string]any{"errors": origin},
 	}
-}
-
-// LabelsOf returns a snapshot document's labels (string values only).
-func LabelsOf(doc map[string]any) map[string]string {
-	m, _ := doc["labels"].(map[string]any)
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
 }
 
 func plural(n int, one, many string) string {

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"fmt"
@@ -11,8 +11,7 @@ import (
 
 // A host record gives back the HostRun it was made from, whatever the
 // names: files named after the host in any directory or none, files that
-// are not, names longer than the arena takes, names across many chunks,
-// written by several workers at once.
+// are not, long names, written by several workers at once.
 func TestHostRecordsRoundTrip(t *testing.T) {
 	shared := &template{unread: "", skipped: []string{"rule-a"}}
 	unread := &template{unread: "no snapshot"}
@@ -42,9 +41,8 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 3 {
 		wg.Go(func() {
-			var c namesCache
 			for i := w; i < len(runs); i += 3 {
-				a.hosts[i] = a.names.record(runs[i], tmpls[i], &c)
+				a.hosts[i] = a.names.record(runs[i], tmpls[i])
 			}
 		})
 	}
@@ -71,9 +69,8 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 	// Appending another run's records keeps them, templates included.
 	b := newAudit(2)
 	other := &template{skipped: []string{"rule-c"}}
-	var c namesCache
-	b.hosts[0] = b.names.record(HostRun{Host: "late-1", Fleet: "web", File: "late-1.json"}, other, &c)
-	b.hosts[1] = b.names.record(HostRun{Host: "late-2", Fleet: "new", File: "inventory"}, shared, &c)
+	b.hosts[0] = b.names.record(HostRun{Host: "late-1", Fleet: "web", File: "late-1.json"}, other)
+	b.hosts[1] = b.names.record(HostRun{Host: "late-2", Fleet: "new", File: "inventory"}, shared)
 	a.Append(b)
 	want := append(runs, HostRun{Host: "late-1", Fleet: "web", File: "late-1.json", Skipped: []string{"rule-c"}},
 		HostRun{Host: "late-2", Fleet: "new", File: "inventory", Skipped: []string{"rule-a"}})

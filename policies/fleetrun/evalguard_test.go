@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fleetaudit/fleetaudit/internal/fleetgen"
+	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
@@ -114,7 +115,7 @@ var advRules = [][3]string{
 // checkAdvFire fails the test when an adversarial rule never fires, or
 // (but for host-fixed-with) fires on every host alike: the fleet would not
 // tell a wrongly shared result from a right one.
-func checkAdvFire(t *testing.T, seed uint64, fs []Finding, hosts int) {
+func checkAdvFire(t *testing.T, seed uint64, fs []policies.Finding, hosts int) {
 	t.Helper()
 	msgs := map[string]map[string]int{}
 	for _, f := range fs {
@@ -281,7 +282,7 @@ func setIn(doc map[string]any, v any, path ...string) {
 
 // advFleets are gpuFleets with the param host-when-param reads set in
 // gpu-training.
-func advFleets() map[string]FleetConfig {
+func advFleets() map[string]policies.FleetConfig {
 	f := gpuFleets()
 	gpu := f["gpu-training"]
 	gpu.Params = map[string]any{"adv_host": true}
@@ -308,10 +309,10 @@ func fleetOfGen(host string, doc map[string]any) string {
 // oracle evaluates each file alone (EvalHost), then each fleet's
 // projections (EvalFleet). A host whose evaluation fails is in failed, as
 // host: error.
-func oracle(t *testing.T, e *Engine, files []string) (findings []Finding, failed []string) {
+func oracle(t *testing.T, e *policies.Engine, files []string) (findings []policies.Finding, failed []string) {
 	t.Helper()
 	ctx := context.Background()
-	var out []Finding
+	var out []policies.Finding
 	projs := map[string][]map[string]any{}
 	seen := map[[2]string]bool{}
 	for _, file := range files {
@@ -371,9 +372,9 @@ func failedHosts(rep *Report) []string {
 
 // sameFindings compares findings as sorted JSON lines and reports the
 // differences.
-func sameFindings(t *testing.T, what string, got, want []Finding) {
+func sameFindings(t *testing.T, what string, got, want []policies.Finding) {
 	t.Helper()
-	lines := func(fs []Finding) []string {
+	lines := func(fs []policies.Finding) []string {
 		out := make([]string, len(fs))
 		for i, f := range fs {
 			b, err := json.Marshal(f)
@@ -397,7 +398,7 @@ func sameFindings(t *testing.T, what string, got, want []Finding) {
 	}
 	by := map[string]*diff{}
 	note := func(l string, extra bool) {
-		var f Finding
+		var f policies.Finding
 		_ = json.Unmarshal([]byte(l), &f)
 		d := by[f.Rule]
 		if d == nil {
@@ -445,7 +446,7 @@ func guardSeeds() []uint64 {
 // bytes (classes and sections) or as documents, and whatever FleetOf is
 // shown of a shared document.
 func TestRunAuditIsTheOracle(t *testing.T) {
-	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: advFleets()})
+	e := newEngine(t, policies.Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: advFleets()})
 	for _, seed := range guardSeeds() {
 		dir := t.TempDir()
 		files := genFleet(t, dir, seed, 80)
@@ -470,7 +471,7 @@ func TestRunAuditIsTheOracle(t *testing.T) {
 				if mode.match {
 					opts.FleetSections = []string{"labels"}
 				}
-				rep, err := e.Run(context.Background(), inputs, opts)
+				rep, err := Run(context.Background(), e, inputs, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -486,10 +487,10 @@ func TestRunAuditIsTheOracle(t *testing.T) {
 
 // The built-in rules alone on a generated fleet.
 func TestRunAuditIsTheOracleBuiltin(t *testing.T) {
-	e := newEngine(t, Options{Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	for _, seed := range guardSeeds() {
 		files := genFleet(t, t.TempDir(), seed+100, 80)
-		rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen})
+		rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,8 +530,8 @@ func TestRunAuditUnderBudgetIsTheOracle(t *testing.T) {
 				writeFile(t, dir, "slow.rego", "package fleetaudit.rules.slow\n"+slowRule)
 				dirs = []string{dir}
 			}
-			ref := newEngine(t, Options{PolicyDirs: refDirs, Fleets: gpuFleets()})
-			e := newEngine(t, Options{PolicyDirs: dirs, Fleets: gpuFleets()})
+			ref := newEngine(t, policies.Options{PolicyDirs: refDirs, Fleets: gpuFleets()})
+			e := newEngine(t, policies.Options{PolicyDirs: dirs, Fleets: gpuFleets()})
 			seed := guardSeeds()[0] + 200
 			files := genFleet(t, t.TempDir(), seed, 40)
 			// A slow host first: its fleet's first query, of every rule,
@@ -544,12 +545,12 @@ func TestRunAuditUnderBudgetIsTheOracle(t *testing.T) {
 			want, _ := oracle(t, ref, files)
 			const budget = time.Second
 			start := time.Now()
-			rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen, HostTimeout: budget})
+			rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen, HostTimeout: budget})
 			if err != nil {
 				t.Fatal(err)
 			}
 			timeout := "collection-error: rule slow-on-label did not finish within 1s; its findings for this host are unknown"
-			var got []Finding
+			var got []policies.Finding
 			slowHosts := 0
 			for _, f := range rep.Findings {
 				if f.Rule+": "+f.Message == timeout {
@@ -589,7 +590,7 @@ conflicting contains {"msg": sprintf("label %v", [lib.one_label]), "evidence": [
 func TestRuleErrorIsTheRulesAlone(t *testing.T) {
 	dir := writeAdvPolicies(t, errRule)
 	writeFile(t, dir, "adv/lib2.rego", "package adv.lib\n\none_label := v if { some v in input.labels }\n")
-	e := newEngine(t, Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
 	for _, seed := range guardSeeds() {
 		seed += 300
 		files := genFleet(t, t.TempDir(), seed, 40)
@@ -602,7 +603,7 @@ func TestRuleErrorIsTheRulesAlone(t *testing.T) {
 			if order == "reversed" {
 				slices.Reverse(in)
 			}
-			rep, err := e.Run(context.Background(), SnapshotFiles(in), RunOptions{FleetOf: fleetOfGen, Workers: 1})
+			rep, err := Run(context.Background(), e, SnapshotFiles(in), RunOptions{FleetOf: fleetOfGen, Workers: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -627,13 +628,13 @@ func TestRuleErrorIsTheRulesAlone(t *testing.T) {
 // and the example fleets: the built-in rules and the user rules give the
 // oracle's findings.
 func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
-	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
 	tmp := t.TempDir()
 	unique, repeated := filepath.Join(tmp, "unique"), filepath.Join(tmp, "repeated")
-	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: unique, Roots: "../testdata/hosts", Seed: 7, Unique: true}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: unique, Roots: "../../testdata/hosts", Seed: 7, Unique: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: repeated, Roots: "../testdata/hosts", Seed: 3}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: repeated, Roots: "../../testdata/hosts", Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	gpu, err := os.ReadFile(filepath.Join(repeated, "gpu-00000.json"))
@@ -648,7 +649,7 @@ func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
 	}
 	odd := filepath.Join(tmp, "odd")
 	writeOddSnapshots(t, unique, odd)
-	for _, dir := range []string{unique, repeated, odd, "../examples/fleet/snapshots", "../examples/snapshots"} {
+	for _, dir := range []string{unique, repeated, odd, "../../examples/fleet/snapshots", "../../examples/snapshots"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 			if err != nil || len(files) == 0 {
@@ -656,7 +657,7 @@ func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
 			}
 			slices.Sort(files)
 			want, _ := oracle(t, e, files)
-			rep, err := e.Run(context.Background(), SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen})
+			rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -733,10 +734,10 @@ func writeOddSnapshots(t *testing.T, dir, out string) {
 // section is evidence's, for every fact a rule declares. Over generated
 // fleets, odd files, and a second pass where every section is cached.
 func TestSectionPairsAreThePlainForms(t *testing.T) {
-	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
 	tmp := t.TempDir()
 	unique := filepath.Join(tmp, "unique")
-	if err := fleetgen.Generate(fleetgen.Options{N: 40, Dir: unique, Roots: "../testdata/hosts", Seed: 11, Unique: true}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 40, Dir: unique, Roots: "../../testdata/hosts", Seed: 11, Unique: true}); err != nil {
 		t.Fatal(err)
 	}
 	odd := filepath.Join(tmp, "odd")
@@ -747,7 +748,7 @@ func TestSectionPairsAreThePlainForms(t *testing.T) {
 		files = append(files, more...)
 	}
 	facts := []string{"host", "labels", "labels.team", "sysctl.running.vm.max_map_count", "nvidia.gpus", "boot.running.params", "kernel", "x.y", "sources"}
-	for _, r := range e.rules {
+	for _, r := range e.Rules() {
 		facts = append(facts, r.Facts...)
 	}
 	s := &runState{e: e, sections: newSectionCache()}
@@ -770,14 +771,14 @@ func TestSectionPairsAreThePlainForms(t *testing.T) {
 			if !jsonEqual(t, got, want) {
 				t.Fatalf("%s: the document decoded by sections is not the whole decode's", what)
 			}
-			if !jsonEqual(t, e.projectSections(got, &w.sections), e.Project(want)) {
+			if !jsonEqual(t, projectSections(e, got, &w.sections), e.Project(want)) {
 				t.Errorf("%s: projectSections differs from Project", what)
 			}
 			for _, f := range facts {
 				if f == "" || strings.Contains(f, "*") {
 					continue
 				}
-				if g, w := w.sections.evidence(got, f), evidence(want, f); !jsonEqual(t, g, w) {
+				if g, w := w.sections.evidence(got, f), policies.EvidenceOf(want, f); !jsonEqual(t, g, w) {
 					t.Errorf("%s: evidence of %s by section %+v, plain %+v", what, f, g, w)
 				}
 			}
@@ -802,7 +803,7 @@ func jsonEqual(t *testing.T, a, b any) bool {
 // makes of them: whether the runner reads them whole or by members, and
 // whether their content equals another file's but for the name.
 func TestRunAuditIsTheOracleOnBrokenFiles(t *testing.T) {
-	e := newEngine(t, Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
+	e := newEngine(t, policies.Options{PolicyDirs: []string{writeAdvPolicies(t, "")}, Fleets: gpuFleets()})
 	dir := t.TempDir()
 	files := genFleet(t, dir, guardSeeds()[0]+500, 8)
 	good, err := os.ReadFile(files[0])
@@ -854,7 +855,7 @@ func TestRunAuditIsTheOracleOnBrokenFiles(t *testing.T) {
 				}
 			}
 		}
-		rep, err := e.Run(context.Background(), inputs, RunOptions{FleetOf: fleetOfGen})
+		rep, err := Run(context.Background(), e, inputs, RunOptions{FleetOf: fleetOfGen})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,67 @@
+// Package fleetrun is the policy runner: it audits a run's hosts with an
+// engine (policies.Engine) and shares every evaluation hosts can share.
+// RunAudit is the one production path: audit runs a run's hosts through
+// it, and the gate (configrepo) each rendered fleet as one host. Run wraps
+// it for tests; policies.Engine.EvalHost and EvalFleet are the plain
+// evaluation (the oracle) the tests here hold it to (evalguard_test.go).
+// The runner uses the engine core only through its exports
+// (policies/runner.go).
+//
+// RunAudit takes an iterator of HostInput and runs each host in one of
+// RunOptions.Workers long-lived workers (runState.host, one worker's
+// scratch in worker). A host goes through these steps, each reusing what
+// an earlier host of the run already computed:
+//
+//  1. Bytes. HostInput.Read returns the snapshot file's bytes
+//     (snapshot.ReadFile) and selects this path; an input with Load only
+//     (audit clears Read for --kube, which needs every document) skips to
+//     the document. hostMember finds the span of the top-level "host"
+//     member's value.
+//  2. Class (classes.go, dedup.go). classTable.find hashes the bytes less
+//     that span and compares them with the class's first file (class.same).
+//     A host of a class seen before, in a fleet none of whose rules reads
+//     the host name (policies.Queries.Shareable), takes that class's
+//     template for its fleet and is never decoded.
+//  3. Sections (sections.go). runState.decode splits the file into its
+//     top-level members (snapshot.SplitMembers); each distinct member is
+//     decoded once per run into a section held in the sectionCache, with
+//     what depends on it alone computed once (section.value, its path
+//     digests, its projection part). docSections records which section
+//     each member of the document is.
+//  4. Document. snapshot.Assemble joins the sections into the document, the
+//     map Decoder.Document makes of the same bytes (HostInput.Load returns
+//     it directly). runState.evalDoc picks the host's fleet
+//     (RunOptions.FleetOf) and its policies.Queries.
+//  5. Coverage. policies.CoverageOf says which sections were collected:
+//     Coverage.Skipped lists the rules that do not run on the host,
+//     Coverage.Unread marks a host not read at all, Coverage.Admits later
+//     withholds findings resting on facts a family's error left unread.
+//  6. Rule keys (dedup.go). runState.evalRules builds each rule's key with
+//     ruleKeys.appendKey: the fleet, the rule and the digest of every input
+//     path it reads (policies.Queries.Reads, found in the compiled Rego; a
+//     rule that reads input whole is keyed by all of it, host name
+//     included). A key already in runState.results reuses that rule's raw
+//     result.
+//  7. Result (fleetrun.go). runState.evalMissing evaluates the rules
+//     without a result: all in one query when none is known (a fleet's
+//     first host: Queries.EvalHostRules), else each alone
+//     (Queries.EvalAlone) on the sections it reads
+//     (Engine.RuleInputSections), each within the rule budget
+//     (RunOptions.HostTimeout); a rule over it becomes the host's
+//     overBudget finding. policies.AppendRuleFindings turns raw results
+//     into Findings with the host's own evidence (docSections.evidence)
+//     and coverage. The host's findings, skipped rules and projection form
+//     a template, shared by its class; hostNames.record keeps one
+//     hostRecord per host.
+//  8. Group (fleetpass.go). Each host's fleet projection
+//     (runState.fleetProjection: policies.Engine.Project's, made from
+//     sections by projectSections) is interned by content; runState.fleetPass
+//     groups the hosts of a fleet by projection into policies.FleetGroups
+//     and Engine.EvalGroups evaluates the fleet-wide rules once per fleet
+//     on its groups, each finding naming a group.
+//  9. Report. The Audit holds the records, the templates and the groups:
+//     Audit.Hosts yields each HostRun, Audit.Each yields every finding in
+//     report order, a group's findings given to each of its hosts
+//     (policies.ForHost; Audit.Findings returns them all at once, in input
+//     order); audit.Result.All streams them to the reports.
+package fleetrun

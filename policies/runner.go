@@ -1,0 +1,196 @@
+package policies
+
+import (
+	"context"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// What the runner (policies/fleetrun) uses of the engine core, and nothing
+// else: each is a name for core code the oracle uses too.
+
+// Queries are one fleet's prepared queries, host and fleet-wide.
+type Queries = fleetQueries
+
+// Queries returns the prepared queries of fleet, if it is configured.
+func (e *Engine) Queries(fleet string) (*Queries, bool) {
+	fq, ok := e.fleets[fleet]
+	return fq, ok
+}
+
+// RuleByID returns the rule with the given id, or nil.
+func (e *Engine) RuleByID(id string) *Rule { return e.byID[id] }
+
+// FactsUnder reports whether a fleet rule declares a fact under the
+// top-level member name (or one for every member).
+func (e *Engine) FactsUnder(name string) bool { return e.factTop[name] || e.factTop["*"] }
+
+// SectionTerm returns the Rego term of a snapshot section's name, made once.
+func (e *Engine) SectionTerm(name string) (*ast.Term, bool) {
+	t, ok := e.sectionTerms[name]
+	return t, ok
+}
+
+// ConvertedMembers are members of a document already converted to Rego
+// values: ConvertedMember returns one, whether it is held, and why it could
+// not be converted.
+type ConvertedMembers interface {
+	ConvertedMember(name string) (ast.Value, bool, error)
+}
+
+type convertedAdapter struct{ d ConvertedMembers }
+
+func (c convertedAdapter) converted(name string) (ast.Value, bool, error) {
+	return c.d.ConvertedMember(name)
+}
+
+// RuleInputSections is the host rules' input of doc: only the members in
+// sections when not nil, those d holds (d may be nil) as d converted them.
+func (e *Engine) RuleInputSections(doc map[string]any, sections map[string]bool, d ConvertedMembers) (ast.Value, error) {
+	if d == nil {
+		return e.ruleInputSections(doc, sections, nil)
+	}
+	return e.ruleInputSections(doc, sections, convertedAdapter{d})
+}
+
+// EvalGroups evaluates fleet's fleet-wide rules once on its groups, within
+// budget, and returns the rules that ran out of it.
+func (e *Engine) EvalGroups(ctx context.Context, fleet string, groups []*FleetGroup, budget time.Duration, workers int) ([]string, error) {
+	return e.evalGroups(ctx, fleet, groups, budget, workers)
+}
+
+// HostRules are the fleet's host rules, in query order; nil when none.
+func (fq *Queries) HostRules() []*Rule {
+	if fq.host == nil {
+		return nil
+	}
+	return fq.host.rules
+}
+
+// HasFleetRules reports whether the fleet runs any fleet-wide rule.
+func (fq *Queries) HasFleetRules() bool { return fq.fleet != nil }
+
+// Reads is what host rule i (of HostRules) reads in this fleet.
+func (fq *Queries) Reads(i int) RuleReads { return fq.reads[i] }
+
+// Severity holds the fleet profile's severity overrides by rule id.
+func (fq *Queries) Severity() map[string]string { return fq.severity }
+
+// Shareable reports whether no host rule reads the host's name, so hosts
+// that differ only in name share one evaluation.
+func (fq *Queries) Shareable() bool { return fq.shareable }
+
+// EvalHostRules evaluates every host rule in one query within budget.
+func (fq *Queries) EvalHostRules(ctx context.Context, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
+	return evalBudget(ctx, fq.host, input, budget)
+}
+
+// HostBindings puts each host rule's raw findings of rs into vals.
+func (fq *Queries) HostBindings(rs rego.ResultSet, vals [][]any) error {
+	return fq.host.bindings(rs, vals)
+}
+
+// EvalAlone evaluates rule r alone within budget and returns its raw
+// findings, or timedOut when it ran out of the budget.
+func (fq *Queries) EvalAlone(ctx context.Context, r *Rule, input ast.Value, budget time.Duration) (vals []any, timedOut bool, err error) {
+	one, rs, timedOut, err := fq.evalAlone(ctx, r, input, budget)
+	if timedOut || err != nil {
+		return nil, timedOut, err
+	}
+	out := [][]any{nil}
+	if err := one.bindings(rs, out); err != nil {
+		return nil, false, err
+	}
+	return out[0], false, nil
+}
+
+// InputPath is a path of the input a rule reads, as Rego terms.
+type InputPath = inputPath
+
+// RuleReads is what one rule reads: paths, or the whole input.
+type RuleReads = ruleReads
+
+// Whole reports whether the rule reads the input whole.
+func (r RuleReads) Whole() bool { return r.whole }
+
+// Paths are the paths the rule reads (none when Whole).
+func (r RuleReads) Paths() []InputPath { return r.paths }
+
+// Names are Paths as text.
+func (r RuleReads) Names() []string { return r.names }
+
+// Coverage says which sections of a host were collected.
+type Coverage = coverage
+
+// CoverageOf is the coverage of a host's document.
+func CoverageOf(doc map[string]any) *Coverage { return coverageOf(doc) }
+
+// Skipped are the ids of the rules that do not run on the host.
+func (c *Coverage) Skipped(rules []*Rule) []string { return c.skipped(rules) }
+
+// Admits reports whether finding f of rule r rests on collected facts.
+func (c *Coverage) Admits(r *Rule, f *Finding) bool { return c.admits(r, f) }
+
+// Unread says why nothing of the host was read; "" when it was.
+func (c *Coverage) Unread() string { return c.unread }
+
+// Image reports whether the host is an offline image.
+func (c *Coverage) Image() bool { return c.image }
+
+// PodsUnread reports whether a read host had neither pods nor a node.
+func (c *Coverage) PodsUnread() bool { return c.podsUnread() }
+
+// Projection is a host's fleet projection, as fleet-wide rules see it.
+type Projection = projection
+
+// NewProjection is the projection doc (see Project).
+func NewProjection(doc map[string]any) *Projection { return &projection{doc: doc} }
+
+// SetTerms gives the projection its members as Rego terms, made elsewhere
+// (from shared parts); unless its terms were already made.
+func (p *Projection) SetTerms(items [][2]*ast.Term) { p.once.Do(func() { p.items = items }) }
+
+// FleetGroup is the hosts of one fleet that share a projection.
+type FleetGroup = fleetGroup
+
+// NewFleetGroup is an empty group of projection p.
+func NewFleetGroup(p *Projection) *FleetGroup { return &fleetGroup{proj: p} }
+
+// AddHost counts one more host in the group.
+func (g *FleetGroup) AddHost() { g.count++ }
+
+// Count is the group's number of hosts.
+func (g *FleetGroup) Count() int { return g.count }
+
+// Findings are the group's fleet-wide findings, Host left empty.
+func (g *FleetGroup) Findings() []Finding { return g.findings }
+
+// DropProjection lets the projection go once the groups are evaluated.
+func (g *FleetGroup) DropProjection() { g.proj = nil }
+
+// AppendRuleFindings appends the findings of rule r's raw values on host's
+// doc: severity holds the fleet's overrides, admit (nil: all) filters,
+// ev resolves each cited fact.
+func AppendRuleFindings(out []Finding, r *Rule, values []any, host string, doc map[string]any, fleet string,
+	severity map[string]string, admit func(*Rule, *Finding) bool, ev func(doc map[string]any, fact string) Evidence) ([]Finding, error) {
+	of := func(*Rule, map[string]any) (string, map[string]any, error) { return host, doc, nil }
+	return appendRuleFindings(out, r, values, of, fleet, severity, admit, ev)
+}
+
+// Settle sorts the keys of every object in v, so that v can be shared
+// between goroutines.
+func Settle(v ast.Value) { settle(v) }
+
+// InternValue is a copy of v with its strings interned.
+func InternValue(v any) any { return internValue(v) }
+
+// CitedValue is the value a finding cites for fact, given its value v.
+func CitedValue(fact string, v any) any { return citedValue(fact, v) }
+
+// EvidenceSource is the source of fact in a snapshot's sources.
+func EvidenceSource(sources map[string]any, fact string) string { return evidenceSource(sources, fact) }
+
+// ForHost is a group's finding f as host's.
+func ForHost(f *Finding, host string) Finding { return forHost(f, host) }
