@@ -97,7 +97,13 @@ type PlanFinding struct {
 	// Sources are where the cited values were set: the repo files and lines
 	// of the change, and the hosts' own files.
 	Sources []string `json:"sources"`
+
+	finding policies.Finding
 }
+
+// Finding is the finding as the runner gave it on the first host of its
+// group (for formats that take whole findings).
+func (p PlanFinding) Finding() policies.Finding { return p.finding }
 
 // Override is a setting of the change a host's own file overrides.
 type Override struct {
@@ -195,7 +201,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 	if now.IsZero() {
 		now = time.Now()
 	}
-	plan := &Plan{Source: opts.Source, MaxAge: maxAge.String(), Fleets: []PlanFleet{}, NotPlanned: []NotPlanned{},
+	plan := &Plan{Source: opts.Source, MaxAge: durationText(maxAge), Fleets: []PlanFleet{}, NotPlanned: []NotPlanned{},
 		Summary: PlanSummary{NewlyFailingBy: []FleetSeverityHosts{}}}
 	pf, err := g.planFleets(ctx, base, head, res)
 	if err != nil {
@@ -214,7 +220,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		}
 		plan.Summary.Hosts++
 		switch {
-		case names[h.Name]:
+		case h.Name != "" && names[h.Name]:
 			skip(h, h.Fleet, "duplicate", fmt.Sprintf("another snapshot of %s is planned already (%s)", h.Name, h.Origin))
 			continue
 		case h.Unread != "":
@@ -229,7 +235,17 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 			skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
 			continue
 		}
-		key, at := identity(raw)
+		key, name, at := identity(raw)
+		if h.Name == "" {
+			if h.Name = name; name == "" {
+				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: not a snapshot naming its host", h.Origin))
+				continue
+			}
+			if names[h.Name] {
+				skip(h, h.Fleet, "duplicate", fmt.Sprintf("another snapshot of %s is planned already (%s)", h.Name, h.Origin))
+				continue
+			}
+		}
 		if h.CollectedAt.IsZero() {
 			t, err := time.Parse(time.RFC3339Nano, at)
 			if err != nil {
@@ -388,11 +404,11 @@ func unreadOf(doc map[string]any) string {
 
 // identity is a snapshot's bytes less its top-level "host" and
 // "collected_at" members (when they come before any object or list, as
-// snapshot.Encode writes them), and its collected_at text.
-func identity(raw []byte) (key []byte, collectedAt string) {
+// snapshot.Encode writes them), with their text.
+func identity(raw []byte) (key []byte, host, collectedAt string) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return raw, ""
+		return raw, "", ""
 	}
 	var cuts [][2]int64
 	for dec.More() {
@@ -412,13 +428,14 @@ func identity(raw []byte) (key []byte, collectedAt string) {
 		switch name {
 		case "host":
 			cuts = append(cuts, [2]int64{from, dec.InputOffset()})
+			host, _ = v.(string)
 		case "collected_at":
 			cuts = append(cuts, [2]int64{from, dec.InputOffset()})
 			collectedAt, _ = v.(string)
 		}
 	}
 	if len(cuts) == 0 {
-		return raw, collectedAt
+		return raw, host, collectedAt
 	}
 	key = make([]byte, 0, len(raw))
 	at := int64(0)
@@ -426,7 +443,7 @@ func identity(raw []byte) (key []byte, collectedAt string) {
 		key = append(key, raw[at:c[0]]...)
 		at = c[1]
 	}
-	return append(key, raw[at:]...), collectedAt
+	return append(key, raw[at:]...), host, collectedAt
 }
 
 // planFleets prepares every repo fleet's renders at base and head.
@@ -694,7 +711,7 @@ func diffHost(base, head []policies.Finding) (introduced, resolved []policies.Fi
 func planFindings(fs []policies.Finding) []PlanFinding {
 	var out []PlanFinding
 	for _, f := range fs {
-		pf := PlanFinding{Rule: f.Rule, Severity: f.Severity, Title: f.Title, Message: f.Message, Sources: []string{}}
+		pf := PlanFinding{Rule: f.Rule, Severity: f.Severity, Title: f.Title, Message: f.Message, Sources: []string{}, finding: f}
 		for _, e := range f.Evidence {
 			if e.Source != "" && !slices.Contains(pf.Sources, e.Source) {
 				pf.Sources = append(pf.Sources, e.Source)
@@ -717,4 +734,16 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// durationText is a duration as a flag takes it, without zero units: "48h".
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

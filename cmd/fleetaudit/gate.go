@@ -65,6 +65,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	addWaiverFlags(f, waivers.DefaultFile+" at the --base commit")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
 	addRuleTimeoutFlag(f, "each rendered fleet is one host; a rule that runs past it is a collection-error finding and leaves the fleet not gated in full (exit 2)")
+	addPlanFlags(f)
 	return cmd
 }
 
@@ -108,6 +109,12 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err := a.stagedHead(cmd.Context(), &opts); err != nil {
 		return err
 	}
+	plan, done, err := a.planOptions(cmd.Context(), v.GetString("output"))
+	if err != nil {
+		return err
+	}
+	defer done()
+	opts.Plan = plan
 	// The base is checked out once: the gate audits it, and its
 	// waivers.yaml is the one that applies.
 	if opts.BaseCheckout, err = configrepo.CheckoutRef(cmd.Context(), repo, opts.Base); err != nil {
@@ -134,6 +141,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		return err
 	}
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
+		if format == "markdown" {
+			return a.renderGateMarkdown(w, render, res, ropts)
+		}
 		if err := render.RenderGate(w, res, ropts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}
