@@ -125,6 +125,10 @@ func snapshotHosts(dir string) ([]configrepo.PlanHost, error) {
 	return out, nil
 }
 
+// commentRoom is what a PR comment keeps free of the report: the Action's
+// marker line.
+const commentRoom = 1024
+
 // snapshotMaxBytes bounds a snapshot file the plan reads.
 const snapshotMaxBytes = 64 << 20
 
@@ -136,7 +140,7 @@ func (a *app) renderGateMarkdown(w io.Writer, render reports.GateFormat, res *co
 	if err := render.RenderGate(&buf, res, opts); err != nil {
 		return err
 	}
-	comment, cut := reports.SplitComment(buf.String(), reports.CommentLimit)
+	comment, cut := reports.SplitComment(buf.String(), reports.CommentLimit-commentRoom)
 	if cut {
 		summary := a.v.GetString("summary")
 		if summary == "" {

@@ -119,6 +119,7 @@ func TestActionGateStepStopsTheIncident(t *testing.T) {
 	}
 	inputs := map[string]string{
 		"BASE": base, "HEAD_REF": "HEAD", "REPO": repo.Dir, "FAIL_ON": "high", "FORMAT": "json", "ARGS": "", "SARIF": sarif,
+		"STORE": "", "SNAPSHOTS": "", "MAX_AGE": "48h",
 	}
 	steps := readAction(t).Runs.Steps
 	runStep := func(name string, values map[string]string) (int, string) {
