@@ -1,6 +1,7 @@
 package configrepo
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,4 +53,19 @@ func FuzzFoldHosts(f *testing.F) {
 			t.Fatalf("folding %q gave more entries: %q", want, folded)
 		}
 	})
+}
+
+func TestIdentityCutsHostAndTime(t *testing.T) {
+	a := []byte(`{"boot":{"host":"x","s":"a\"}"},"collected_at":"2026-12-07T00:00:00Z","host":"gpu-a-001","z":[1,{"host":"y"}]}`)
+	b := []byte(`{"boot":{"host":"x","s":"a\"}"},"collected_at":"2026-12-06T00:00:00Z","host":"gpu-a-002","z":[1,{"host":"y"}]}`)
+	sa, ha, ta := identity(a)
+	sb, hb, _ := identity(b)
+	ka := bytes.Join(sa, nil)
+	if !equalSegments(ka, sb) || ha != "gpu-a-001" || hb != "gpu-a-002" || ta != "2026-12-07T00:00:00Z" {
+		t.Errorf("identity: %s %q %q / %s %q", ka, ha, ta, sb, hb)
+	}
+	c := []byte(`{"host":"gpu-a-001","boot":{"host":"other"}}`)
+	if sc, _, _ := identity(c); equalSegments(ka, sc) || !strings.Contains(string(bytes.Join(sc, nil)), `"other"`) {
+		t.Errorf("a nested host member was cut: %s", sc)
+	}
 }

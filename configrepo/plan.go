@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"testing/fstest"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/fleets"
@@ -173,11 +176,13 @@ type planSide struct {
 
 // class is hosts whose snapshots are equal but for their name and time.
 type class struct {
-	key   []byte
-	doc   map[string]any
-	fleet *planFleet
-	enc   [2]classDoc
-	over  []Override
+	key []byte
+	// runFleet is the fleet the hosts' run put them in.
+	runFleet string
+	doc      map[string]any
+	fleet    *planFleet
+	enc      [2]classDoc
+	over     []Override
 }
 
 // classDoc is a side's rolled-out document as JSON with its host name cut
@@ -214,7 +219,10 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 	classes := map[uint64][]*class{}
 	names := map[string]bool{}
 	var hosts []plannedHost
-	for _, h := range opts.Hosts {
+	reads := readHosts(ctx, opts.Hosts, seed, func(h PlanHost) bool {
+		return h.Unread == "" && (h.CollectedAt.IsZero() || now.Sub(h.CollectedAt) <= maxAge)
+	})
+	for i, h := range opts.Hosts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -230,14 +238,13 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 			skip(h, h.Fleet, "stale", fmt.Sprintf("snapshot taken %s, older than --max-age %s", h.CollectedAt.UTC().Format(time.RFC3339), maxAge))
 			continue
 		}
-		raw, err := h.Read(ctx)
-		if err != nil {
-			skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
+		rd := reads(i)
+		if rd.err != nil {
+			skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, rd.err))
 			continue
 		}
-		key, name, at := identity(raw)
 		if h.Name == "" {
-			if h.Name = name; name == "" {
+			if h.Name = rd.host; h.Name == "" {
 				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: not a snapshot naming its host", h.Origin))
 				continue
 			}
@@ -247,7 +254,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 			}
 		}
 		if h.CollectedAt.IsZero() {
-			t, err := time.Parse(time.RFC3339Nano, at)
+			t, err := time.Parse(time.RFC3339Nano, rd.collectedAt)
 			if err != nil {
 				skip(h, h.Fleet, "stale", fmt.Sprintf("%s: the snapshot has no collection time (collected_at), so its age is unknown", h.Origin))
 				continue
@@ -257,16 +264,16 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 				continue
 			}
 		}
-		k := maphash.Bytes(seed, key) ^ maphash.String(seed, h.Fleet)
+		k := rd.sum ^ maphash.String(seed, h.Fleet)
 		var c *class
 		for _, x := range classes[k] {
-			if bytes.Equal(x.key, key) && x.fleet != nil && x.doc != nil {
+			if x.runFleet == h.Fleet && equalSegments(x.key, rd.segments) {
 				c = x
 				break
 			}
 		}
 		if c == nil {
-			doc, err := snapshot.DecodeDocument(raw)
+			doc, err := snapshot.DecodeDocument(rd.raw)
 			if err != nil {
 				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
 				continue
@@ -280,7 +287,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 				skip(h, h.Fleet, "no-fleet", why)
 				continue
 			}
-			c = &class{key: slices.Clone(key), doc: doc, fleet: fl}
+			c = &class{key: bytes.Join(rd.segments, nil), runFleet: h.Fleet, doc: doc, fleet: fl}
 			classes[k] = append(classes[k], c)
 		}
 		if c.fleet.err != "" {
@@ -402,48 +409,180 @@ func unreadOf(doc map[string]any) string {
 	return ""
 }
 
-// identity is a snapshot's bytes less its top-level "host" and
-// "collected_at" members (when they come before any object or list, as
-// snapshot.Encode writes them), with their text.
-func identity(raw []byte) (key []byte, host, collectedAt string) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return raw, "", ""
+// identity is a snapshot's bytes less the values of its top-level "host"
+// and "collected_at" members (the segments around them), with their text:
+// snapshots that differ only in those are one class. Bytes that are not a
+// JSON object are their own key.
+func identity(raw []byte) (segments [][]byte, host, collectedAt string) {
+	var cuts [][2]int
+	i := skipSpace(raw, 0)
+	whole := [][]byte{raw}
+	if i >= len(raw) || raw[i] != '{' {
+		return whole, "", ""
 	}
-	var cuts [][2]int64
-	for dec.More() {
-		t, err := dec.Token()
-		name, ok := t.(string)
-		if err != nil || !ok {
+	i++
+	for {
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] == '}' {
 			break
 		}
-		from := dec.InputOffset()
-		v, err := dec.Token()
-		if err != nil {
-			break
+		if raw[i] == ',' {
+			i++
+			continue
 		}
-		if _, nested := v.(json.Delim); nested {
-			break
+		nameEnd := skipValue(raw, i)
+		if nameEnd < 0 || raw[i] != '"' {
+			return whole, "", ""
 		}
-		switch name {
-		case "host":
-			cuts = append(cuts, [2]int64{from, dec.InputOffset()})
-			host, _ = v.(string)
-		case "collected_at":
-			cuts = append(cuts, [2]int64{from, dec.InputOffset()})
-			collectedAt, _ = v.(string)
+		name := string(raw[i+1 : nameEnd-1])
+		i = skipSpace(raw, nameEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return whole, "", ""
 		}
+		start := skipSpace(raw, i+1)
+		end := skipValue(raw, start)
+		if end < 0 {
+			return whole, "", ""
+		}
+		if name == "host" || name == "collected_at" {
+			var v string
+			if json.Unmarshal(raw[start:end], &v) == nil {
+				cuts = append(cuts, [2]int{start, end})
+				if name == "host" {
+					host = v
+				} else {
+					collectedAt = v
+				}
+			}
+		}
+		i = end
 	}
-	if len(cuts) == 0 {
-		return raw, host, collectedAt
-	}
-	key = make([]byte, 0, len(raw))
-	at := int64(0)
+	at := 0
 	for _, c := range cuts {
-		key = append(key, raw[at:c[0]]...)
+		segments = append(segments, raw[at:c[0]])
 		at = c[1]
 	}
-	return append(key, raw[at:]...), host, collectedAt
+	return append(segments, raw[at:]), host, collectedAt
+}
+
+// equalSegments reports whether the segments joined are key.
+func equalSegments(key []byte, segments [][]byte) bool {
+	for _, s := range segments {
+		if len(s) > len(key) || !bytes.Equal(key[:len(s)], s) {
+			return false
+		}
+		key = key[len(s):]
+	}
+	return len(key) == 0
+}
+
+// hostRead is one host's snapshot as read, with its identity.
+type hostRead struct {
+	raw               []byte
+	segments          [][]byte
+	sum               uint64
+	host, collectedAt string
+	err               error
+}
+
+// readChunk is how many hosts are read ahead, side by side: a store's
+// snapshots are decompressed on every core, and only a chunk of them is
+// held at a time.
+const readChunk = 64
+
+// readHosts reads the snapshots of the hosts want keeps, a chunk at a time
+// on every core, and returns the read of host i (in order: a chunk is
+// released when the next is read).
+func readHosts(ctx context.Context, hosts []PlanHost, seed maphash.Seed, want func(PlanHost) bool) func(i int) *hostRead {
+	buf := make([]hostRead, readChunk)
+	from := -1
+	workers := runtime.GOMAXPROCS(0)
+	return func(i int) *hostRead {
+		if from < 0 || i >= from+readChunk {
+			from = i - i%readChunk
+			clear(buf)
+			var eg errgroup.Group
+			eg.SetLimit(workers)
+			for j := range readChunk {
+				if from+j >= len(hosts) || !want(hosts[from+j]) {
+					continue
+				}
+				eg.Go(func() error {
+					rd := &buf[j]
+					rd.raw, rd.err = hosts[from+j].Read(ctx)
+					if rd.err != nil {
+						return nil
+					}
+					rd.segments, rd.host, rd.collectedAt = identity(rd.raw)
+					var h maphash.Hash
+					h.SetSeed(seed)
+					for _, s := range rd.segments {
+						h.Write(s)
+					}
+					rd.sum = h.Sum64()
+					return nil
+				})
+			}
+			eg.Wait()
+		}
+		return &buf[i-from]
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value at b[i:], or -1 when it is
+// cut short. It does not validate: the document is decoded afterwards.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return -1
+			}
+			i++
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		default:
+			if depth == 0 && (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+				return i
+			}
+		}
+		i++
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
 }
 
 // planFleets prepares every repo fleet's renders at base and head.
