@@ -69,3 +69,18 @@ func TestIdentityCutsHostAndTime(t *testing.T) {
 		t.Errorf("a nested host member was cut: %s", sc)
 	}
 }
+
+func FuzzIdentity(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"host":"x"}],"host":"h","collected_at":"t","s":"q\"\\"}`))
+	f.Add([]byte(`{"host":`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		segs, _, _ := identity(b) // must not panic
+		n := 0
+		for _, s := range segs {
+			n += len(s)
+		}
+		if n > len(b) {
+			t.Fatalf("segments longer than the input")
+		}
+	})
+}

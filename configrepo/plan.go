@@ -36,8 +36,9 @@ type PlanHost struct {
 	CollectedAt time.Time
 	// Unread says why the host was not read in its run ("" when read).
 	Unread string
-	// Read returns its snapshot document as JSON.
-	Read func(ctx context.Context) ([]byte, error)
+	// Read returns its snapshot document as JSON, read into buf's storage
+	// when it fits.
+	Read func(ctx context.Context, buf []byte) ([]byte, error)
 }
 
 // PlanOptions ask the gate for a per-host plan.
@@ -495,6 +496,8 @@ const readChunk = 64
 // released when the next is read).
 func readHosts(ctx context.Context, hosts []PlanHost, seed maphash.Seed, want func(PlanHost) bool) func(i int) *hostRead {
 	buf := make([]hostRead, readChunk)
+	// Each slot's storage is reused from chunk to chunk.
+	storage := make([][]byte, readChunk)
 	from := -1
 	workers := runtime.GOMAXPROCS(0)
 	return func(i int) *hostRead {
@@ -509,9 +512,12 @@ func readHosts(ctx context.Context, hosts []PlanHost, seed maphash.Seed, want fu
 				}
 				eg.Go(func() error {
 					rd := &buf[j]
-					rd.raw, rd.err = hosts[from+j].Read(ctx)
+					rd.raw, rd.err = hosts[from+j].Read(ctx, storage[j][:0])
 					if rd.err != nil {
 						return nil
+					}
+					if cap(rd.raw) > cap(storage[j]) {
+						storage[j] = rd.raw
 					}
 					rd.segments, rd.host, rd.collectedAt = identity(rd.raw)
 					var h maphash.Hash
@@ -543,18 +549,7 @@ func skipValue(b []byte, i int) int {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
-			i++
-			for i < len(b) && b[i] != '"' {
-				if b[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			if i >= len(b) {
-				return -1
-			}
-			i++
-			if depth == 0 {
+			if i = skipString(b, i); i < 0 || depth == 0 {
 				return i
 			}
 			continue
@@ -564,16 +559,11 @@ func skipValue(b []byte, i int) int {
 			if depth == 0 {
 				return i
 			}
-			depth--
-			if depth == 0 {
+			if depth--; depth == 0 {
 				return i + 1
 			}
-		case ',':
+		case ',', ' ', '\n', '\t', '\r':
 			if depth == 0 {
-				return i
-			}
-		default:
-			if depth == 0 && (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
 				return i
 			}
 		}
@@ -583,6 +573,29 @@ func skipValue(b []byte, i int) int {
 		return i
 	}
 	return -1
+}
+
+// skipString returns the end of the JSON string whose opening quote is at
+// b[i], or -1 when it is cut short.
+func skipString(b []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		k := i - 1
+		for k >= 0 && b[k] == '\\' {
+			k--
+		}
+		if (i-1-k)%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
 }
 
 // planFleets prepares every repo fleet's renders at base and head.

@@ -183,7 +183,7 @@ func recordFixtures(t *testing.T, r *gitRepo, ref string) []PlanHost {
 			t.Fatal(err)
 		}
 		out = append(out, PlanHost{Name: h.name, Origin: "run 1", Fleet: h.fleet, Unread: h.unread,
-			Read: func(context.Context) ([]byte, error) { return raw, nil }})
+			Read: func(context.Context, []byte) ([]byte, error) { return raw, nil }})
 	}
 	return out
 }

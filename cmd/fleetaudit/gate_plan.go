@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
-	"github.com/fleetaudit/fleetaudit/internal/safeio"
 	"github.com/fleetaudit/fleetaudit/reports"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/fleetaudit/fleetaudit/store"
 )
 
@@ -71,7 +71,7 @@ func (a *app) planOptions(ctx context.Context, out string) (opts *configrepo.Pla
 }
 
 // storeHosts are the hosts of a store's latest complete run.
-func storeHosts(ctx context.Context, s store.Store) ([]configrepo.PlanHost, store.RunID, error) {
+func storeHosts(ctx context.Context, s *store.SQLite) ([]configrepo.PlanHost, store.RunID, error) {
 	id, err := store.Resolve(ctx, s, "latest")
 	if err != nil {
 		return nil, 0, err
@@ -94,7 +94,7 @@ func storeHosts(ctx context.Context, s store.Store) ([]configrepo.PlanHost, stor
 		if hash == "" && ph.Unread == "" {
 			ph.Unread = "no snapshot was recorded"
 		}
-		ph.Read = func(ctx context.Context) ([]byte, error) { return s.Blob(ctx, hash) }
+		ph.Read = func(ctx context.Context, buf []byte) ([]byte, error) { return s.BlobTo(ctx, hash, buf) }
 		out = append(out, ph)
 	}
 	return out, id, nil
@@ -117,8 +117,8 @@ func snapshotHosts(dir string) ([]configrepo.PlanHost, error) {
 		out = append(out, configrepo.PlanHost{
 			Name:   "", // the document's
 			Origin: file,
-			Read: func(context.Context) ([]byte, error) {
-				return safeio.ReadFile(file, snapshotMaxBytes)
+			Read: func(_ context.Context, buf []byte) ([]byte, error) {
+				return snapshot.ReadFile(file, buf)
 			},
 		})
 	}
@@ -129,8 +129,6 @@ func snapshotHosts(dir string) ([]configrepo.PlanHost, error) {
 // marker line.
 const commentRoom = 1024
 
-// snapshotMaxBytes bounds a snapshot file the plan reads.
-const snapshotMaxBytes = 64 << 20
 
 // renderGateMarkdown writes the Markdown report to w, cut to a PR comment's
 // size; when cut, the whole report goes to the job summary (--summary, else
