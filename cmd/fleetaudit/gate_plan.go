@@ -129,7 +129,6 @@ func snapshotHosts(dir string) ([]configrepo.PlanHost, error) {
 // marker line.
 const commentRoom = 1024
 
-
 // renderGateMarkdown writes the Markdown report to w, cut to a PR comment's
 // size; when cut, the whole report goes to the job summary (--summary, else
 // $GITHUB_STEP_SUMMARY, appended to as GitHub expects).
