@@ -67,7 +67,7 @@ func TestGatePlanGolden(t *testing.T) {
 		Plan struct {
 			Summary struct {
 				Planned, NewlyFailing, Unchanged, NotPlanned int
-				NewlyFailingBy                             []struct {
+				NewlyFailingBy                               []struct {
 					Fleet, Severity string
 					Hosts           int
 				} `json:"newly_failing_by"`
