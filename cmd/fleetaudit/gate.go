@@ -36,6 +36,15 @@ Each fleet is audited as audit audits a host, under the same --rule-timeout: a r
 past it at base or head is a collection-error finding and an error naming the rule, since
 whether the change adds a finding of it is unknown.
 
+With --store (a history store, its latest complete run; --store=PATH for another file) or
+--snapshots DIR, the gate also plans the change per host: each recorded host gets the repo's
+files at base and at head laid over its own (a host's /etc/sysctl.d/99-local.conf still wins
+over a repo file, as sysctl.d orders them), keeps its driver, devices and libraries, and is
+audited with its fleet's profile. The plan names the hosts that newly fail (by rule and
+severity, with the repo file and line), those fixed and those unchanged, host names folded
+into ranges; hosts whose snapshot is older than --max-age, unread in their run, or of no
+fleet the repo renders are listed as not planned, with why. docs/gate-plan.md has the rest.
+
 Exit status: 0 when the change introduces no finding at or above --fail-on, 1 when it does,
 2 on a usage error or when a fleet could not be rendered or audited in full.`,
 		Example: `  # What does my uncommitted change do to each fleet?
@@ -49,6 +58,9 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 
   # For GitHub code scanning: findings at the repo file and line that set them
   fleetaudit gate --repo . --base origin/main --format sarif -o fleetaudit.sarif
+
+  # Which recorded hosts the change breaks, from last night's audit --record
+  fleetaudit gate --repo . --base origin/main --store=/var/lib/fleetaudit/store.db
 
   # Blast radius in hosts, failing only on critical findings
   fleetaudit gate --repo . --base origin/main --inventory hosts.ini --fail-on critical`,
