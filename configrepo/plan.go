@@ -20,6 +20,7 @@ import (
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
+	"github.com/fleetaudit/fleetaudit/waivers"
 )
 
 // DefaultMaxAge is how old a host's snapshot may be for the plan to trust it.
@@ -51,6 +52,10 @@ type PlanOptions struct {
 	MaxAge time.Duration
 	// Now is the time ages are measured at; time.Now when zero.
 	Now time.Time
+	// Waivers, when set, mark the introduced findings they cover on each
+	// host (by the repo fleet's name and the host's): a waived finding
+	// fails nothing.
+	Waivers *waivers.Set
 }
 
 // Plan is what the change does to each recorded host.
@@ -101,6 +106,8 @@ type PlanFinding struct {
 	// Sources are where the cited values were set: the repo files and lines
 	// of the change, and the hosts' own files.
 	Sources []string `json:"sources"`
+	// Waived is the waiver that covers the finding on the group's hosts.
+	Waived *policies.Waived `json:"waived,omitempty"`
 
 	finding policies.Finding
 }
@@ -315,6 +322,10 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		}
 		found[side] = f
 	}
+	var waive func(*policies.Finding)
+	if opts.Waivers != nil {
+		_, waive = opts.Waivers.Stream(now, func(func(*policies.Finding, *policies.Finding) bool) {})
+	}
 	byFleet := map[string]*PlanFleet{}
 	type outcome struct {
 		kind  int // 0 newly failing, 1 fixed, 2 unchanged
@@ -329,6 +340,12 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 			continue
 		}
 		intro, resolved := diffHost(found[0][h.name], found[1][h.name])
+		for i := range intro {
+			intro[i].Fleet = fl.name
+			if waive != nil {
+				waive(&intro[i])
+			}
+		}
 		kind := 2
 		switch {
 		case len(intro) > 0:
@@ -338,7 +355,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		}
 		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over}
 		for _, f := range intro {
-			if policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
+			if f.Waived == nil && policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
 				g.Severity = f.Severity
 			}
 		}
@@ -368,7 +385,11 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 			case 0:
 				fr.NewlyFailing = append(fr.NewlyFailing, *o.group)
 				plan.Summary.NewlyFailing += o.group.Count
-				bySev[[2]string{name, o.group.Severity}] += o.group.Count
+				sev := o.group.Severity
+				if sev == "" {
+					sev = "waived" // every finding it introduces is waived
+				}
+				bySev[[2]string{name, sev}] += o.group.Count
 			case 1:
 				fr.Fixed = append(fr.Fixed, *o.group)
 				plan.Summary.Fixed += o.group.Count
@@ -863,7 +884,7 @@ func diffHost(base, head []policies.Finding) (introduced, resolved []policies.Fi
 func planFindings(fs []policies.Finding) []PlanFinding {
 	var out []PlanFinding
 	for _, f := range fs {
-		pf := PlanFinding{Rule: f.Rule, Severity: f.Severity, Title: f.Title, Message: f.Message, Sources: []string{}, finding: f}
+		pf := PlanFinding{Rule: f.Rule, Severity: f.Severity, Title: f.Title, Message: f.Message, Sources: []string{}, Waived: f.Waived, finding: f}
 		for _, e := range f.Evidence {
 			if e.Source != "" && !slices.Contains(pf.Sources, e.Source) {
 				pf.Sources = append(pf.Sources, e.Source)

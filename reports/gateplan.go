@@ -68,7 +68,11 @@ func tablePlan(out *bytes.Buffer, p *configrepo.Plan, width int) {
 				}
 				hanging(out, line, "", width)
 				for _, x := range g.Introduced {
-					hanging(out, "+ "+x.Severity+" "+Escape(x.Rule)+": "+Escape(x.Message), "   ", width)
+					line := "+ " + x.Severity + " " + Escape(x.Rule) + ": " + Escape(x.Message)
+					if x.Waived != nil {
+						line += " [waived by " + Escape(x.Waived.Owner) + " until " + Escape(x.Waived.Expires) + ", " + Escape(x.Waived.Source) + "]"
+					}
+					hanging(out, line, "   ", width)
 					if len(x.Sources) > 0 {
 						hanging(out, "at "+Escape(strings.Join(x.Sources, ", ")), "       ", width)
 					}
@@ -127,7 +131,11 @@ func mdPlan(out *bytes.Buffer, p *configrepo.Plan) {
 			fmt.Fprintf(out, "\n#### %s: newly failing\n\n| Hosts | Severity | Rule | Finding | Set at |\n|---|---|---|---|---|\n", mdCell(f.Fleet))
 			for _, g := range f.NewlyFailing {
 				for _, x := range g.Introduced {
-					fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", mdCell(groupHosts(g)), x.Severity, mdCode(x.Rule), mdCell(x.Message), mdSources(x.Sources))
+					sev := x.Severity
+					if x.Waived != nil {
+						sev += " (waived)"
+					}
+					fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", mdCell(groupHosts(g)), sev, mdCode(x.Rule), mdCell(x.Message), mdSources(x.Sources))
 				}
 			}
 		}

@@ -136,6 +136,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if opts.Plan != nil {
+		opts.Plan.Waivers = ws
+	}
 	res, err := configrepo.Run(cmd.Context(), opts)
 	if err != nil {
 		return err

@@ -227,3 +227,43 @@ func TestGatePlanFixed(t *testing.T) {
 		t.Errorf("%d results absent, want 3 (one per group of fixed hosts)\n%.2000s", n, r.stdout)
 	}
 }
+
+// TestGatePlanWaivers: a waiver at base covering the hugetlb finding on
+// gpu-b-* marks it on those hosts only; the gate still stops the change
+// for the rest, and the waived hosts count under "waived", not high.
+func TestGatePlanWaivers(t *testing.T) {
+	path := recordFleet(t, exampleFleet(t))
+	dir, _ := exampleRepo(t)
+	waiver := "waivers:\n  - rule: hugetlb-cma-on-gpu\n    hosts: [\"gpu-b-*\"]\n    owner: gpu-team@example.com\n    justification: INFRA-77 the R550 nodes pin with FOLL_LONGTERM.\n    expires: 2099-01-01\n"
+	if err := os.WriteFile(filepath.Join(dir, "waivers.yaml"), []byte(waiver), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "waive the R550 nodes")
+	base := gitIn(t, dir, "rev-parse", "HEAD")
+	plantHugetlbCMA(t, dir)
+	r := runCLI(t, nil, "gate", "--repo", dir, "--base", base, "--store="+path, "--format", "json")
+	if r.code != exitFindings {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var res struct {
+		Plan struct {
+			Summary struct {
+				NewlyFailingBy []struct {
+					Fleet, Severity string
+					Hosts           int
+				} `json:"newly_failing_by"`
+			} `json:"summary"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range res.Plan.Summary.NewlyFailingBy {
+		got = append(got, x.Severity+" "+string(rune('0'+x.Hosts)))
+	}
+	if diff := cmp.Diff([]string{"critical 5", "high 1", "waived 2"}, got); diff != "" {
+		t.Errorf("newly failing by severity (-want +got):\n%s", diff)
+	}
+}
