@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/snapshot"
 )
 
 // The plan's fixture fleet: real fixture roots (testdata/hosts) with the
@@ -334,5 +335,107 @@ func TestPlanSysctlChangeOverriddenByAHostFile(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"unchanged web-01:"}, outcomes(p, "web-serving")); diff != "" {
 		t.Errorf("web-serving plan (-want +got):\n%s", diff)
+	}
+}
+
+// TestRolledOutMatchesTheRolledOutRoot: the host files written back from a
+// snapshot, with the repo's files over them, read as the real root after
+// the rollout reads: the same configured sysctls, effective limits and
+// RemoveIPC, where host-local files override the repo's and the repo's
+// override host files of its own paths.
+func TestRolledOutMatchesTheRolledOutRoot(t *testing.T) {
+	r := planRepo(t)
+	base := r.Git("rev-parse", "HEAD")
+	local := map[string]string{
+		"etc/sysctl.d/99-local.conf":              "vm.max_map_count = 1048576\n\n# and\nvm.swappiness = 1\n",
+		"etc/sysctl.d/05-early.conf":              "vm.max_map_count = 77\nkernel.panic = 3\n",
+		"etc/security/limits.d/99-local.conf":     "*  soft  nofile  4096\n@hpc  hard  nofile  8192\n",
+		"etc/systemd/logind.conf.d/99-local.conf": "[Login]\nRemoveIPC=yes\n",
+	}
+	// The host before: gpu-node with base deployed and its local files.
+	before := filepath.Join(t.TempDir(), "before")
+	if err := os.CopyFS(before, os.DirFS("../testdata/hosts/gpu-node")); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, base, "gpu-training", before)
+	for p, c := range local {
+		write(t, filepath.Join(before, p), c)
+	}
+	collect := func(root string) map[string]any {
+		target, err := collectors.Local(root, collectors.LocalOptions{NoExec: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := collectors.Collect(context.Background(), target, collectors.Options{Hostname: "h", LimitsDomains: []string{"@hpc"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := snapshot.Document(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	hostDoc := collect(before)
+
+	// The change: the repo sets kernel.panic and nofile, drops swappiness
+	// from nowhere, and RemoveIPC stays in its file.
+	const conf = "layers/gpu/etc/sysctl.d/60-gpu-training.conf"
+	r.Write(conf, r.Read(conf)+"kernel.panic = 20\n")
+	r.Write("layers/gpu/etc/security/limits.d/95-nofile.conf", "* soft nofile 65536\n* hard nofile 65536\n")
+	head := r.Commit("panic and nofile")
+
+	// The truth: the host's root after the rollout of head.
+	after := filepath.Join(t.TempDir(), "after")
+	if err := os.CopyFS(after, os.DirFS(before)); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, head, "gpu-training", after)
+	want := collect(after)
+
+	co, err := CheckoutRef(context.Background(), r.Dir, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseManifest(co.Files[ManifestFile].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := Render(context.Background(), co, m, "gpu-training", RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, layers, err := renderedFiles(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managed := map[string]bool{}
+	for p := range rendered.Digests {
+		managed[p] = true
+	}
+	got, err := rolledOut(context.Background(), hostDoc, "h", files, layers, managed, map[string]bool{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fact := range []string{"sysctl.configured", "limits.effective", "logind.remove_ipc"} {
+		w, _ := snapshot.Lookup(want, fact)
+		g, _ := snapshot.Lookup(got, fact)
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%s (-rolled-out root +rolled-out snapshot):\n%s", fact, diff)
+		}
+	}
+	// Provenance: a host file keeps its path and line, a repo file is named
+	// by its layer.
+	src := asMap(got["sources"])
+	for fact, at := range map[string]string{
+		"sysctl.configured.vm.max_map_count": "/etc/sysctl.d/99-local.conf:1",
+		"sysctl.configured.vm.swappiness":    "/etc/sysctl.d/99-local.conf:4",
+		"sysctl.configured.kernel.panic":     conf + ":10",
+		"sysctl.running.kernel.panic":        conf + ":10",
+		"logind.remove_ipc":                  "/etc/systemd/logind.conf.d/99-local.conf:2",
+	} {
+		if src[fact] != at {
+			t.Errorf("%s from %v, want %s", fact, src[fact], at)
+		}
 	}
 }
