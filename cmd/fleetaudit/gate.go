@@ -64,7 +64,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 
   # Blast radius in hosts, failing only on critical findings
   fleetaudit gate --repo . --base origin/main --inventory hosts.ini --fail-on critical`,
-		Args: cobra.NoArgs,
+		Args: gateArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGate(cmd) },
 	}
 	f := cmd.Flags()

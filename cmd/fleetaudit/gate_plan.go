@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/fleetaudit/fleetaudit/configrepo"
@@ -29,6 +30,15 @@ func addPlanFlags(f *pflag.FlagSet) {
 	f.String("snapshots", "", "plan the change per host from every snapshot (*.json) in this directory")
 	f.Duration("max-age", configrepo.DefaultMaxAge, "a host whose snapshot is older than this is not planned (listed with why)")
 	f.String("summary", "", "with --format markdown, where the report goes in full when the PR comment must be cut to GitHub's 65,536 characters (default $GITHUB_STEP_SUMMARY)")
+}
+
+// gateArgs refuses arguments, and names the fix for "--store PATH": a
+// flag with an optional value takes it only as --store=PATH.
+func gateArgs(cmd *cobra.Command, args []string) error {
+	if f := cmd.Flags().Lookup("store"); len(args) > 0 && f != nil && f.Changed && f.Value.String() == defaultStoreFlag {
+		return fmt.Errorf("--store takes its path as --store=%s, not as a separate argument", args[0])
+	}
+	return cobra.NoArgs(cmd, args)
 }
 
 // planOptions loads the hosts of --store or --snapshots; nil when neither

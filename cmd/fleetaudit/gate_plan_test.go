@@ -187,10 +187,14 @@ func TestGatePlanUsage(t *testing.T) {
 		{"--store=" + filepath.Join(t.TempDir(), "s.db"), "--snapshots", t.TempDir()},
 		{"--snapshots", t.TempDir(), "--max-age", "-1h"},
 		{"--snapshots", filepath.Join(t.TempDir(), "missing")},
+		{"--store", filepath.Join(t.TempDir(), "s.db")},
 	} {
 		r := runCLI(t, nil, append([]string{"gate", "--repo", dir, "--base", base}, args...)...)
 		if r.code != exitError {
 			t.Errorf("%v: exit %d, want %d\n%s", args, r.code, exitError, r.stderr)
+		}
+		if args[0] == "--store" && !strings.Contains(r.stderr, "--store=") {
+			t.Errorf("--store PATH: %s, want the --store=PATH hint", r.stderr)
 		}
 	}
 }
