@@ -54,8 +54,11 @@ type Options struct {
 	// when 0, no limit when negative. A rule that runs past it leaves its
 	// fleet's side not gated in full (a FleetError naming it).
 	RuleTimeout time.Duration
-	Version     string
-	Log         *slog.Logger
+	// Plan, when set, applies the change to each recorded host of it too
+	// (Result.Plan).
+	Plan    *PlanOptions
+	Version string
+	Log     *slog.Logger
 }
 
 // Result is what a change does to each fleet.
@@ -73,6 +76,9 @@ type Result struct {
 	// Waivers is what a waivers file did to head's findings; nil when none
 	// was read.
 	Waivers *waivers.Report `json:"waivers,omitempty"`
+	// Plan is what the change does to each recorded host; nil unless asked
+	// for (Options.Plan).
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // RefInfo names one side of the change.
@@ -137,6 +143,9 @@ func (r *Result) MaxIntroducedRank() int {
 			}
 			top = max(top, policies.SeverityRank(x.Severity))
 		}
+	}
+	if r.Plan != nil {
+		top = max(top, r.Plan.MaxRank())
 	}
 	return top
 }
@@ -224,6 +233,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	res := g.compare(base, head, inv)
 	if warning != "" {
 		res.Warnings = append(res.Warnings, warning)
+	}
+	if opts.Plan != nil {
+		if res.Plan, err = g.plan(ctx, base, head, res, opts.Plan); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -304,6 +304,11 @@ func scopeText(w waivers.Waiver) string {
 // fleet's introduced and resolved findings, unchanged ones folded away.
 func (markdownFormat) RenderGate(w io.Writer, r *configrepo.Result, _ Options) error {
 	var out bytes.Buffer
+	if r.Plan != nil {
+		// The hosts first: they are what the change does.
+		mdPlan(&out, r.Plan)
+		out.WriteString("---\n\n")
+	}
 	s := r.Summary
 	if s.Introduced == 0 {
 		fmt.Fprintf(&out, "### fleetaudit gate: no new findings\n\n")

@@ -476,6 +476,9 @@ func (sarifFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) e
 			state    string
 			findings []policies.Finding
 		}{{"new", fl.Introduced}, {"unchanged", fl.Unchanged}} {
+			if part.state == "new" && r.Plan != nil {
+				continue // the plan says it per host
+			}
 			for _, f := range part.findings {
 				res := b.result(f, true)
 				if res.Locations[0].PhysicalLocation == nil {
@@ -487,6 +490,9 @@ func (sarifFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) e
 			}
 		}
 	}
+	if r.Plan != nil {
+		planSARIF(b, st, r.Plan)
+	}
 	inv := sarifInvocation{ExecutionSuccessful: len(r.Errors) == 0}
 	for _, e := range r.Errors {
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "error", Message: sarifText{Text: e.Fleet + " at " + e.Ref + ": " + e.Error}})
@@ -495,5 +501,9 @@ func (sarifFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) e
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "warning", Message: sarifText{Text: warn}})
 	}
 	inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, waiverNotifications(r.Waivers)...)
-	return st.end(b, inv, map[string]any{"base": r.Base, "head": r.Head, "summary": r.Summary})
+	props := map[string]any{"base": r.Base, "head": r.Head, "summary": r.Summary}
+	if r.Plan != nil {
+		props["plan_summary"] = r.Plan.Summary
+	}
+	return st.end(b, inv, props)
 }

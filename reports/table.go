@@ -339,6 +339,9 @@ func (tableFormat) RenderGate(w io.Writer, r *configrepo.Result, opts Options) e
 	fmt.Fprintf(&out, "\n%s\n", blastRadius(r))
 	fmt.Fprintf(&out, "%d introduced (%s), %d resolved, %d unchanged\n", r.Summary.Introduced,
 		countLine(r.Summary.IntroducedBySeverity), r.Summary.Resolved, r.Summary.Unchanged)
+	if r.Plan != nil {
+		tablePlan(&out, r.Plan, width)
+	}
 	_, err := w.Write(out.Bytes())
 	return err
 }

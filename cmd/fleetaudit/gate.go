@@ -36,6 +36,15 @@ Each fleet is audited as audit audits a host, under the same --rule-timeout: a r
 past it at base or head is a collection-error finding and an error naming the rule, since
 whether the change adds a finding of it is unknown.
 
+With --store (a history store, its latest complete run; --store=PATH for another file) or
+--snapshots DIR, the gate also plans the change per host: each recorded host gets the repo's
+files at base and at head laid over its own (a host's /etc/sysctl.d/99-local.conf still wins
+over a repo file, as sysctl.d orders them), keeps its driver, devices and libraries, and is
+audited with its fleet's profile. The plan names the hosts that newly fail (by rule and
+severity, with the repo file and line), those fixed and those unchanged, host names folded
+into ranges; hosts whose snapshot is older than --max-age, unread in their run, or of no
+fleet the repo renders are listed as not planned, with why. docs/gate-plan.md has the rest.
+
 Exit status: 0 when the change introduces no finding at or above --fail-on, 1 when it does,
 2 on a usage error or when a fleet could not be rendered or audited in full.`,
 		Example: `  # What does my uncommitted change do to each fleet?
@@ -50,9 +59,12 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
   # For GitHub code scanning: findings at the repo file and line that set them
   fleetaudit gate --repo . --base origin/main --format sarif -o fleetaudit.sarif
 
+  # Which recorded hosts the change breaks, from last night's audit --record
+  fleetaudit gate --repo . --base origin/main --store=/var/lib/fleetaudit/store.db
+
   # Blast radius in hosts, failing only on critical findings
   fleetaudit gate --repo . --base origin/main --inventory hosts.ini --fail-on critical`,
-		Args: cobra.NoArgs,
+		Args: gateArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGate(cmd) },
 	}
 	f := cmd.Flags()
@@ -65,6 +77,7 @@ Exit status: 0 when the change introduces no finding at or above --fail-on, 1 wh
 	addWaiverFlags(f, waivers.DefaultFile+" at the --base commit")
 	f.Bool("allow-render-command", false, "run the render: command of fleetaudit.yaml (code from the repo under review)")
 	addRuleTimeoutFlag(f, "each rendered fleet is one host; a rule that runs past it is a collection-error finding and leaves the fleet not gated in full (exit 2)")
+	addPlanFlags(f)
 	return cmd
 }
 
@@ -108,6 +121,12 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	if err := a.stagedHead(cmd.Context(), &opts); err != nil {
 		return err
 	}
+	plan, done, err := a.planOptions(cmd.Context(), v.GetString("output"))
+	if err != nil {
+		return err
+	}
+	defer done()
+	opts.Plan = plan
 	// The base is checked out once: the gate audits it, and its
 	// waivers.yaml is the one that applies.
 	if opts.BaseCheckout, err = configrepo.CheckoutRef(cmd.Context(), repo, opts.Base); err != nil {
@@ -116,6 +135,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	ws, warning, err := a.gateWaivers(opts.BaseCheckout)
 	if err != nil {
 		return err
+	}
+	if opts.Plan != nil {
+		opts.Plan.Waivers = ws
 	}
 	res, err := configrepo.Run(cmd.Context(), opts)
 	if err != nil {
@@ -134,6 +156,9 @@ func (a *app) runGate(cmd *cobra.Command) error {
 		return err
 	}
 	err = writeOutputWith(cmd.Context(), a, out, func(w io.Writer) error {
+		if format == "markdown" {
+			return a.renderGateMarkdown(w, render, res, ropts)
+		}
 		if err := render.RenderGate(w, res, ropts); err != nil {
 			return fmt.Errorf("rendering %s: %w", format, err)
 		}

@@ -18,7 +18,7 @@ const exampleConfigRepo = "../../examples/config-repo"
 // exampleRepo copies the example config repo into a new git repository with
 // one commit, dated so its hash is stable, and returns its directory and
 // that commit.
-func exampleRepo(t *testing.T) (dir, base string) {
+func exampleRepo(t testing.TB) (dir, base string) {
 	t.Helper()
 	gittest.Require(t)
 	dir = t.TempDir()
@@ -31,7 +31,7 @@ func exampleRepo(t *testing.T) (dir, base string) {
 	return dir, gitIn(t, dir, "rev-parse", "HEAD")
 }
 
-func gitIn(t *testing.T, dir string, args ...string) string {
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=fleetaudit", "-c", "user.email=ci@fleetaudit.invalid", "-c", "commit.gpgsign=false"}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=2026-11-30T12:00:00Z", "GIT_COMMITTER_DATE=2026-11-30T12:00:00Z")
@@ -44,7 +44,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 
 // plantHugetlbCMA is the incident: a boot flag for the web servers added to
 // the layer every fleet shares.
-func plantHugetlbCMA(t *testing.T, dir string) {
+func plantHugetlbCMA(t testing.TB, dir string) {
 	t.Helper()
 	p := filepath.Join(dir, "layers/base/etc/default/grub.d/60-hugetlb.cfg")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -119,6 +119,7 @@ func TestActionGateStepStopsTheIncident(t *testing.T) {
 	}
 	inputs := map[string]string{
 		"BASE": base, "HEAD_REF": "HEAD", "REPO": repo.Dir, "FAIL_ON": "high", "FORMAT": "json", "ARGS": "", "SARIF": sarif,
+		"STORE": "", "SNAPSHOTS": "", "MAX_AGE": "48h",
 	}
 	steps := readAction(t).Runs.Steps
 	runStep := func(name string, values map[string]string) (int, string) {
@@ -187,5 +188,67 @@ func TestActionGateStepStopsTheIncident(t *testing.T) {
 	inputs["BASE"] = "0000000000000000000000000000000000000000"
 	if code, out := runStep("Gate the change", inputs); code != 2 || !strings.Contains(out, "no base commit") {
 		t.Errorf("all-zero base: exit %d\n%s", code, out)
+	}
+}
+
+// TestActionGatePlansPerHost runs the action's gate step with the
+// snapshots input: the job summary holds the per-host plan, naming the
+// hosts the incident newly fails.
+func TestActionGatePlansPerHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fleetaudit")
+	}
+	gittest.Require(t)
+	root := moduleRoot(t)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "fleetaudit"), "./cmd/fleetaudit")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	snaps := t.TempDir()
+	gen := exec.Command("go", "run", "examples/config-repo/fleet/generate.go", snaps)
+	gen.Dir = root
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("generating the example fleet: %v\n%s", err, out)
+	}
+	repo := gittest.New(t)
+	copyTree(t, filepath.Join(root, "examples", "config-repo"), repo.Dir)
+	os.RemoveAll(filepath.Join(repo.Dir, "fleet"))
+	base := repo.Commit("fleet configuration")
+	repo.Write("layers/base/etc/default/grub.d/60-hugetlb.cfg",
+		"GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT hugetlb_cma=6G\"\n")
+	repo.Commit("hugetlb_cma for the web servers")
+
+	runner := t.TempDir()
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "RUNNER_TEMP="+runner,
+		"GITHUB_OUTPUT="+filepath.Join(runner, "output"), "GITHUB_STEP_SUMMARY="+filepath.Join(runner, "summary"))
+	values := map[string]string{
+		"BASE": base, "HEAD_REF": "HEAD", "REPO": repo.Dir, "FAIL_ON": "high", "FORMAT": "markdown", "ARGS": "", "SARIF": "false",
+		"STORE": "", "SNAPSHOTS": snaps, "MAX_AGE": "48h",
+	}
+	for _, s := range readAction(t).Runs.Steps {
+		if s.Name != "Gate the change" {
+			continue
+		}
+		stepEnv := slices.Clone(env)
+		for k := range s.Env {
+			v, ok := values[k]
+			if !ok {
+				t.Fatalf("env %s has no value in the test", k)
+			}
+			stepEnv = append(stepEnv, k+"="+v)
+		}
+		cmd := exec.Command("bash", "-e", "-c", s.Run)
+		cmd.Env = stepEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("gate step: %v\n%s", err, out)
+		}
+	}
+	summary, _ := os.ReadFile(filepath.Join(runner, "summary"))
+	for _, want := range []string{"fleetaudit gate plan: 8 hosts newly fail", "gpu-a-[001-004], gpu-l-001 (5 hosts) | critical", "web-[01-02]"} {
+		if !strings.Contains(string(summary), want) {
+			t.Errorf("job summary lacks %q:\n%.3000s", want, summary)
+		}
 	}
 }
