@@ -136,24 +136,6 @@ func (h host) snapshot() map[string]any {
 	}
 }
 
-// writeSnapshots writes each host to dir/<name>.json and returns the paths.
-func writeSnapshots(t testing.TB, dir string, hosts ...host) []string {
-	t.Helper()
-	var files []string
-	for _, h := range hosts {
-		b, err := json.Marshal(h.snapshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, h.name+".json")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, p)
-	}
-	return files
-}
-
 // writeFile writes name under dir, creating directories.
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
