@@ -12,20 +12,20 @@ import (
 // a few hundred running sysctls) and a few findings.
 func benchHost(i int) host {
 	h := host{
-		name:    fmt.Sprintf("gpu-%05d", i),
-		labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
-		nccl:    []string{"2.20.5"},
-		driver:  "550.90.07",
-		rdma:    8,
-		sysctls: 300,
+		Name:    fmt.Sprintf("gpu-%05d", i),
+		Labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
+		NCCL:    []string{"2.20.5"},
+		Driver:  "550.90.07",
+		RDMA:    8,
+		Sysctls: 300,
 	}
 	switch i % 10 {
 	case 0:
-		h.hugetlbCMA, h.driver = "6G", "535.104.05"
+		h.HugetlbCMA, h.Driver = "6G", "535.104.05"
 	case 1:
-		h.removeIPC, h.errors = "yes", 2
+		h.RemoveIPC, h.Errors = "yes", 2
 	case 2:
-		h.nccl = []string{"2.18.3", "2.20.5"}
+		h.NCCL = []string{"2.18.3", "2.20.5"}
 	}
 	return h
 }
@@ -41,7 +41,7 @@ func BenchmarkEvalHost(b *testing.B) {
 	ctx := context.Background()
 	docs := make([]map[string]any, 10)
 	for i := range docs {
-		docs[i] = benchHost(i).doc(b)
+		docs[i] = benchHost(i).Doc(b)
 	}
 
 	b.Run("parsed-input", func(b *testing.B) {

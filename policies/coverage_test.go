@@ -12,11 +12,11 @@ func TestFleetFindingsCarrySource(t *testing.T) {
 	e := newEngine(t, Options{Fleets: gpuFleets()})
 	var projs []map[string]any
 	for i, name := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
-		h := host{name: name}
+		h := host{Name: name}
 		if i == 3 {
-			h.hugetlbCMA = "6G"
+			h.HugetlbCMA = "6G"
 		}
-		doc := h.doc(t)
+		doc := h.Doc(t)
 		sources := doc["sources"].(map[string]any)
 		delete(sources, "boot.running")
 		for p := range doc["boot"].(map[string]any)["running"].(map[string]any)["params"].(map[string]any) {

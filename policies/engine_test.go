@@ -16,7 +16,7 @@ import (
 
 func TestEvalHostIncidentNode(t *testing.T) {
 	e := newEngine(t, Options{Fleets: gpuFleets()})
-	doc := host{name: "gpu-a-001", hugetlbCMA: "6G", driver: "535.104.05", rdma: 2, errors: 1, removeIPC: "yes"}.doc(t)
+	doc := host{Name: "gpu-a-001", HugetlbCMA: "6G", Driver: "535.104.05", RDMA: 2, Errors: 1, RemoveIPC: "yes"}.Doc(t)
 
 	got, err := e.EvalHost(context.Background(), doc, "gpu-training")
 	if err != nil {
@@ -54,7 +54,7 @@ func TestEvalHostIncidentNode(t *testing.T) {
 
 func TestEvalHostHealthyNode(t *testing.T) {
 	e := newEngine(t, Options{Fleets: gpuFleets()})
-	got, err := e.EvalHost(context.Background(), host{name: "ok"}.doc(t), "gpu-training")
+	got, err := e.EvalHost(context.Background(), host{Name: "ok"}.Doc(t), "gpu-training")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("EvalHost = %v, %v; want no findings", got, err)
 	}
@@ -68,7 +68,7 @@ func TestProfilesSelectRules(t *testing.T) {
 		"only-ipc":     {Select: func(r Rule) bool { return r.ID == "removeipc-enabled" }},
 		"every-fleet":  {},
 	}})
-	doc := host{name: "h", hugetlbCMA: "6G", removeIPC: "yes", errors: 1}.doc(t)
+	doc := host{Name: "h", HugetlbCMA: "6G", RemoveIPC: "yes", Errors: 1}.Doc(t)
 	for fleet, want := range map[string][]string{
 		"gpu-training": {"collection-error", "hugetlb-cma-on-gpu", "removeipc-enabled"},
 		"gpu-east":     {"collection-error", "hugetlb-cma-on-gpu", "removeipc-enabled"},
@@ -113,7 +113,7 @@ func TestParamsArePerFleet(t *testing.T) {
 		"newer":   {Select: ruleProfiles("gpu-training"), Params: map[string]any{"foll_longterm_min_driver": "530.30.02"}},
 		"demoted": {Select: ruleProfiles("gpu-training"), Severity: map[string]string{"hugetlb-cma-on-gpu": "info"}},
 	}})
-	doc := host{name: "h", hugetlbCMA: "6G", driver: "535.104.05", rdma: 2}.doc(t)
+	doc := host{Name: "h", HugetlbCMA: "6G", Driver: "535.104.05", RDMA: 2}.Doc(t)
 	for fleet, want := range map[string][]string{
 		"strict":  {"hugetlb-cma-on-gpu:critical"},
 		"relaxed": nil,
@@ -146,22 +146,22 @@ func TestParamsArePerFleet(t *testing.T) {
 func TestEvalHostConcurrent(t *testing.T) {
 	e := newEngine(t, Options{Fleets: gpuFleets()})
 	hosts := []host{
-		{name: "a", hugetlbCMA: "6G", rdma: 1},
-		{name: "b", removeIPC: "yes"},
-		{name: "c", errors: 3},
-		{name: "d"},
+		{Name: "a", HugetlbCMA: "6G", RDMA: 1},
+		{Name: "b", RemoveIPC: "yes"},
+		{Name: "c", Errors: 3},
+		{Name: "d"},
 	}
 	fleets := []string{"gpu-training", "web-serving", ""}
 	want := map[[2]string][]Finding{}
 	docs := map[string]map[string]any{}
 	for _, h := range hosts {
-		docs[h.name] = h.doc(t)
+		docs[h.Name] = h.Doc(t)
 		for _, fleet := range fleets {
-			f, err := e.EvalHost(context.Background(), docs[h.name], fleet)
+			f, err := e.EvalHost(context.Background(), docs[h.Name], fleet)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want[[2]string{h.name, fleet}] = f
+			want[[2]string{h.Name, fleet}] = f
 		}
 	}
 	var wg sync.WaitGroup
@@ -170,13 +170,13 @@ func TestEvalHostConcurrent(t *testing.T) {
 			for i := range 50 {
 				h := hosts[(g+i)%len(hosts)]
 				fleet := fleets[(g*7+i)%len(fleets)]
-				got, err := e.EvalHost(context.Background(), docs[h.name], fleet)
+				got, err := e.EvalHost(context.Background(), docs[h.Name], fleet)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if diff := cmp.Diff(want[[2]string{h.name, fleet}], got); diff != "" {
-					t.Errorf("%s in %q differs from the sequential result:\n%s", h.name, fleet, diff)
+				if diff := cmp.Diff(want[[2]string{h.Name, fleet}], got); diff != "" {
+					t.Errorf("%s in %q differs from the sequential result:\n%s", h.Name, fleet, diff)
 					return
 				}
 			}
@@ -189,7 +189,7 @@ func TestEvalHostHonoursContext(t *testing.T) {
 	e := newEngine(t, Options{Fleets: gpuFleets()})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.EvalHost(ctx, host{name: "h"}.doc(t), "gpu-training"); err == nil {
+	if _, err := e.EvalHost(ctx, host{Name: "h"}.Doc(t), "gpu-training"); err == nil {
 		t.Error("EvalHost with a cancelled context succeeded")
 	}
 }
@@ -200,15 +200,15 @@ func TestEvalFleetSkew(t *testing.T) {
 		"pinned":       {Select: ruleProfiles("gpu-training"), Params: map[string]any{"baseline": map[string]any{"driver_version": "550.90.07"}}},
 	}})
 	hosts := []host{
-		{name: "n1", nccl: []string{"2.20.5"}, driver: "550.90.07"},
-		{name: "n2", nccl: []string{"2.20.5"}, driver: "550.90.07"},
-		{name: "n3", nccl: []string{"2.20.5"}, driver: "535.104.05"},
-		{name: "n4", nccl: []string{"2.18.3", "2.20.5"}, driver: "535.104.05"},
-		{name: "n5", nccl: []string{"2.20.5"}, driver: "535.104.05"},
+		{Name: "n1", NCCL: []string{"2.20.5"}, Driver: "550.90.07"},
+		{Name: "n2", NCCL: []string{"2.20.5"}, Driver: "550.90.07"},
+		{Name: "n3", NCCL: []string{"2.20.5"}, Driver: "535.104.05"},
+		{Name: "n4", NCCL: []string{"2.18.3", "2.20.5"}, Driver: "535.104.05"},
+		{Name: "n5", NCCL: []string{"2.20.5"}, Driver: "535.104.05"},
 	}
 	var projs []map[string]any
 	for _, h := range hosts {
-		projs = append(projs, e.Project(h.doc(t)))
+		projs = append(projs, e.Project(h.Doc(t)))
 	}
 
 	got, err := e.EvalFleet(context.Background(), "gpu-training", projs)
@@ -271,7 +271,7 @@ func TestProject(t *testing.T) {
 		"boot.*.params.hugetlb_cma",
 		"rdma.devices.*.driver",
 	})
-	doc := host{name: "h", labels: map[string]string{"rack": "r1"}, hugetlbCMA: "6G", nccl: []string{"2.20.5"}, rdma: 2}.doc(t)
+	doc := host{Name: "h", Labels: map[string]string{"rack": "r1"}, HugetlbCMA: "6G", NCCL: []string{"2.20.5"}, RDMA: 2}.Doc(t)
 	got := e.Project(doc)
 	b, _ := json.Marshal(got)
 	want := `{"boot":{"configured":{"params":{"hugetlb_cma":"6G"}},"running":{"params":{"hugetlb_cma":"6G"}}},` +
@@ -369,19 +369,19 @@ func TestBuiltinEvidenceIsDeclared(t *testing.T) {
 		}
 	}
 	hosts := []host{
-		{name: "a", hugetlbCMA: "6G", rdma: 1, driver: "535.104.05", removeIPC: "yes", errors: 2, nccl: []string{"2.18.3"}},
-		{name: "b", nccl: []string{"2.20.5"}, driver: "550.54.14"},
+		{Name: "a", HugetlbCMA: "6G", RDMA: 1, Driver: "535.104.05", RemoveIPC: "yes", Errors: 2, NCCL: []string{"2.18.3"}},
+		{Name: "b", NCCL: []string{"2.20.5"}, Driver: "550.54.14"},
 	}
 	var projs []map[string]any
 	for _, h := range hosts {
 		for _, fleet := range []string{"gpu-training", ""} {
-			fs, err := e.EvalHost(context.Background(), h.doc(t), fleet)
+			fs, err := e.EvalHost(context.Background(), h.Doc(t), fleet)
 			if err != nil {
 				t.Fatal(err)
 			}
 			check(fs)
 		}
-		projs = append(projs, e.Project(h.doc(t)))
+		projs = append(projs, e.Project(h.Doc(t)))
 	}
 	fs, err := e.EvalFleet(context.Background(), "gpu-training", projs)
 	if err != nil || len(fs) == 0 {
@@ -422,14 +422,14 @@ func TestUserPolicyDirAddsRule(t *testing.T) {
 	if !ok || r.Builtin || r.Severity != SeverityLow || !strings.HasSuffix(r.Location, "site/owner.rego:4") {
 		t.Fatalf("Rule = %+v, %v", r, ok)
 	}
-	got, err := e.EvalHost(context.Background(), host{name: "h"}.doc(t), "gpu-training")
+	got, err := e.EvalHost(context.Background(), host{Name: "h"}.Doc(t), "gpu-training")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Rule != "owner-label-missing" || got[0].Message != "no team label" {
 		t.Fatalf("findings = %+v", got)
 	}
-	got, _ = e.EvalHost(context.Background(), host{name: "h", labels: map[string]string{"team": "ml"}}.doc(t), "gpu-training")
+	got, _ = e.EvalHost(context.Background(), host{Name: "h", Labels: map[string]string{"team": "ml"}}.Doc(t), "gpu-training")
 	if len(got) != 0 {
 		t.Errorf("labelled host: findings = %+v", got)
 	}
@@ -531,7 +531,7 @@ func TestMalformedFindingsAreErrors(t *testing.T) {
 	writeFile(t, dir, "fleet.rego", "package fleetaudit.fleet_rules.bad\n"+rule("no-host", `f := {"msg": "m"}`))
 	e := newEngine(t, Options{PolicyDirs: []string{dir}})
 
-	_, err := e.EvalHost(context.Background(), host{name: "h"}.doc(t), "")
+	_, err := e.EvalHost(context.Background(), host{Name: "h"}.Doc(t), "")
 	for _, want := range []string{
 		"rule not-an-object", "rule no-msg", "rule bad-severity", "rule bad-evidence",
 		`finding severity urgent is not one of`, "bad.rego:",

@@ -3,6 +3,7 @@ package fleetrun
 import (
 	"context"
 	"fmt"
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/policies"
@@ -19,7 +20,7 @@ func benchmarkRun(b *testing.B, n int) {
 	for i := range hosts {
 		hosts[i] = benchHost(i)
 	}
-	files := writeSnapshots(b, b.TempDir(), hosts...)
+	files := testhost.WriteSnapshots(b, b.TempDir(), hosts...)
 	e := newEngine(b, policies.Options{Fleets: gpuFleets()})
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -36,20 +37,20 @@ func benchmarkRun(b *testing.B, n int) {
 // a few hundred running sysctls) and a few findings.
 func benchHost(i int) host {
 	h := host{
-		name:    fmt.Sprintf("gpu-%05d", i),
-		labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
-		nccl:    []string{"2.20.5"},
-		driver:  "550.90.07",
-		rdma:    8,
-		sysctls: 300,
+		Name:    fmt.Sprintf("gpu-%05d", i),
+		Labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
+		NCCL:    []string{"2.20.5"},
+		Driver:  "550.90.07",
+		RDMA:    8,
+		Sysctls: 300,
 	}
 	switch i % 10 {
 	case 0:
-		h.hugetlbCMA, h.driver = "6G", "535.104.05"
+		h.HugetlbCMA, h.Driver = "6G", "535.104.05"
 	case 1:
-		h.removeIPC, h.errors = "yes", 2
+		h.RemoveIPC, h.Errors = "yes", 2
 	case 2:
-		h.nccl = []string{"2.18.3", "2.20.5"}
+		h.NCCL = []string{"2.18.3", "2.20.5"}
 	}
 	return h
 }

@@ -3,6 +3,7 @@ package fleetrun
 import (
 	"context"
 	"encoding/json"
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,7 +108,7 @@ func TestNoFindingWithoutData(t *testing.T) {
 // section without the error is a host with no memlock line: it fires.
 func TestPartlyUnreadSectionWithholdsAbsentFacts(t *testing.T) {
 	noMemlock := func(name string, limitsErr map[string]any) map[string]any {
-		doc := host{name: name}.snapshot()
+		doc := host{Name: name}.Snapshot()
 		doc["limits"] = map[string]any{"entries": []any{}, "effective": map[string]any{"*": map[string]any{}}}
 		if limitsErr != nil {
 			doc["errors"] = []any{limitsErr}
@@ -141,12 +142,12 @@ func TestPartlyUnreadSectionWithholdsAbsentFacts(t *testing.T) {
 // path, and the rules reading it are skipped.
 func TestSnapshotTypesValidatedOnDecode(t *testing.T) {
 	dir := t.TempDir()
-	bootString := host{name: "boot-string", hugetlbCMA: "6G", rdma: 8}.snapshot()
+	bootString := host{Name: "boot-string", HugetlbCMA: "6G", RDMA: 8}.Snapshot()
 	bootString["boot"] = "string"
-	cmaNumber := host{name: "cma-number", hugetlbCMA: "6G", rdma: 8}.snapshot()
+	cmaNumber := host{Name: "cma-number", HugetlbCMA: "6G", RDMA: 8}.Snapshot()
 	params := cmaNumber["boot"].(map[string]any)["running"].(map[string]any)["params"].(map[string]any)
 	cmaNumber["boot"].(map[string]any)["running"].(map[string]any)["params"] = map[string]any{"hugetlb_cma": 6, "iommu": params["iommu"]}
-	hostNumber := host{name: "x"}.snapshot()
+	hostNumber := host{Name: "x"}.Snapshot()
 	hostNumber["host"] = 7
 	files := []string{
 		writeJSON(t, dir, "boot-string.json", bootString),
@@ -191,7 +192,7 @@ func TestRunNonRegularSnapshots(t *testing.T) {
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
-	files := append([]string{fifo, zero}, writeSnapshots(t, dir, host{name: "ok", hugetlbCMA: "6G", rdma: 8})...)
+	files := append([]string{fifo, zero}, testhost.WriteSnapshots(t, dir, host{Name: "ok", HugetlbCMA: "6G", RDMA: 8})...)
 	rep := runFiles(t, newEngine(t, policies.Options{Fleets: gpuFleets()}), files, RunOptions{})
 	for h, want := range map[string]string{"fifo": "not a regular file (FIFO)", "zero": "not a regular file (character device)"} {
 		got := findingsOf(rep, h)
@@ -214,7 +215,7 @@ func TestHostTimeout(t *testing.T) {
 	writeFile(t, dir, "fleet.rego", "package fleetaudit.fleet_rules.slow\n"+
 		strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(strings.Replace(slowRules, "%s", "slow-fleet", 1), "%s contains", "slow_fleet contains"), "%s", "[x.group | some x in input.groups]"), `"host": h`, `"group": h`))
 	e := newEngine(t, policies.Options{PolicyDirs: []string{dir}, Fleets: gpuFleets()})
-	files := writeSnapshots(t, t.TempDir(), host{name: "gpu-1", hugetlbCMA: "6G", rdma: 8}, host{name: "gpu-2"})
+	files := testhost.WriteSnapshots(t, t.TempDir(), host{Name: "gpu-1", HugetlbCMA: "6G", RDMA: 8}, host{Name: "gpu-2"})
 	// A budget far above what the library's rules take, even on a loaded
 	// machine, and far below what the slow rules take.
 	rep := runFiles(t, e, files, RunOptions{HostTimeout: time.Second})
@@ -270,12 +271,12 @@ kernel_release_missing contains f if {
 `)
 	dir := t.TempDir()
 	gpu := map[string]string{"fleet": "gpu-training"}
-	files := writeSnapshots(t, dir,
-		host{name: "gpu-1", labels: gpu, nccl: []string{"2.20.5"}},
-		host{name: "gpu-2", labels: gpu, nccl: []string{"2.20.5"}},
-		host{name: "gpu-3", labels: gpu, nccl: []string{"2.20.5"}},
+	files := testhost.WriteSnapshots(t, dir,
+		host{Name: "gpu-1", Labels: gpu, NCCL: []string{"2.20.5"}},
+		host{Name: "gpu-2", Labels: gpu, NCCL: []string{"2.20.5"}},
+		host{Name: "gpu-3", Labels: gpu, NCCL: []string{"2.20.5"}},
 	)
-	noKernel := host{name: "gpu-4", labels: gpu}.snapshot()
+	noKernel := host{Name: "gpu-4", Labels: gpu}.Snapshot()
 	delete(noKernel, "kernel")
 	files = append(files, writeJSON(t, dir, "gpu-4.json", noKernel))
 	for i := range 5 {
@@ -299,7 +300,7 @@ kernel_release_missing contains f if {
 // host with the scan complete (a default backs the false) fires.
 func TestPartlyUnreadFactOfAnotherSection(t *testing.T) {
 	persistenceOff := func(name string, source bool, errs ...any) map[string]any {
-		doc := host{name: name}.snapshot()
+		doc := host{Name: name}.Snapshot()
 		nv := doc["nvidia"].(map[string]any)
 		for _, g := range nv["gpus"].([]any) {
 			g.(map[string]any)["persistence_mode"] = "disabled"

@@ -218,28 +218,28 @@ func genFleet(t testing.TB, dir string, seed uint64, n int) []string {
 			doc = maps.Clone(docs[rng.IntN(len(docs))])
 			doc["host"] = name
 		} else {
-			h := host{name: name, driver: pick("550.90.07", "535.104.05", "550.54.15"),
-				removeIPC: pick("no", "no", "yes"), hugetlbCMA: pick("", "", "6G"), rdma: rng.IntN(2) * 2, sysctls: rng.IntN(3),
-				labels: map[string]string{}}
+			h := host{Name: name, Driver: pick("550.90.07", "535.104.05", "550.54.15"),
+				RemoveIPC: pick("no", "no", "yes"), HugetlbCMA: pick("", "", "6G"), RDMA: rng.IntN(2) * 2, Sysctls: rng.IntN(3),
+				Labels: map[string]string{}}
 			if rng.IntN(4) == 0 {
-				h.errors = 1
+				h.Errors = 1
 			}
 			for range rng.IntN(3) {
-				h.nccl = append(h.nccl, pick("2.18.3", "2.19.3", "2.21.5"))
+				h.NCCL = append(h.NCCL, pick("2.18.3", "2.19.3", "2.21.5"))
 			}
 			if v := pick("red", "blue", ""); v != "" {
-				h.labels["team"] = v
+				h.Labels["team"] = v
 			}
 			if rng.IntN(3) == 0 {
-				h.labels["color"] = pick("red", "green")
+				h.Labels["color"] = pick("red", "green")
 			}
 			if rng.IntN(5) == 0 {
-				h.labels[name] = "red"
+				h.Labels[name] = "red"
 			}
 			if rng.IntN(3) == 0 {
-				h.labels["fleetaudit.io/fleet"] = pick("gpu-training", "web-serving")
+				h.Labels["fleetaudit.io/fleet"] = pick("gpu-training", "web-serving")
 			}
-			doc = h.snapshot()
+			doc = h.Snapshot()
 			setIn(doc, pick("262144", "262144", "65530", "red"), "sysctl", "running", "vm.max_map_count")
 			setIn(doc, pick("unlimited", "unlimited", "65536"), "limits", "effective", "*", "memlock", "soft")
 			if gpus, _ := doc["nvidia"].(map[string]any)["gpus"].([]any); len(gpus) > 0 && rng.IntN(3) == 0 {

@@ -3,6 +3,7 @@ package fleetrun
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"slices"
 	"strings"
 	"testing"
@@ -32,19 +33,19 @@ func TestFleetRulesSeeEachConfigurationOnce(t *testing.T) {
 	writeFile(t, pol, "fleet.rego", groupsRule)
 	var hosts []host
 	for i := range 30 {
-		h := host{name: fmt.Sprintf("gpu-%02d", i), driver: "550.90.07"}
+		h := host{Name: fmt.Sprintf("gpu-%02d", i), Driver: "550.90.07"}
 		switch {
 		case i%10 == 3:
-			h.driver = "535.104.05"
+			h.Driver = "535.104.05"
 		case i%10 == 7:
 			// Differs in a fact no fleet rule reads: the same group.
-			h.removeIPC = "yes"
+			h.RemoveIPC = "yes"
 		case i == 29:
-			h.driver = "535.129.03"
+			h.Driver = "535.129.03"
 		}
 		hosts = append(hosts, h)
 	}
-	files := writeSnapshots(t, t.TempDir(), hosts...)
+	files := testhost.WriteSnapshots(t, t.TempDir(), hosts...)
 	rep := runFiles(t, newEngine(t, policies.Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{})
 	got := map[string]string{}
 	for _, f := range rep.Findings {
@@ -56,15 +57,15 @@ func TestFleetRulesSeeEachConfigurationOnce(t *testing.T) {
 		}
 	}
 	for _, h := range hosts {
-		want := fmt.Sprintf("group of 26, 3 groups, 30 hosts, driver %s", h.driver)
-		switch h.driver {
+		want := fmt.Sprintf("group of 26, 3 groups, 30 hosts, driver %s", h.Driver)
+		switch h.Driver {
 		case "535.104.05":
 			want = "group of 3, 3 groups, 30 hosts, driver 535.104.05"
 		case "535.129.03":
 			want = "group of 1, 3 groups, 30 hosts, driver 535.129.03"
 		}
-		if got[h.name] != want {
-			t.Errorf("%s: %q, want %q", h.name, got[h.name], want)
+		if got[h.Name] != want {
+			t.Errorf("%s: %q, want %q", h.Name, got[h.Name], want)
 		}
 	}
 	if len(rep.Failures) > 0 {
@@ -121,7 +122,7 @@ names_host contains {"msg": "m", "evidence": [], "host": "gpu-1"}
 # custom: {id: bad-group, severity: low, profiles: [all], remediation: r, facts: [kernel.release]}
 bad_group contains {"msg": "m", "evidence": [], "group": 7}
 `)
-	files := writeSnapshots(t, t.TempDir(), host{name: "gpu-1", hugetlbCMA: "6G", rdma: 8}, host{name: "gpu-2"})
+	files := testhost.WriteSnapshots(t, t.TempDir(), host{Name: "gpu-1", HugetlbCMA: "6G", RDMA: 8}, host{Name: "gpu-2"})
 	rep := runFiles(t, newEngine(t, policies.Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()}), files, RunOptions{})
 	var msgs []string
 	for _, f := range rep.Failures {
@@ -150,7 +151,7 @@ func BenchmarkFleetPass(b *testing.B) {
 	projs := make([]*policies.Projection, configs)
 	tmpls := make([]*template, configs)
 	for i := range tmpls {
-		projs[i] = s.fleetProjection(benchHost(i).doc(b), new(docSections))
+		projs[i] = s.fleetProjection(benchHost(i).Doc(b), new(docSections))
 		tmpls[i] = new(template)
 	}
 	names := make([]string, n)
@@ -184,7 +185,7 @@ func TestProjectionKeyAcrossSections(t *testing.T) {
 	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	s := &runState{e: e, budget: DefaultHostTimeout, sections: newSectionCache()}
 	raw := func(h host) []byte {
-		b, err := json.Marshal(h.snapshot())
+		b, err := json.Marshal(h.Snapshot())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,9 +214,9 @@ func TestProjectionKeyAcrossSections(t *testing.T) {
 		return k
 	}
 	a, b := benchHost(1), benchHost(1)
-	b.name = "other-name"
+	b.Name = "other-name"
 	c := benchHost(1)
-	c.driver = "535.104.05"
+	c.Driver = "535.104.05"
 	ka := key(raw(a), true)
 	if kb := key(raw(b), true); kb != ka {
 		t.Error("two hosts that differ only in name have different keys")

@@ -14,18 +14,18 @@ import (
 // even where a document carries running values anyway. Configuration rules
 // fire as on any host.
 func TestImageRunningStateNotCollected(t *testing.T) {
-	live := host{name: "live", hugetlbCMA: "6G"}.snapshot()
+	live := host{Name: "live", HugetlbCMA: "6G"}.Snapshot()
 	live["sysctl"].(map[string]any)["running"].(map[string]any)["kernel.numa_balancing"] = "1"
 
 	// Running values in an image's document (not what collect writes, but
 	// what an edited or foreign file may hold) still count as not collected.
-	staleRunning := host{name: "image-running", hugetlbCMA: "6G"}.snapshot()
+	staleRunning := host{Name: "image-running", HugetlbCMA: "6G"}.Snapshot()
 	staleRunning["source"] = map[string]any{"kind": "local", "root": "/img", "image": true}
 	staleRunning["sysctl"].(map[string]any)["running"].(map[string]any)["kernel.numa_balancing"] = "1"
 	staleRunning["boot"].(map[string]any)["configured"] = map[string]any{"loader": "grub", "present": true, "cmdline": "iommu=pt", "params": map[string]any{"iommu": "pt"}}
 
 	// As collect writes an image: running state left out.
-	image := host{name: "image", hugetlbCMA: "6G"}.snapshot()
+	image := host{Name: "image", HugetlbCMA: "6G"}.Snapshot()
 	image["source"] = map[string]any{"kind": "local", "root": "/img", "image": true}
 	delete(image["boot"].(map[string]any), "running")
 	delete(image["sysctl"].(map[string]any), "running")

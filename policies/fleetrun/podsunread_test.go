@@ -15,10 +15,10 @@ import (
 // read; an unread host says so through Unread alone.
 func TestRunMarksHostsWhosePodsWereNotRead(t *testing.T) {
 	gpu := map[string]string{"fleet": "gpu-training"}
-	plain := host{name: "ssh-only", labels: gpu}.doc(t)
-	node := host{name: "kube-node", labels: gpu}.doc(t)
+	plain := host{Name: "ssh-only", Labels: gpu}.Doc(t)
+	node := host{Name: "kube-node", Labels: gpu}.Doc(t)
 	node["node"] = map[string]any{"name": "kube-node", "taints": []any{}, "allocatable": map[string]any{}, "capacity": map[string]any{}}
-	pods := host{name: "manifests", labels: gpu}.doc(t)
+	pods := host{Name: "manifests", Labels: gpu}.Doc(t)
 	pods["pods"] = []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "train", "namespace": "ml"}, "spec": map[string]any{"containers": []any{}}}}
 	load := func(doc map[string]any) func(context.Context) (map[string]any, error) {
 		return func(context.Context) (map[string]any, error) { return doc, nil }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -29,21 +30,21 @@ func fleetByLabel(host string, doc map[string]any) string {
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	gpu := map[string]string{"fleet": "gpu-training"}
-	files := writeSnapshots(t, dir,
-		host{name: "gpu-1", labels: gpu, nccl: []string{"2.20.5"}},
-		host{name: "gpu-2", labels: gpu, nccl: []string{"2.20.5"}, hugetlbCMA: "6G", rdma: 8},
-		host{name: "gpu-3", labels: gpu, nccl: []string{"2.20.5"}},
-		host{name: "gpu-4", labels: gpu, nccl: []string{"2.18.3"}},
-		host{name: "web-1", labels: map[string]string{"fleet": "web-serving"}, hugetlbCMA: "6G", removeIPC: "yes"},
-		host{name: "stray", removeIPC: "yes"},
-		host{name: "odd", labels: map[string]string{"fleet": "not-configured"}},
+	files := testhost.WriteSnapshots(t, dir,
+		host{Name: "gpu-1", Labels: gpu, NCCL: []string{"2.20.5"}},
+		host{Name: "gpu-2", Labels: gpu, NCCL: []string{"2.20.5"}, HugetlbCMA: "6G", RDMA: 8},
+		host{Name: "gpu-3", Labels: gpu, NCCL: []string{"2.20.5"}},
+		host{Name: "gpu-4", Labels: gpu, NCCL: []string{"2.18.3"}},
+		host{Name: "web-1", Labels: map[string]string{"fleet": "web-serving"}, HugetlbCMA: "6G", RemoveIPC: "yes"},
+		host{Name: "stray", RemoveIPC: "yes"},
+		host{Name: "odd", Labels: map[string]string{"fleet": "not-configured"}},
 	)
 	files = append(files,
 		writeFile(t, dir, "gpu-broken.json", `{"schema": "fleetaudit.snapshot/v1", "host": `),
 		writeFile(t, dir, "gpu-future.json", `{"schema": "fleetaudit.snapshot/v2", "host": "gpu-future"}`),
 	)
 	// The same host name twice: audited twice, counted once by fleet rules.
-	b, _ := json.Marshal(host{name: "gpu-1", labels: gpu, nccl: []string{"2.18.3"}}.snapshot())
+	b, _ := json.Marshal(host{Name: "gpu-1", Labels: gpu, NCCL: []string{"2.18.3"}}.Snapshot())
 	files = append(files, writeFile(t, dir, "gpu-1-again.json", string(b)))
 
 	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
@@ -127,14 +128,14 @@ func TestRunDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	var hosts []host
 	for i := range 40 {
-		h := host{name: "gpu-" + string(rune('a'+i%26)) + string(rune('a'+i/26)), labels: map[string]string{"fleet": "gpu-training"},
-			nccl: []string{"2.20.5"}, driver: "550.90.07", errors: i % 3}
+		h := host{Name: "gpu-" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Labels: map[string]string{"fleet": "gpu-training"},
+			NCCL: []string{"2.20.5"}, Driver: "550.90.07", Errors: i % 3}
 		if i%5 == 0 {
-			h.nccl, h.driver, h.hugetlbCMA = []string{"2.18.3"}, "550.54.14", "2G"
+			h.NCCL, h.Driver, h.HugetlbCMA = []string{"2.18.3"}, "550.54.14", "2G"
 		}
 		hosts = append(hosts, h)
 	}
-	files := writeSnapshots(t, dir, hosts...)
+	files := testhost.WriteSnapshots(t, dir, hosts...)
 	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	var reports []string
 	for _, workers := range []int{1, 3, 16} {
@@ -151,7 +152,7 @@ func TestRunDeterministic(t *testing.T) {
 }
 
 func TestRunCancelled(t *testing.T) {
-	files := writeSnapshots(t, t.TempDir(), host{name: "a"}, host{name: "b"})
+	files := testhost.WriteSnapshots(t, t.TempDir(), host{Name: "a"}, host{Name: "b"})
 	e := newEngine(t, policies.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -165,8 +166,8 @@ func TestRunCancelled(t *testing.T) {
 // document, as the rules see it, to Loaded.
 func TestRunInputs(t *testing.T) {
 	gpu := map[string]string{"fleet": "gpu-training"}
-	cma := host{name: "gpu-1", labels: gpu, hugetlbCMA: "6G"}.doc(t)
-	nameless := host{name: "", labels: gpu}.doc(t)
+	cma := host{Name: "gpu-1", Labels: gpu, HugetlbCMA: "6G"}.Doc(t)
+	nameless := host{Name: "", Labels: gpu}.Doc(t)
 	inputs := []HostInput{
 		{Origin: "/srv/roots/gpu-1", Name: "gpu-1", Load: func(context.Context) (map[string]any, error) { return cma, nil }},
 		{Origin: "10.0.0.7", Name: "gpu-2", Load: func(context.Context) (map[string]any, error) {
@@ -228,7 +229,7 @@ func TestRunInputs(t *testing.T) {
 // most workers documents are alive at once whatever the fleet's size.
 func TestRunLoadsLazily(t *testing.T) {
 	const workers, n = 2, 12
-	doc := host{name: "h"}.doc(t)
+	doc := host{Name: "h"}.Doc(t)
 	e := newEngine(t, policies.Options{})
 	var done atomic.Int64
 	var early []string
