@@ -75,7 +75,7 @@ func TestStaticReadsWhole(t *testing.T) {
 	}{
 		{`walk(input, [p, v]); v == "red"`, true, `[]`},
 		{`s := {x | walk(input, x)}; count(s) > 3`, true, `[]`},
-		{`x := input; x.Labels.team == "red"`, true, `[]`},
+		{`x := input; x.labels.team == "red"`, true, `[]`},
 		{`k := "labels"; input[k].team == "red"`, true, `[]`},
 		{`some k, v in input; k == "host"`, true, `[]`},
 		{`k := concat("", ["lab", "els"]); object.get(input, k, {}).team == "red"`, true, `[]`},
@@ -91,7 +91,7 @@ func TestStaticReadsWhole(t *testing.T) {
 		{`input.labels[input.host] == "red"`, false, `[["host"] ["labels"]]`},
 		{`input.nvidia.gpus[0].model == "red"`, false, `[["nvidia" "gpus" 0 "model"]]`},
 	} {
-		mod := "package t\n\nf(x) := x.Labels.team\n\nf2(x) := x.team\n\nh := input.sysctl.running\n\nr if {\n\t" + tc.body + "\n}\n"
+		mod := "package t\n\nf(x) := x.labels.team\n\nf2(x) := x.team\n\nh := input.sysctl.running\n\nr if {\n\t" + tc.body + "\n}\n"
 		c := ast.NewCompiler()
 		c.Compile(map[string]*ast.Module{"t.rego": ast.MustParseModule(mod)})
 		if c.Failed() {
