@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/fleetaudit/fleetaudit/internal/oddsnap"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -240,17 +241,17 @@ func genFleet(t testing.TB, dir string, seed uint64, n int) []string {
 				h.Labels["fleetaudit.io/fleet"] = pick("gpu-training", "web-serving")
 			}
 			doc = h.Snapshot()
-			setIn(doc, pick("262144", "262144", "65530", "red"), "sysctl", "running", "vm.max_map_count")
-			setIn(doc, pick("unlimited", "unlimited", "65536"), "limits", "effective", "*", "memlock", "soft")
+			oddsnap.SetIn(doc, pick("262144", "262144", "65530", "red"), "sysctl", "running", "vm.max_map_count")
+			oddsnap.SetIn(doc, pick("unlimited", "unlimited", "65536"), "limits", "effective", "*", "memlock", "soft")
 			if gpus, _ := doc["nvidia"].(map[string]any)["gpus"].([]any); len(gpus) > 0 && rng.IntN(3) == 0 {
 				g := maps.Clone(gpus[0].(map[string]any))
 				g["model"] = pick("NVIDIA A100-SXM4-80GB", "red")
 				gpus = slices.Clone(gpus)
 				gpus[0] = g
-				setIn(doc, gpus, "nvidia", "gpus")
+				oddsnap.SetIn(doc, gpus, "nvidia", "gpus")
 			}
 			if rng.IntN(6) == 0 {
-				setIn(doc, fmt.Sprintf("BOOT_IMAGE=/vmlinuz iommu=pt hugepages=%d", rng.IntN(3)), "boot", "running", "cmdline")
+				oddsnap.SetIn(doc, fmt.Sprintf("BOOT_IMAGE=/vmlinuz iommu=pt hugepages=%d", rng.IntN(3)), "boot", "running", "cmdline")
 			}
 		}
 		docs = append(docs, doc)
@@ -265,19 +266,6 @@ func genFleet(t testing.TB, dir string, seed uint64, n int) []string {
 		files = append(files, p)
 	}
 	return files
-}
-
-// setIn sets the member at path of objects that exist.
-func setIn(doc map[string]any, v any, path ...string) {
-	m := doc
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = v
 }
 
 // advFleets are gpuFleets with the param host-when-param reads set in
@@ -648,7 +636,7 @@ func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
 		}
 	}
 	odd := filepath.Join(tmp, "odd")
-	writeOddSnapshots(t, unique, odd)
+	oddsnap.Write(t, unique, odd)
 	for _, dir := range []string{unique, repeated, odd, "../../examples/fleet/snapshots", "../../examples/snapshots"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			files, err := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -666,68 +654,6 @@ func TestRunAuditIsTheOracleOnFleets(t *testing.T) {
 	}
 }
 
-// writeOddSnapshots writes, from the snapshots in dir, files that decoding
-// by shared sections must read exactly as a whole decode does: members of
-// the wrong type in sections other hosts share (removed, reported in
-// errors), a section of the wrong type, collection errors, a member whose
-// name holds a dot or needs an escape (such files are decoded whole),
-// sources of the wrong type, and a second "host" member. Each goes under
-// two names, so hosts share it.
-func writeOddSnapshots(t *testing.T, dir, out string) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil || len(files) < 40 {
-		t.Fatalf("snapshots in %s: %d, %v", dir, len(files), err)
-	}
-	slices.Sort(files)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	edits := []func(doc map[string]any){
-		func(doc map[string]any) { setIn(doc, json.Number("6"), "boot", "running", "params", "hugetlb_cma") },
-		func(doc map[string]any) { doc["kernel"] = "oops" },
-		func(doc map[string]any) {
-			errs, _ := doc["errors"].([]any)
-			doc["errors"] = append(errs, map[string]any{"collector": "sysctl", "path": "/proc/sys", "reason": "permission denied"})
-		},
-		func(doc map[string]any) { doc["x.y"] = map[string]any{"a": "b"}; doc["boot.running"] = "z" },
-		func(doc map[string]any) { doc["a<b"] = "escaped on writing" },
-		func(doc map[string]any) { setIn(doc, json.Number("5"), "sources", "boot.running") },
-		func(doc map[string]any) {
-			setIn(doc, []any{"x"}, "limits", "effective")
-			setIn(doc, json.Number("1"), "sysctl", "running", "vm.max_map_count")
-		},
-		func(doc map[string]any) {},
-	}
-	for i, file := range files[:40] {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := snapshot.DecodeJSON(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		edits[i%len(edits)](doc)
-		host, _ := doc["host"].(string)
-		for _, name := range []string{host, host + "-twin"} {
-			doc["host"] = name
-			b, err := json.Marshal(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i%10 == 9 {
-				// A second "host" member, which the decoder takes: the
-				// twins are equal but for the first.
-				b = append(b[:len(b)-1], `,"host":"dup-`+host+`"}`...)
-			}
-			if err := os.WriteFile(filepath.Join(out, name+".json"), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
 // The pairs the runner keeps for speed give what their plain forms give:
 // a document decoded by shared sections is the whole decode's, its
 // projection (projectSections) is Project's, and evidence resolved by
@@ -741,7 +667,7 @@ func TestSectionPairsAreThePlainForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	odd := filepath.Join(tmp, "odd")
-	writeOddSnapshots(t, unique, odd)
+	oddsnap.Write(t, unique, odd)
 	files := genFleet(t, t.TempDir(), guardSeeds()[0]+400, 40)
 	for _, dir := range []string{unique, odd} {
 		more, _ := filepath.Glob(filepath.Join(dir, "*.json"))
