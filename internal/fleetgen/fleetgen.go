@@ -111,7 +111,7 @@ func Generate(opts Options) error {
 		defer close(jobs)
 		for i := range n {
 			t := templates[mix[i%len(mix)]]
-			doc := deepCopy(t.doc).(map[string]any)
+			doc := mutableCopy(t.doc)
 			host := fmt.Sprintf("%s-%05d", t.prefix, i)
 			doc["host"] = host
 			if t.prefix == "gpu" && rng.IntN(10) == 0 {
@@ -174,6 +174,25 @@ func set(doc any, v any, path ...any) {
 			node = l[key]
 		}
 	}
+}
+
+// varied are the sections the variation below changes; a host's document
+// shares the others with its template (read only, by the encoders).
+var varied = []string{"boot", "kernel", "libraries", "limits", "nvidia", "sysctl"}
+
+// mutableCopy copies a template for one host: the varied sections deeply,
+// the others (PCI devices and sources, most of the bytes) shared.
+func mutableCopy(t map[string]any) map[string]any {
+	doc := make(map[string]any, len(t))
+	for k, v := range t {
+		doc[k] = v
+	}
+	for _, k := range varied {
+		if v, ok := t[k]; ok {
+			doc[k] = deepCopy(v)
+		}
+	}
+	return doc
 }
 
 func deepCopy(v any) any {
