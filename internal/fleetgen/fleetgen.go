@@ -16,9 +16,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetaudit/fleetaudit/collectors"
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -81,38 +84,63 @@ func Generate(opts Options) error {
 	// ten is a web server. Out of every 20 hosts: 15 gpu-node, 2 dropins,
 	// 1 rhel-node, 2 web-node.
 	mix := []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 3}
-	for i := range n {
-		t := templates[mix[i%len(mix)]]
-		doc := deepCopy(t.doc).(map[string]any)
-		host := fmt.Sprintf("%s-%05d", t.prefix, i)
-		doc["host"] = host
-		if t.prefix == "gpu" && rng.IntN(10) == 0 {
-			set(doc, ncclVersions[rng.IntN(len(ncclVersions))], "libraries", "nccl", 0, "version")
-			set(doc, drivers[rng.IntN(len(drivers))], "nvidia", "driver_version")
-			set(doc, kernels[rng.IntN(len(kernels))], "kernel", "release")
-		}
-		if rng.IntN(20) == 0 {
-			set(doc, "0", "boot", "running", "params", "hugetlb_cma")
-		}
-		if rng.IntN(25) == 0 {
-			set(doc, "65536", "limits", "effective", "*", "memlock", "hard")
-		}
-		if opts.Unique {
-			unique(doc, rng, i)
-		}
-		data, err := json.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		name, err := snapshot.FileName(host)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
-			return err
-		}
+	// The variation is drawn in host order from one generator (the files
+	// are the same at any parallelism); encoding and writing, most of the
+	// time at a million hosts, run on every CPU.
+	type job struct {
+		doc  map[string]any
+		name string
 	}
-	return nil
+	jobs := make(chan job, 64)
+	g, ctx := errgroup.WithContext(context.Background())
+	for range runtime.GOMAXPROCS(0) {
+		g.Go(func() error {
+			for j := range jobs {
+				data, err := json.Marshal(j.doc)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(out, j.name), data, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(jobs)
+		for i := range n {
+			t := templates[mix[i%len(mix)]]
+			doc := mutableCopy(t.doc)
+			host := fmt.Sprintf("%s-%05d", t.prefix, i)
+			doc["host"] = host
+			if t.prefix == "gpu" && rng.IntN(10) == 0 {
+				set(doc, ncclVersions[rng.IntN(len(ncclVersions))], "libraries", "nccl", 0, "version")
+				set(doc, drivers[rng.IntN(len(drivers))], "nvidia", "driver_version")
+				set(doc, kernels[rng.IntN(len(kernels))], "kernel", "release")
+			}
+			if rng.IntN(20) == 0 {
+				set(doc, "0", "boot", "running", "params", "hugetlb_cma")
+			}
+			if rng.IntN(25) == 0 {
+				set(doc, "65536", "limits", "effective", "*", "memlock", "hard")
+			}
+			if opts.Unique {
+				unique(doc, rng, i)
+			}
+			name, err := snapshot.FileName(host)
+			if err != nil {
+				return err
+			}
+			select {
+			case jobs <- job{doc, name}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // set writes v at a path of map keys and list indexes, when the path exists.
@@ -146,6 +174,25 @@ func set(doc any, v any, path ...any) {
 			node = l[key]
 		}
 	}
+}
+
+// varied are the sections the variation below changes; a host's document
+// shares the others with its template (read only, by the encoders).
+var varied = []string{"boot", "kernel", "libraries", "limits", "nvidia", "sysctl"}
+
+// mutableCopy copies a template for one host: the varied sections deeply,
+// the others (PCI devices and sources, most of the bytes) shared.
+func mutableCopy(t map[string]any) map[string]any {
+	doc := make(map[string]any, len(t))
+	for k, v := range t {
+		doc[k] = v
+	}
+	for _, k := range varied {
+		if v, ok := t[k]; ok {
+			doc[k] = deepCopy(v)
+		}
+	}
+	return doc
 }
 
 func deepCopy(v any) any {

@@ -116,9 +116,9 @@ below(v, before) if version.less(v, before)
 hugetlb_cma_on_gpu contains f if {
 	not data.fleetaudit.params.hugetlb_cma_allowed
 	some param in cma_params
-	where := [w | some w in ["running", "configured"]; reserves(param, input.boot[w].params[param])]
+	where := [w | some w in ["running", "configured"]; reserves(param, cma_value(w, param))]
 	count(where) > 0
-	value := input.boot[where[0]].params[param]
+	value := cma_value(where[0], param)
 	f := object.union(
 		{
 			"msg": sprintf("%s=%s on the %s kernel command line: NCCL host buffers can land in CMA pageblocks and RDMA registration then fails with ENOMEM%s", [param, value, concat(" and ", where), reasons_text]),
@@ -149,8 +149,19 @@ hugetlb_cma_on_gpu contains f if {
 
 reserves_now(param) if {
 	some w in ["running", "configured"]
-	reserves(param, input.boot[w].params[param])
+	reserves(param, cma_value(w, param))
 }
+
+# A CMA param of the running or configured command line, each read at its
+# own path: the rule's result does not depend on the other params (a
+# host's own root=), so hosts that differ only there share it.
+cma_value("running", "hugetlb_cma") := input.boot.running.params.hugetlb_cma
+
+cma_value("running", "cma") := input.boot.running.params.cma
+
+cma_value("configured", "hugetlb_cma") := input.boot.configured.params.hugetlb_cma
+
+cma_value("configured", "cma") := input.boot.configured.params.cma
 
 # A CMA area no boot parameter explains: the kernel's build-time default
 # (CONFIG_CMA_SIZE_MBYTES / _PERCENTAGE), or one set on a command line that
@@ -172,7 +183,7 @@ hugetlb_cma_on_gpu contains f if {
 cma_param_explains if {
 	some param in cma_params
 	some w in ["running", "configured"]
-	reserves(param, input.boot[w].params[param])
+	reserves(param, cma_value(w, param))
 }
 
 # boot_fix is a boot-param finding's fix, unless only the running command

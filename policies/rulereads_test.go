@@ -1,0 +1,56 @@
+package policies
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// A built-in rule reads only the facts it judges: hosts that differ in
+// anything else (every host's own root= boot parameter) share its result
+// instead of evaluating it again. hugetlb-cma-on-gpu reads the CMA params
+// of both command lines, not the command lines whole.
+func TestBuiltinRulesReadOnlyWhatTheyJudge(t *testing.T) {
+	e, err := New(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rule string
+		// notCovered are facts the rule's result must not depend on.
+		notCovered []string
+		// read are facts it must read.
+		read []string
+	}{
+		{"hugetlb-cma-on-gpu",
+			[]string{"boot.running.params.root", "boot.configured.params.root", "boot.running.cmdline"},
+			[]string{"boot.running.params.hugetlb_cma", "boot.running.params.cma", "boot.configured.params.hugetlb_cma", "boot.configured.params.cma", "memory.cma_total_kb"}},
+	} {
+		r, ok := e.byID[tc.rule]
+		if !ok {
+			t.Fatalf("no rule %s", tc.rule)
+		}
+		reads := r.reads.named()
+		if reads.whole {
+			t.Fatalf("%s reads its input whole", tc.rule)
+		}
+		for _, fact := range tc.notCovered {
+			for _, p := range reads.names {
+				if p == fact || strings.HasPrefix(fact, p+".") {
+					t.Errorf("%s reads %s, which covers %s: hosts differing there evaluate it again", tc.rule, p, fact)
+				}
+			}
+		}
+		for _, fact := range tc.read {
+			found := false
+			for _, p := range reads.names {
+				if p == fact || strings.HasPrefix(fact, p+".") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s does not read %s (reads %v)", tc.rule, fact, reads.names)
+			}
+		}
+	}
+}
