@@ -1,0 +1,119 @@
+package configrepo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fleetaudit/fleetaudit/collectors"
+	"github.com/fleetaudit/fleetaudit/snapshot"
+)
+
+// rollOutBoth is a gpu-node host with base deployed and its local files,
+// collected; then the change applied by change and committed, deployed on
+// a copy of the host (the truth, want) and laid over the host's snapshot
+// (got), with fed the sections the repo's files feed.
+func rollOutBoth(t *testing.T, local map[string]string, change func(r *gitRepo), fed map[string]bool) (want, got map[string]any) {
+	t.Helper()
+	r := planRepo(t)
+	base := r.Git("rev-parse", "HEAD")
+	before := filepath.Join(t.TempDir(), "before")
+	if err := os.CopyFS(before, os.DirFS("../testdata/hosts/gpu-node")); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, base, "gpu-training", before)
+	for p, c := range local {
+		write(t, filepath.Join(before, p), c)
+	}
+	collect := func(root string) map[string]any {
+		target, err := collectors.Local(root, collectors.LocalOptions{NoExec: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := collectors.Collect(context.Background(), target, collectors.Options{Hostname: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := snapshot.Document(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	hostDoc := collect(before)
+	change(r)
+	head := r.Commit("the change")
+	after := filepath.Join(t.TempDir(), "after")
+	if err := os.CopyFS(after, os.DirFS(before)); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, head, "gpu-training", after)
+	want = collect(after)
+
+	co, err := CheckoutRef(context.Background(), r.Dir, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseManifest(co.Files[ManifestFile].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := Render(context.Background(), co, m, "gpu-training", RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, layers, err := renderedFiles(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managed := map[string]bool{}
+	for p := range rendered.Digests {
+		managed[p] = true
+	}
+	got, err = rolledOut(context.Background(), hostDoc, "h", files, layers, managed, fed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, got
+}
+
+// A repo that renders a modprobe.d file keeps the host's own blacklist,
+// install and modules-load lines: kmod and systemd-modules-load read them
+// with the repo's, in file-name order across /etc, /run and /usr/lib (a
+// repo file masks a host file of its name in /usr/lib), first line wins.
+func TestRolledOutStacksHostModules(t *testing.T) {
+	local := map[string]string{
+		"etc/modprobe.d/99-local.conf":     "# this host has no use for them\nblacklist nouveau\ninstall rdma_ucm /bin/false\nblacklist floppy\n",
+		"usr/lib/modprobe.d/50-gpu.conf":   "blacklist nvidiafb\n",
+		"etc/modules-load.d/20-local.conf": "# local\nib_umad\n",
+	}
+	want, got := rollOutBoth(t, local, func(r *gitRepo) {
+		r.Write("layers/gpu/etc/modprobe.d/50-gpu.conf", "blacklist nouveau\ninstall rdma_ucm /bin/true\n")
+		r.Write("layers/gpu/etc/modules-load.d/70-gpu.conf", "nvidia_uvm\n")
+	}, map[string]bool{"modules": true})
+	for _, fact := range []string{"modules.configured", "modules.blacklisted", "modules.install"} {
+		w, _ := snapshot.Lookup(want, fact)
+		g, _ := snapshot.Lookup(got, fact)
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%s (-rolled-out root +rolled-out snapshot):\n%s", fact, diff)
+		}
+	}
+	src := asMap(got["sources"])
+	for fact, at := range map[string]string{
+		"modules.blacklisted.floppy":    "/etc/modprobe.d/99-local.conf:4",
+		"modules.blacklisted.nouveau":   "layers/gpu/etc/modprobe.d/50-gpu.conf:1",
+		"modules.install.rdma_ucm":      "layers/gpu/etc/modprobe.d/50-gpu.conf:2",
+		"modules.configured.ib_umad":    "/etc/modules-load.d/20-local.conf:2",
+		"modules.configured.nvidia_uvm": "layers/gpu/etc/modules-load.d/70-gpu.conf:1",
+	} {
+		if src[fact] != at {
+			t.Errorf("%s from %v, want %s", fact, src[fact], at)
+		}
+	}
+	if b, _ := snapshot.Lookup(got, "modules.blacklisted.nvidiafb"); b != nil {
+		t.Errorf("nvidiafb blacklisted by a host file the repo's 50-gpu.conf masks")
+	}
+}
