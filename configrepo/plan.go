@@ -96,6 +96,11 @@ type HostGroup struct {
 	// Overridden are settings the change makes that a host file of the
 	// hosts' own overrides, so the change does not reach them.
 	Overridden []Override `json:"overridden,omitempty"`
+	// NotStacked are host files of the hosts' own that the plan leaves
+	// out: their sections (boot configuration, NCCL config, service
+	// drop-ins, firewall) come from the repo's files alone when it renders
+	// one they read, so what these files set is not in the plan.
+	NotStacked []string `json:"not_stacked,omitempty"`
 }
 
 // PlanFinding is a finding introduced or resolved on a group's hosts.
@@ -192,6 +197,7 @@ type class struct {
 	fleet    *planFleet
 	enc      [2]classDoc
 	over     []Override
+	dropped  []string
 }
 
 // classDoc is a side's rolled-out document as JSON with its host name cut
@@ -354,7 +360,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		case len(resolved) > 0:
 			kind = 1
 		}
-		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over}
+		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over, NotStacked: h.class.dropped}
 		for _, f := range intro {
 			if f.Waived == nil && policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
 				g.Severity = f.Severity
@@ -719,6 +725,7 @@ func (g *gater) matchFleet(pf map[string]*planFleet, h PlanHost, doc map[string]
 func (g *gater) rollOut(ctx context.Context, c *class) error {
 	fl := c.fleet
 	var docs [2]map[string]any
+	dropped := map[string]bool{}
 	for i, s := range fl.sides {
 		doc := c.doc
 		if s != nil {
@@ -727,6 +734,7 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 			if err != nil {
 				return err
 			}
+			notStacked(c.doc, doc, fl.managed, dropped)
 		}
 		docs[i] = doc
 		enc, err := encodeWithout(doc)
@@ -738,7 +746,31 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 	if h := fl.sides[1]; h != nil {
 		c.over = overrides(h.alone, docs[1], fl)
 	}
+	if len(dropped) > 0 {
+		c.dropped = slices.Sorted(maps.Keys(dropped))
+	}
 	return nil
+}
+
+// notStacked adds to into the host's own files whose settings the
+// rolled-out document leaves out: files of sections the repo's files
+// replace whole (modules are stacked line by line).
+func notStacked(host, rolled map[string]any, managed, into map[string]bool) {
+	rs := asMap(rolled["sources"])
+	for k, v := range asMap(host["sources"]) {
+		sec, _, _ := strings.Cut(k, ".")
+		if sec == "modules" || !slices.Contains(fedSections, sec) || rs[k] == v {
+			continue
+		}
+		p := snapshot.ParseProvenance(fmt.Sprint(v))
+		for _, q := range append([]snapshot.Provenance{p}, p.More...) {
+			if q.Layer != "" || q.Default != "" || q.Command != "" || !strings.HasPrefix(q.File, "/") || managed[q.File] ||
+				strings.HasPrefix(q.File, "/proc/") || strings.HasPrefix(q.File, "/sys/") {
+				continue
+			}
+			into[q.File] = true
+		}
+	}
 }
 
 // planHostMark stands for the host name in a class's encoded document.

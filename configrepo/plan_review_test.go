@@ -117,3 +117,35 @@ func TestRolledOutStacksHostModules(t *testing.T) {
 		t.Errorf("nvidiafb blacklisted by a host file the repo's 50-gpu.conf masks")
 	}
 }
+
+// A host's own grub.d file is not stacked under the repo's grub.d: the
+// plan names it on that host's group, never a silent "unchanged", and on
+// no other host.
+func TestPlanNamesHostFilesItDoesNotStack(t *testing.T) {
+	r := planRepo(t)
+	base := r.Git("rev-parse", "HEAD")
+	const local = "/etc/default/grub.d/99-local.cfg"
+	hosts := recordHosts(t, r, base, []fixtureHost{
+		{name: "gpu-a-001", from: "gpu-node", fleet: "gpu-training"},
+		{name: "gpu-g-001", from: "gpu-node", fleet: "gpu-training", files: map[string]string{
+			local[1:]: "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT intel_idle.max_cstate=1\"\n",
+		}},
+	})
+	r.Write("layers/base/etc/sysctl.d/10-base.conf", "kernel.panic = 20\n")
+	head := r.Commit("panic later")
+	p := planGate(t, r, base, head, hosts)
+	got := map[string][]string{}
+	for _, f := range p.Fleets {
+		for _, gs := range [][]HostGroup{f.NewlyFailing, f.Fixed, f.Unchanged} {
+			for _, g := range gs {
+				for _, h := range g.Hosts {
+					got[h] = g.NotStacked
+				}
+			}
+		}
+	}
+	want := map[string][]string{"gpu-a-001": nil, "gpu-g-001": {local}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("host files not stacked (-want +got):\n%s", diff)
+	}
+}
