@@ -281,21 +281,33 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		}
 		k := rd.sum ^ maphash.String(seed, h.Fleet)
 		var c *class
+		var doc map[string]any
+		// Without a fleet from its run, the profiles place a host, and they
+		// may match its name: a class is then one fleet's.
+		byName := h.Fleet == "" && g.opts.Fleets != nil
 		for _, x := range classes[k] {
 			if x.runFleet == h.Fleet && equalSegments(x.key, rd.segments) {
-				c = x
-				break
+				if doc = x.doc; !byName {
+					c = x
+					break
+				}
+				if fl, _ := g.matchFleet(pf, h, doc); fl == x.fleet {
+					c = x
+					break
+				}
 			}
 		}
 		if c == nil {
-			doc, err := snapshot.DecodeDocument(rd.raw)
-			if err != nil {
-				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
-				continue
-			}
-			if e := unreadOf(doc); e != "" {
-				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %s", h.Origin, e))
-				continue
+			if doc == nil {
+				var err error
+				if doc, err = snapshot.DecodeDocument(rd.raw); err != nil {
+					skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
+					continue
+				}
+				if e := unreadOf(doc); e != "" {
+					skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %s", h.Origin, e))
+					continue
+				}
 			}
 			fl, why := g.matchFleet(pf, h, doc)
 			if fl == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -147,5 +148,41 @@ func TestPlanNamesHostFilesItDoesNotStack(t *testing.T) {
 	want := map[string][]string{"gpu-a-001": nil, "gpu-g-001": {local}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("host files not stacked (-want +got):\n%s", diff)
+	}
+}
+
+// Hosts of a snapshot directory are put in fleets by the profiles, which
+// match host names: two hosts whose snapshots differ only in their names
+// are rolled out once, but each is matched on its own name.
+func TestPlanMatchesEachHostByItsOwnName(t *testing.T) {
+	r := planRepo(t)
+	base := r.Git("rev-parse", "HEAD")
+	hosts := recordHosts(t, r, base, []fixtureHost{
+		{name: "web-01", from: "web-node", fleet: "web-serving"},
+		{name: "db-01", from: "web-node", fleet: "web-serving"},
+		{name: "web-02", from: "web-node", fleet: "web-serving"},
+	})
+	root := regexp.MustCompile(`"root":"[^"]*"`)
+	for i := range hosts {
+		hosts[i].Fleet = "" // as --snapshots reads them
+		raw, err := hosts[i].Read(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As collected over SSH: one source for every host.
+		raw = root.ReplaceAll(raw, []byte(`"root":"/"`))
+		hosts[i].Read = func(context.Context, []byte) ([]byte, error) { return raw, nil }
+	}
+	r.Write("layers/web/etc/sysctl.d/60-net.conf", "net.core.somaxconn = 1024\n")
+	head := r.Commit("lower somaxconn")
+	p := planGate(t, r, base, head, hosts)
+	if diff := cmp.Diff([]string{"newly failing web-[01-02]: +somaxconn-low/medium"}, outcomes(p, "web-serving")); diff != "" {
+		t.Errorf("web-serving plan (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"db-01 no-fleet"}, notPlanned(p)); diff != "" {
+		t.Errorf("not planned (-want +got):\n%s", diff)
+	}
+	if s := p.Summary; s.Planned+s.NotPlanned != s.Hosts || s.Hosts != 3 {
+		t.Errorf("summary %+v: planned and not planned are not the hosts read", s)
 	}
 }
