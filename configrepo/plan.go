@@ -101,6 +101,11 @@ type HostGroup struct {
 	// drop-ins, firewall) come from the repo's files alone when it renders
 	// one they read, so what these files set is not in the plan.
 	NotStacked []string `json:"not_stacked,omitempty"`
+	// Unset are sysctl facts the hosts had from a file at a repo path and
+	// the rolled-out files leave unset: a host file the repo's overrode may
+	// set them, and the snapshot does not hold it, so the plan takes them
+	// as unset.
+	Unset []string `json:"unset,omitempty"`
 }
 
 // PlanFinding is a finding introduced or resolved on a group's hosts.
@@ -198,6 +203,7 @@ type class struct {
 	enc      [2]classDoc
 	over     []Override
 	dropped  []string
+	unset    []string
 }
 
 // classDoc is a side's rolled-out document as JSON with its host name cut
@@ -372,7 +378,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		case len(resolved) > 0:
 			kind = 1
 		}
-		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over, NotStacked: h.class.dropped}
+		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over, NotStacked: h.class.dropped, Unset: h.class.unset}
 		for _, f := range intro {
 			if f.Waived == nil && policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
 				g.Severity = f.Severity
@@ -737,7 +743,7 @@ func (g *gater) matchFleet(pf map[string]*planFleet, h PlanHost, doc map[string]
 func (g *gater) rollOut(ctx context.Context, c *class) error {
 	fl := c.fleet
 	var docs [2]map[string]any
-	dropped := map[string]bool{}
+	dropped, unset := map[string]bool{}, map[string]bool{}
 	for i, s := range fl.sides {
 		doc := c.doc
 		if s != nil {
@@ -747,6 +753,7 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 				return err
 			}
 			notStacked(c.doc, doc, fl.managed, dropped)
+			unsetBeneath(c.doc, doc, fl.managed, unset)
 		}
 		docs[i] = doc
 		enc, err := encodeWithout(doc)
@@ -761,7 +768,30 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 	if len(dropped) > 0 {
 		c.dropped = slices.Sorted(maps.Keys(dropped))
 	}
+	if len(unset) > 0 {
+		c.unset = slices.Sorted(maps.Keys(unset))
+	}
 	return nil
+}
+
+// unsetBeneath adds to into the configured sysctls the host had from a
+// file at a repo path that no repo file sets after the rollout.
+func unsetBeneath(host, rolled map[string]any, managed, into map[string]bool) {
+	rs := asMap(rolled["sources"])
+	for k, v := range asMap(host["sources"]) {
+		if !strings.HasPrefix(k, "sysctl.configured.") {
+			continue
+		}
+		if p := snapshot.ParseProvenance(fmt.Sprint(v)); p.Layer == "" && !managed[p.File] {
+			continue
+		}
+		if got, ok := rs[k]; ok {
+			if q := snapshot.ParseProvenance(fmt.Sprint(got)); q.Layer != "" || managed[q.File] {
+				continue
+			}
+		}
+		into[k] = true
+	}
 }
 
 // notStacked adds to into the host's own files whose settings the

@@ -186,3 +186,77 @@ func TestPlanMatchesEachHostByItsOwnName(t *testing.T) {
 		t.Errorf("summary %+v: planned and not planned are not the hosts read", s)
 	}
 }
+
+// sysctl.d across /etc, /run and /usr/lib: one order by file name, a file
+// in /etc masking one of its name in /run or /usr/lib, the repo's file
+// masking the host's package file of its name; limits.d and logind.conf.d
+// drop-ins beside the repo's. The rolled-out snapshot reads as the root.
+func TestRolledOutStacksAcrossDirectories(t *testing.T) {
+	local := map[string]string{
+		"usr/lib/sysctl.d/50-default.conf":             "kernel.panic = 1\nnet.core.somaxconn = 100\nvm.swappiness = 30\n",
+		"run/sysctl.d/55-run.conf":                     "net.core.somaxconn = 200\n",
+		"usr/lib/sysctl.d/60-gpu-training.conf":        "vm.dirty_ratio = 5\n",
+		"run/sysctl.d/70-late.conf":                    "kernel.panic = 7\n",
+		"etc/sysctl.d/70-late.conf":                    "vm.swappiness = 10\n",
+		"etc/security/limits.d/95-local.conf":          "* soft memlock 1024\n",
+		"etc/systemd/logind.conf.d/05-early.conf":      "[Login]\nRemoveIPC=yes\n",
+		"usr/lib/systemd/logind.conf.d/99-vendor.conf": "[Login]\nKillUserProcesses=no\n",
+	}
+	want, got := rollOutBoth(t, local, func(r *gitRepo) {
+		const conf = "layers/gpu/etc/sysctl.d/60-gpu-training.conf"
+		r.Write(conf, r.Read(conf)+"net.core.somaxconn = 4096\nkernel.panic = 5\n")
+		r.Write("layers/gpu/etc/security/limits.d/96-memlock.conf", "* soft memlock unlimited\n* hard memlock unlimited\n")
+	}, map[string]bool{})
+	for _, fact := range []string{"sysctl.configured", "limits.effective", "logind.remove_ipc"} {
+		w, _ := snapshot.Lookup(want, fact)
+		g, _ := snapshot.Lookup(got, fact)
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%s (-rolled-out root +rolled-out snapshot):\n%s", fact, diff)
+		}
+	}
+	src := asMap(got["sources"])
+	for fact, at := range map[string]string{
+		"sysctl.configured.net.core.somaxconn": "layers/gpu/etc/sysctl.d/60-gpu-training.conf:10",
+		"sysctl.configured.vm.swappiness":      "/etc/sysctl.d/70-late.conf:1",
+	} {
+		if src[fact] != at {
+			t.Errorf("%s from %v, want %s", fact, src[fact], at)
+		}
+	}
+}
+
+// A key the repo's file set on the host, over a host file's setting of it,
+// comes back from that host file when the repo stops setting it; the
+// snapshot does not hold that value, so the plan says the key is taken as
+// unset on every host that had it from the repo's file (the snapshot cannot
+// tell which have a file beneath), never on one whose own file won.
+func TestPlanSaysWhichKeysItTakesAsUnset(t *testing.T) {
+	r := planRepo(t)
+	base := r.Git("rev-parse", "HEAD")
+	hosts := recordHosts(t, r, base, []fixtureHost{
+		{name: "gpu-a-001", from: "gpu-node", fleet: "gpu-training"},
+		{name: "gpu-h-001", from: "gpu-node", fleet: "gpu-training", files: map[string]string{
+			"etc/sysctl.d/05-local.conf": "kernel.panic = 60\n",
+		}},
+		{name: "gpu-k-001", from: "gpu-node", fleet: "gpu-training", files: map[string]string{
+			"etc/sysctl.d/99-local.conf": "kernel.panic = 30\n",
+		}},
+	})
+	r.Write("layers/base/etc/sysctl.d/10-base.conf", "# kernel.panic: the distribution's\n")
+	head := r.Commit("leave kernel.panic to the hosts")
+	p := planGate(t, r, base, head, hosts)
+	got := map[string][]string{}
+	for _, f := range p.Fleets {
+		for _, gs := range [][]HostGroup{f.NewlyFailing, f.Fixed, f.Unchanged} {
+			for _, g := range gs {
+				for _, h := range g.Hosts {
+					got[h] = g.Unset
+				}
+			}
+		}
+	}
+	want := map[string][]string{"gpu-a-001": {"sysctl.configured.kernel.panic"}, "gpu-h-001": {"sysctl.configured.kernel.panic"}, "gpu-k-001": nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keys taken as unset (-want +got):\n%s", diff)
+	}
+}

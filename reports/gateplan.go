@@ -55,6 +55,15 @@ func notStackedText(files []string, quote func(string) string) string {
 	return "planned without these host files (the repo's files of their sections replace them): " + strings.Join(parts, ", ")
 }
 
+// unsetText names the settings the plan takes as unset.
+func unsetText(facts []string, quote func(string) string) string {
+	parts := make([]string, len(facts))
+	for i, f := range facts {
+		parts[i] = quote(f)
+	}
+	return "taken as unset (the change stops setting them, and a host file it overrode may set them; the snapshot does not say): " + strings.Join(parts, ", ")
+}
+
 func overrideText(o configrepo.Override) string {
 	return fmt.Sprintf("%s set by %s is overridden by %s (%v)", o.Fact, o.Repo, o.By, o.Value)
 }
@@ -105,6 +114,9 @@ func tablePlan(out *bytes.Buffer, p *configrepo.Plan, width int) {
 				}
 				if len(g.NotStacked) > 0 {
 					hanging(out, notStackedText(g.NotStacked, Escape), "   ", width)
+				}
+				if len(g.Unset) > 0 {
+					hanging(out, unsetText(g.Unset, Escape), "   ", width)
 				}
 			}
 		}
@@ -165,6 +177,9 @@ func mdPlan(out *bytes.Buffer, p *configrepo.Plan) {
 				if len(g.NotStacked) > 0 {
 					fmt.Fprintf(out, "\n%s: %s\n", mdHosts(g), notStackedText(g.NotStacked, mdCode))
 				}
+				if len(g.Unset) > 0 {
+					fmt.Fprintf(out, "\n%s: %s\n", mdHosts(g), unsetText(g.Unset, mdCode))
+				}
 			}
 		}
 		var quiet []string
@@ -179,6 +194,9 @@ func mdPlan(out *bytes.Buffer, p *configrepo.Plan) {
 				}
 				if len(g.NotStacked) > 0 {
 					line += "; " + notStackedText(g.NotStacked, mdCode)
+				}
+				if len(g.Unset) > 0 {
+					line += "; " + unsetText(g.Unset, mdCode)
 				}
 				quiet = append(quiet, line)
 			}
