@@ -31,6 +31,10 @@ func planBlast(p *configrepo.Plan) string {
 		strings.Join(parts, ", "), s.Fixed, s.Unchanged, s.NotPlanned)
 }
 
+// unnamedHost stands for a host whose snapshot could not be read for its
+// name (the detail names the file).
+const unnamedHost = "(host unknown)"
+
 // mdHosts is a group's hosts for Markdown: each name (a snapshot's, so
 // untrusted) in a code span, where no link, emphasis or @mention forms.
 func mdHosts(g configrepo.HostGroup) string {
@@ -125,6 +129,9 @@ func tablePlan(out *bytes.Buffer, p *configrepo.Plan, width int) {
 		fmt.Fprintf(out, "\nNot planned (%d), never counted as unaffected:\n", len(p.NotPlanned))
 		for _, n := range p.NotPlanned {
 			who := Escape(n.Host)
+			if n.Host == "" {
+				who = unnamedHost
+			}
 			if n.Fleet != "" {
 				who += " (" + Escape(n.Fleet) + ")"
 			}
@@ -212,7 +219,11 @@ func mdPlan(out *bytes.Buffer, p *configrepo.Plan) {
 			if n.Fleet != "" {
 				fleet = " (" + mdCode(n.Fleet) + ")"
 			}
-			fmt.Fprintf(out, "- %s%s: %s: %s\n", mdCode(n.Host), fleet, n.Reason, mdCode(n.Detail))
+			who := unnamedHost
+			if n.Host != "" {
+				who = mdCode(n.Host)
+			}
+			fmt.Fprintf(out, "- %s%s: %s: %s\n", who, fleet, n.Reason, mdCode(n.Detail))
 		}
 	}
 	out.WriteString("\n")

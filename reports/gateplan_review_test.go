@@ -17,8 +17,9 @@ func TestMarkdownPlanQuotesHostNames(t *testing.T) {
 	p := &configrepo.Plan{Source: "test", MaxAge: "48h",
 		Fleets: []configrepo.PlanFleet{{Fleet: "gpu", Profile: "gpu", Hosts: len(hostile), Unchanged: []configrepo.HostGroup{g},
 			NewlyFailing: []configrepo.HostGroup{}, Fixed: []configrepo.HostGroup{}}},
-		NotPlanned: []configrepo.NotPlanned{{Host: "@acme/oncall", Fleet: "[f](https://e.vil/f)", Reason: "stale", Detail: "snapshot of **@acme/oncall**"}},
-		Summary:    configrepo.PlanSummary{Hosts: len(hostile) + 1, Planned: len(hostile), Unchanged: len(hostile), NotPlanned: 1}}
+		NotPlanned: []configrepo.NotPlanned{{Host: "@acme/oncall", Fleet: "[f](https://e.vil/f)", Reason: "stale", Detail: "snapshot of **@acme/oncall**"},
+			{Reason: "unread", Detail: "/snaps/broken.json: not JSON"}},
+		Summary: configrepo.PlanSummary{Hosts: len(hostile) + 2, Planned: len(hostile), Unchanged: len(hostile), NotPlanned: 2}}
 	var out bytes.Buffer
 	mdPlan(&out, p)
 	md := out.String()
@@ -28,6 +29,9 @@ func TestMarkdownPlanQuotesHostNames(t *testing.T) {
 		if strings.Contains(plain, bad) {
 			t.Errorf("%q outside a code span in:\n%s", bad, md)
 		}
+	}
+	if !strings.Contains(md, "- (host unknown): unread: `/snaps/broken.json: not JSON`") {
+		t.Errorf("a snapshot read for no host name is not listed as such in:\n%s", md)
 	}
 	for _, h := range []string{"[pwn](https://e.vil/x)", "@acme/sre", "@acme/oncall", "/etc/default/grub.d/[y](https://e.vil/y).cfg"} {
 		if !strings.Contains(md, "`"+h+"`") {
