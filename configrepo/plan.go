@@ -101,10 +101,10 @@ type HostGroup struct {
 	// drop-ins, firewall) come from the repo's files alone when it renders
 	// one they read, so what these files set is not in the plan.
 	NotStacked []string `json:"not_stacked,omitempty"`
-	// Unset are sysctl facts the hosts had from a file at a repo path and
-	// the rolled-out files leave unset: a host file the repo's overrode may
-	// set them, and the snapshot does not hold it, so the plan takes them
-	// as unset.
+	// Unset are sysctl and module facts the hosts had from a file at a
+	// repo path and the rolled-out files leave unset: a host file the
+	// repo's overrode may set them, and the snapshot does not hold it, so
+	// the plan takes them as unset.
 	Unset []string `json:"unset,omitempty"`
 }
 
@@ -774,12 +774,15 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 	return nil
 }
 
-// unsetBeneath adds to into the configured sysctls the host had from a
-// file at a repo path that no repo file sets after the rollout.
+// unsetBeneath adds to into the configured sysctls and the modules loaded,
+// blacklisted or given an install command that the host had from a file at
+// a repo path and no repo file sets after the rollout (the first setting
+// of a module wins, so a host file after the repo's was not recorded).
 func unsetBeneath(host, rolled map[string]any, managed, into map[string]bool) {
 	rs := asMap(rolled["sources"])
 	for k, v := range asMap(host["sources"]) {
-		if !strings.HasPrefix(k, "sysctl.configured.") {
+		if !slices.ContainsFunc([]string{"sysctl.configured.", "modules.configured.", "modules.blacklisted.", "modules.install."},
+			func(p string) bool { return strings.HasPrefix(k, p) }) {
 			continue
 		}
 		if p := snapshot.ParseProvenance(fmt.Sprint(v)); p.Layer == "" && !managed[p.File] {

@@ -260,3 +260,29 @@ func TestPlanSaysWhichKeysItTakesAsUnset(t *testing.T) {
 		t.Errorf("keys taken as unset (-want +got):\n%s", diff)
 	}
 }
+
+// A module the repo's modules-load.d file loads is recorded at that file
+// (the first to name it wins), so a host file that names it too is not in
+// the snapshot: when the repo stops loading it, the plan says it takes the
+// module as not loaded at boot.
+func TestPlanSaysWhichModulesItTakesAsUnset(t *testing.T) {
+	r := planRepo(t)
+	r.Write("layers/gpu/etc/modules-load.d/10-gpu.conf", "nvidia_peermem\n")
+	base := r.Commit("load peermem from the repo")
+	// gpu-node's own /etc/modules-load.d/nvidia-peermem.conf loads it too.
+	hosts := recordHosts(t, r, base, []fixtureHost{{name: "gpu-a-001", from: "gpu-node", fleet: "gpu-training"}})
+	r.Write("layers/gpu/etc/modules-load.d/10-gpu.conf", "# the driver package loads it\n")
+	head := r.Commit("leave peermem to the hosts")
+	p := planGate(t, r, base, head, hosts)
+	var got []string
+	for _, f := range p.Fleets {
+		for _, gs := range [][]HostGroup{f.NewlyFailing, f.Fixed, f.Unchanged} {
+			for _, g := range gs {
+				got = append(got, g.Unset...)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"modules.configured.nvidia_peermem"}, got); diff != "" {
+		t.Errorf("taken as unset (-want +got):\n%s", diff)
+	}
+}
