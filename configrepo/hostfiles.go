@@ -24,10 +24,15 @@ import (
 // left out. A value a host file set that another host file overrode is not
 // in the snapshot and so not written back.
 //
-// The other sections the repo manages (boot configuration, modprobe and
-// modules-load, NCCL config, service drop-ins, firewall) have no such
-// key-to-line form: when the repo renders a file they read (at base or
-// head) they come from the repo's files alone, else they stay the host's.
+// So are the lines of modprobe.d (blacklist, install) and modules-load.d
+// (and /etc/modules, rdma-core's lists) the snapshot holds, each with its
+// file and line: kmod's and systemd-modules-load's ordering then decides.
+//
+// The other sections the repo manages (boot configuration, NCCL config,
+// service drop-ins, firewall) have no such key-to-line form: when the repo
+// renders a file they read (at base or head) they come from the repo's
+// files alone, else they stay the host's; the plan names the host files
+// left out (notStacked).
 
 // reconstructed are the sections whose host files are written back.
 var reconstructed = []string{"sysctl", "limits", "logind"}
@@ -97,6 +102,29 @@ func hostFiles(doc map[string]any, managed map[string]bool, into fstest.MapFS) {
 			line := max(p.Line, 2)
 			put(p.File, line-1, "[Login]")
 			put(p.File, line, "RemoveIPC="+fmt.Sprint(v))
+		}
+	}
+	// modules: each module modules-load.d (or /etc/modules, or rdma-core's
+	// lists) loads, and each modprobe.d blacklist and install line, at the
+	// line that set it; the collectors' first-wins and file-name order
+	// then decide again.
+	for _, m := range []struct{ fact, format string }{
+		{"modules.configured", "%s"},
+		{"modules.blacklisted", "blacklist %s"},
+	} {
+		set, _ := snapshot.Lookup(doc, m.fact)
+		for name, v := range asMap(set) {
+			if v == true {
+				if p := source(m.fact + "." + name); p.Layer == "" {
+					put(p.File, p.Line, fmt.Sprintf(m.format, name))
+				}
+			}
+		}
+	}
+	install, _ := snapshot.Lookup(doc, "modules.install")
+	for name, cmd := range asMap(install) {
+		if p := source("modules.install." + name); p.Layer == "" && !strings.ContainsAny(fmt.Sprint(cmd), "\n") {
+			put(p.File, p.Line, "install "+name+" "+fmt.Sprint(cmd))
 		}
 	}
 	for _, section := range reconstructed {

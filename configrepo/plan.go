@@ -96,6 +96,16 @@ type HostGroup struct {
 	// Overridden are settings the change makes that a host file of the
 	// hosts' own overrides, so the change does not reach them.
 	Overridden []Override `json:"overridden,omitempty"`
+	// NotStacked are host files of the hosts' own that the plan leaves
+	// out: their sections (boot configuration, NCCL config, service
+	// drop-ins, firewall) come from the repo's files alone when it renders
+	// one they read, so what these files set is not in the plan.
+	NotStacked []string `json:"not_stacked,omitempty"`
+	// Unset are sysctl and module facts the hosts had from a file at a
+	// repo path and the rolled-out files leave unset: a host file the
+	// repo's overrode may set them, and the snapshot does not hold it, so
+	// the plan takes them as unset.
+	Unset []string `json:"unset,omitempty"`
 }
 
 // PlanFinding is a finding introduced or resolved on a group's hosts.
@@ -192,6 +202,8 @@ type class struct {
 	fleet    *planFleet
 	enc      [2]classDoc
 	over     []Override
+	dropped  []string
+	unset    []string
 }
 
 // classDoc is a side's rolled-out document as JSON with its host name cut
@@ -275,21 +287,33 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		}
 		k := rd.sum ^ maphash.String(seed, h.Fleet)
 		var c *class
+		var doc map[string]any
+		// Without a fleet from its run, the profiles place a host, and they
+		// may match its name: a class is then one fleet's.
+		byName := h.Fleet == "" && g.opts.Fleets != nil
 		for _, x := range classes[k] {
 			if x.runFleet == h.Fleet && equalSegments(x.key, rd.segments) {
-				c = x
-				break
+				if doc = x.doc; !byName {
+					c = x
+					break
+				}
+				if fl, _ := g.matchFleet(pf, h, doc); fl == x.fleet {
+					c = x
+					break
+				}
 			}
 		}
 		if c == nil {
-			doc, err := snapshot.DecodeDocument(rd.raw)
-			if err != nil {
-				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
-				continue
-			}
-			if e := unreadOf(doc); e != "" {
-				skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %s", h.Origin, e))
-				continue
+			if doc == nil {
+				var err error
+				if doc, err = snapshot.DecodeDocument(rd.raw); err != nil {
+					skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %v", h.Origin, err))
+					continue
+				}
+				if e := unreadOf(doc); e != "" {
+					skip(h, h.Fleet, "unread", fmt.Sprintf("%s: %s", h.Origin, e))
+					continue
+				}
 			}
 			fl, why := g.matchFleet(pf, h, doc)
 			if fl == nil {
@@ -354,7 +378,7 @@ func (g *gater) plan(ctx context.Context, base, head *side, res *Result, opts *P
 		case len(resolved) > 0:
 			kind = 1
 		}
-		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over}
+		g := HostGroup{Introduced: planFindings(intro), Resolved: planFindings(resolved), Overridden: h.class.over, NotStacked: h.class.dropped, Unset: h.class.unset}
 		for _, f := range intro {
 			if f.Waived == nil && policies.SeverityRank(f.Severity) > policies.SeverityRank(g.Severity) {
 				g.Severity = f.Severity
@@ -719,6 +743,7 @@ func (g *gater) matchFleet(pf map[string]*planFleet, h PlanHost, doc map[string]
 func (g *gater) rollOut(ctx context.Context, c *class) error {
 	fl := c.fleet
 	var docs [2]map[string]any
+	dropped, unset := map[string]bool{}, map[string]bool{}
 	for i, s := range fl.sides {
 		doc := c.doc
 		if s != nil {
@@ -727,6 +752,8 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 			if err != nil {
 				return err
 			}
+			notStacked(c.doc, doc, fl.managed, dropped)
+			unsetBeneath(c.doc, doc, fl.managed, unset)
 		}
 		docs[i] = doc
 		enc, err := encodeWithout(doc)
@@ -738,7 +765,57 @@ func (g *gater) rollOut(ctx context.Context, c *class) error {
 	if h := fl.sides[1]; h != nil {
 		c.over = overrides(h.alone, docs[1], fl)
 	}
+	if len(dropped) > 0 {
+		c.dropped = slices.Sorted(maps.Keys(dropped))
+	}
+	if len(unset) > 0 {
+		c.unset = slices.Sorted(maps.Keys(unset))
+	}
 	return nil
+}
+
+// unsetBeneath adds to into the configured sysctls and the modules loaded,
+// blacklisted or given an install command that the host had from a file at
+// a repo path and no repo file sets after the rollout (the first setting
+// of a module wins, so a host file after the repo's was not recorded).
+func unsetBeneath(host, rolled map[string]any, managed, into map[string]bool) {
+	rs := asMap(rolled["sources"])
+	for k, v := range asMap(host["sources"]) {
+		if !slices.ContainsFunc([]string{"sysctl.configured.", "modules.configured.", "modules.blacklisted.", "modules.install."},
+			func(p string) bool { return strings.HasPrefix(k, p) }) {
+			continue
+		}
+		if p := snapshot.ParseProvenance(fmt.Sprint(v)); p.Layer == "" && !managed[p.File] {
+			continue
+		}
+		if got, ok := rs[k]; ok {
+			if q := snapshot.ParseProvenance(fmt.Sprint(got)); q.Layer != "" || managed[q.File] {
+				continue
+			}
+		}
+		into[k] = true
+	}
+}
+
+// notStacked adds to into the host's own files whose settings the
+// rolled-out document leaves out: files of sections the repo's files
+// replace whole (modules are stacked line by line).
+func notStacked(host, rolled map[string]any, managed, into map[string]bool) {
+	rs := asMap(rolled["sources"])
+	for k, v := range asMap(host["sources"]) {
+		sec, _, _ := strings.Cut(k, ".")
+		if sec == "modules" || !slices.Contains(fedSections, sec) || rs[k] == v {
+			continue
+		}
+		p := snapshot.ParseProvenance(fmt.Sprint(v))
+		for _, q := range append([]snapshot.Provenance{p}, p.More...) {
+			if q.Layer != "" || q.Default != "" || q.Command != "" || !strings.HasPrefix(q.File, "/") || managed[q.File] ||
+				strings.HasPrefix(q.File, "/proc/") || strings.HasPrefix(q.File, "/sys/") {
+				continue
+			}
+			into[q.File] = true
+		}
+	}
 }
 
 // planHostMark stands for the host name in a class's encoded document.

@@ -128,9 +128,14 @@ func write(t *testing.T, path, content string) {
 // recordFixtures collects each fixture host after the rollout of ref.
 func recordFixtures(t *testing.T, r *gitRepo, ref string) []PlanHost {
 	t.Helper()
+	return recordHosts(t, r, ref, planFixtures())
+}
+
+func recordHosts(t *testing.T, r *gitRepo, ref string, fixtures []fixtureHost) []PlanHost {
+	t.Helper()
 	now, _ := time.Parse(time.RFC3339, planNow)
 	var out []PlanHost
-	for _, h := range planFixtures() {
+	for _, h := range fixtures {
 		root := filepath.Join(t.TempDir(), h.name)
 		if err := os.CopyFS(root, os.DirFS(filepath.Join("../testdata/hosts", h.from))); err != nil {
 			t.Fatal(err)

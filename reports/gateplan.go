@@ -31,8 +31,41 @@ func planBlast(p *configrepo.Plan) string {
 		strings.Join(parts, ", "), s.Fixed, s.Unchanged, s.NotPlanned)
 }
 
+// unnamedHost stands for a host whose snapshot could not be read for its
+// name (the detail names the file).
+const unnamedHost = "(host unknown)"
+
+// mdHosts is a group's hosts for Markdown: each name (a snapshot's, so
+// untrusted) in a code span, where no link, emphasis or @mention forms.
+func mdHosts(g configrepo.HostGroup) string {
+	parts := make([]string, len(g.Hosts))
+	for i, h := range g.Hosts {
+		parts[i] = mdCode(h)
+	}
+	return fmt.Sprintf("%s (%d %s)", strings.Join(parts, ", "), g.Count, plural(g.Count, "host", "hosts"))
+}
+
 func groupHosts(g configrepo.HostGroup) string {
 	return fmt.Sprintf("%s (%d %s)", Escape(strings.Join(g.Hosts, ", ")), g.Count, plural(g.Count, "host", "hosts"))
+}
+
+// notStackedText says which host files the plan leaves out, each name as
+// quote gives it.
+func notStackedText(files []string, quote func(string) string) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		parts[i] = quote(f)
+	}
+	return "planned without these host files (the repo's files of their sections replace them): " + strings.Join(parts, ", ")
+}
+
+// unsetText names the settings the plan takes as unset.
+func unsetText(facts []string, quote func(string) string) string {
+	parts := make([]string, len(facts))
+	for i, f := range facts {
+		parts[i] = quote(f)
+	}
+	return "taken as unset (the change stops setting them, and a host file it overrode may set them; the snapshot does not say): " + strings.Join(parts, ", ")
 }
 
 func overrideText(o configrepo.Override) string {
@@ -83,6 +116,12 @@ func tablePlan(out *bytes.Buffer, p *configrepo.Plan, width int) {
 				for _, o := range g.Overridden {
 					hanging(out, "overridden: "+Escape(overrideText(o)), "   ", width)
 				}
+				if len(g.NotStacked) > 0 {
+					hanging(out, notStackedText(g.NotStacked, Escape), "   ", width)
+				}
+				if len(g.Unset) > 0 {
+					hanging(out, unsetText(g.Unset, Escape), "   ", width)
+				}
 			}
 		}
 	}
@@ -90,6 +129,9 @@ func tablePlan(out *bytes.Buffer, p *configrepo.Plan, width int) {
 		fmt.Fprintf(out, "\nNot planned (%d), never counted as unaffected:\n", len(p.NotPlanned))
 		for _, n := range p.NotPlanned {
 			who := Escape(n.Host)
+			if n.Host == "" {
+				who = unnamedHost
+			}
 			if n.Fleet != "" {
 				who += " (" + Escape(n.Fleet) + ")"
 			}
@@ -135,19 +177,33 @@ func mdPlan(out *bytes.Buffer, p *configrepo.Plan) {
 					if x.Waived != nil {
 						sev += " (waived)"
 					}
-					fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", mdCell(groupHosts(g)), sev, mdCode(x.Rule), mdCell(x.Message), mdSources(x.Sources))
+					fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", mdHosts(g), sev, mdCode(x.Rule), mdCell(x.Message), mdSources(x.Sources))
+				}
+			}
+			for _, g := range f.NewlyFailing {
+				if len(g.NotStacked) > 0 {
+					fmt.Fprintf(out, "\n%s: %s\n", mdHosts(g), notStackedText(g.NotStacked, mdCode))
+				}
+				if len(g.Unset) > 0 {
+					fmt.Fprintf(out, "\n%s: %s\n", mdHosts(g), unsetText(g.Unset, mdCode))
 				}
 			}
 		}
 		var quiet []string
 		for _, part := range planParts(f)[1:] {
 			for _, g := range part.groups {
-				line := fmt.Sprintf("- %s: %s", part.title, mdCell(groupHosts(g)))
+				line := fmt.Sprintf("- %s: %s", part.title, mdHosts(g))
 				for _, x := range g.Resolved {
 					line += fmt.Sprintf("; resolves %s (%s)", mdCode(x.Rule), x.Severity)
 				}
 				for _, o := range g.Overridden {
 					line += "; " + mdCell(overrideText(o))
+				}
+				if len(g.NotStacked) > 0 {
+					line += "; " + notStackedText(g.NotStacked, mdCode)
+				}
+				if len(g.Unset) > 0 {
+					line += "; " + unsetText(g.Unset, mdCode)
 				}
 				quiet = append(quiet, line)
 			}
@@ -159,7 +215,15 @@ func mdPlan(out *bytes.Buffer, p *configrepo.Plan) {
 	if len(p.NotPlanned) > 0 {
 		fmt.Fprintf(out, "\n**Not planned (%d)**, never counted as unaffected:\n\n", len(p.NotPlanned))
 		for _, n := range p.NotPlanned {
-			fmt.Fprintf(out, "- %s (%s): %s: %s\n", mdCell(n.Host), mdCell(n.Fleet), n.Reason, mdCell(n.Detail))
+			fleet := ""
+			if n.Fleet != "" {
+				fleet = " (" + mdCode(n.Fleet) + ")"
+			}
+			who := unnamedHost
+			if n.Host != "" {
+				who = mdCode(n.Host)
+			}
+			fmt.Fprintf(out, "- %s%s: %s: %s\n", who, fleet, n.Reason, mdCode(n.Detail))
 		}
 	}
 	out.WriteString("\n")
