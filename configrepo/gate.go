@@ -81,6 +81,33 @@ type Result struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
+// Incomplete says what the gate could not judge, nil when it judged
+// everything: fleet sides not gated in full, and hosts of the plan that
+// could not be evaluated. Hosts left out of the plan for being stale,
+// unread or matched by no fleet are not counted: they say nothing about
+// the change.
+func (r *Result) Incomplete() error {
+	var parts []string
+	if n := len(r.Errors); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s could not be gated in full", n, plural(n, "fleet side", "fleet sides")))
+	}
+	if r.Plan != nil {
+		n := 0
+		for _, np := range r.Plan.NotPlanned {
+			if np.Reason == "error" {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s could not be planned", n, plural(n, "host", "hosts")))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (see the report)", strings.Join(parts, "; "))
+}
+
 // RefInfo names one side of the change.
 type RefInfo struct {
 	Ref    string `json:"ref"`

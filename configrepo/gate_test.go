@@ -450,3 +450,28 @@ web-[01:04]
 		t.Errorf("host counts (-want +got):\n%s", diff)
 	}
 }
+
+// A plan host the runner could not evaluate leaves the gate incomplete,
+// as a fleet side not gated in full does; hosts left out for being stale,
+// unread or matched by no fleet do not.
+func TestIncompleteCountsHostsThatCouldNotBePlanned(t *testing.T) {
+	quiet := &Result{Plan: &Plan{NotPlanned: []NotPlanned{
+		{Host: "gpu-1", Reason: "stale"}, {Host: "gpu-2", Reason: "unread"}, {Host: "db-1", Reason: "no-fleet"}, {Host: "gpu-3", Reason: "duplicate"},
+	}}}
+	if err := quiet.Incomplete(); err != nil {
+		t.Errorf("stale, unread, unmatched and duplicate hosts: %v", err)
+	}
+	failed := &Result{Plan: &Plan{NotPlanned: []NotPlanned{
+		{Host: "gpu-1", Reason: "stale"}, {Host: "gpu-4", Reason: "error", Detail: "rule mtu-skew ran past 10s"}, {Host: "gpu-5", Reason: "error"},
+	}}}
+	if err := failed.Incomplete(); err == nil || err.Error() != "2 hosts could not be planned (see the report)" {
+		t.Errorf("hosts that could not be evaluated: %v", err)
+	}
+	both := &Result{Errors: []FleetError{{}}, Plan: failed.Plan}
+	if err := both.Incomplete(); err == nil || err.Error() != "1 fleet side could not be gated in full; 2 hosts could not be planned (see the report)" {
+		t.Errorf("a fleet side and hosts: %v", err)
+	}
+	if err := (&Result{}).Incomplete(); err != nil {
+		t.Errorf("a complete gate: %v", err)
+	}
+}

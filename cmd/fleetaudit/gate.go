@@ -169,8 +169,8 @@ func (a *app) runGate(cmd *cobra.Command) error {
 	}
 	a.log.Info("gated", "fleets", len(res.Fleets), "introduced", res.Summary.Introduced,
 		"resolved", res.Summary.Resolved, "unchanged", res.Summary.Unchanged, "errors", len(res.Errors))
-	if len(res.Errors) > 0 {
-		return fmt.Errorf("%d %s could not be gated in full (see the report)", len(res.Errors), plural(len(res.Errors), "fleet side", "fleet sides"))
+	if err := res.Incomplete(); err != nil {
+		return err
 	}
 	if failsOn(failOn, res.MaxIntroducedRank()) {
 		return exitCodeError{exitFindings}
