@@ -33,7 +33,7 @@ func (s *DB) claimShard(ctx context.Context, tx *sql.Tx, name string, shard, sha
 	if err := s.d.lockWrites(ctx, tx); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, shard, shards, state FROM runs WHERE name = ?`, name)
+	rows, err := tx.QueryContext(ctx, `SELECT id, shard, shards, state FROM runs WHERE name = ?`, dbText(name))
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (s *DB) Run(ctx context.Context, id RunID) (Run, error) {
 		return r, err
 	}
 	rows := map[RunID]Run{}
-	if err := s.scanRuns(ctx, rows, `SELECT `+runColumns+` FROM runs WHERE name = ?`, r.Name); err != nil {
+	if err := s.scanRuns(ctx, rows, `SELECT `+runColumns+` FROM runs WHERE name = ?`, dbText(r.Name)); err != nil {
 		return Run{}, err
 	}
 	parts := slices.SortedFunc(maps.Values(rows), func(a, b Run) int { return cmp.Compare(a.ID, b.ID) })

@@ -258,7 +258,7 @@ func (s *DB) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 	var id int64
 	err = tx.QueryRowContext(ctx,
 		`INSERT INTO runs (started_at, state, fleetaudit, writer, command, name, shard, shards) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command, meta.Name, shard, shards).Scan(&id)
+		formatTime(meta.StartedAt), Incomplete, dbText(meta.Version), dbText(meta.Writer), dbText(meta.Command), dbText(meta.Name), shard, shards).Scan(&id)
 	if err == nil {
 		err = tx.Commit()
 	}
@@ -442,7 +442,7 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		if h.Snapshot != "" {
 			snap = h.Snapshot
 		}
-		if err := hostRows.add(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
+		if err := hostRows.add(ctx, int64(id), i, dbText(h.Host), dbText(h.Fleet), snap, dbText(h.CollectedAt), dbText(h.Unread), string(detail)); err != nil {
 			return fmt.Errorf("hosts up to %s: %w", h.Host, err)
 		}
 		i++
@@ -476,7 +476,7 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		if f.Waived != nil {
 			waived = 1
 		}
-		if err := findRows.add(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
+		if err := findRows.add(ctx, int64(id), findings, dbText(f.Rule), dbText(f.Severity), dbText(f.Fleet), dbText(f.Host), f.Key, waived, hash); err != nil {
 			return fmt.Errorf("findings up to %s on %s: %w", f.Rule, f.Host, err)
 		}
 		findings++
@@ -490,7 +490,7 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO run_trend (run_id, fleet, checks, failing, findings) VALUES (?, ?, ?, ?, ?)`,
-			int64(id), p.Fleet, p.Checks, p.Failing, string(counts)); err != nil {
+			int64(id), dbText(p.Fleet), p.Checks, p.Failing, string(counts)); err != nil {
 			return fmt.Errorf("trend of fleet %q: %w", p.Fleet, err)
 		}
 	}
@@ -590,7 +590,7 @@ func (s *DB) row(table string, n int) {
 // FailRun implements Store.
 func (s *DB) FailRun(ctx context.Context, id RunID, reason string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
-		Failed, reason, formatTime(timeNow()), int64(id), Incomplete)
+		Failed, dbText(reason), formatTime(timeNow()), int64(id), Incomplete)
 	if err != nil {
 		return fmt.Errorf("store %s: marking run %d failed: %w", s.path, id, s.lockErr(err))
 	}
@@ -609,6 +609,9 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 		return Run{}, err
 	}
 	r.ID = RunID(id)
+	for _, p := range []*string{&r.Error, &r.Version, &r.Writer, &r.Command, &r.Name} {
+		*p = fromDBText(*p)
+	}
 	t, err := parseTime(started)
 	if err != nil {
 		return Run{}, fmt.Errorf("run %d: started_at %q: %w", id, started, err)
@@ -657,6 +660,7 @@ func (s *DB) counts(ctx context.Context, ids []RunID) ([]Count, error) {
 			return nil, fmt.Errorf("store %s: counting findings: %w", s.path, err)
 		}
 		c.Run = RunID(id)
+		c.Fleet, c.Severity = fromDBText(c.Fleet), fromDBText(c.Severity)
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -680,7 +684,7 @@ func (s *DB) hosts(ctx context.Context, id RunID) ([]Host, error) {
 		if err := json.Unmarshal([]byte(detail), &h.HostRun); err != nil {
 			return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
 		}
-		h.Snapshot = snap.String
+		h.Snapshot, h.CollectedAt = snap.String, fromDBText(h.CollectedAt)
 		out = append(out, h)
 	}
 	return out, rows.Err()
@@ -742,7 +746,7 @@ func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 		if err := rows.Scan(&id, &at, &p.Fleet, &p.Checks, &p.Failing, &counts); err != nil {
 			return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
 		}
-		p.Run = strconv.FormatInt(id, 10)
+		p.Run, p.Fleet = strconv.FormatInt(id, 10), fromDBText(p.Fleet)
 		if p.At, err = parseTime(at); err != nil {
 			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
 		}
