@@ -127,6 +127,14 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	if err != nil {
 		return nil, err
 	}
+	cat, err := loadCatalog(ctx, s, run)
+	if err != nil {
+		return nil, err
+	}
+	return newSide(run, hosts, findings, cat), nil
+}
+
+func newSide(run Run, hosts []Host, findings []Finding, cat *Catalog) *runSide {
 	side := &runSide{run: run, hosts: map[string]Host{}, findings: map[string][]Finding{}}
 	for _, h := range hosts {
 		if _, dup := side.hosts[h.Host]; !dup {
@@ -136,17 +144,13 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	for _, f := range findings {
 		side.findings[f.Host] = append(side.findings[f.Host], f)
 	}
-	cat, err := loadCatalog(ctx, s, run)
-	if err != nil {
-		return nil, err
-	}
 	if cat != nil {
 		side.fleetRules = cat.FleetRules
 		if side.fleetRules == nil {
 			side.fleetRules = map[string][]string{}
 		}
 	}
-	return side, nil
+	return side
 }
 
 func errNotComplete(r Run) error {
@@ -172,6 +176,11 @@ func Compute(ctx context.Context, s Store, q DriftQuery) (*Drift, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compute(ctx, s, q, from, to)
+}
+
+// compute compares the runs of two sides read already.
+func compute(ctx context.Context, s Store, q DriftQuery, from, to *runSide) (*Drift, error) {
 	for _, g := range q.Hosts {
 		if _, err := path.Match(g, ""); err != nil {
 			return nil, fmt.Errorf("--host %q: %w", g, err)
