@@ -417,8 +417,9 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	if err := s.d.lockWrites(ctx, tx); err != nil {
 		return err
 	}
-	var state string
-	if err := tx.QueryRowContext(ctx, `SELECT state FROM runs WHERE id = ?`, int64(id)).Scan(&state); err != nil {
+	var state, name string
+	var shards int
+	if err := tx.QueryRowContext(ctx, `SELECT state, name, shards FROM runs WHERE id = ?`, int64(id)).Scan(&state, &name, &shards); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoRun
 		}
@@ -449,6 +450,21 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	}
 	if err := hostRows.flush(ctx); err != nil {
 		return fmt.Errorf("hosts: %w", err)
+	}
+	if shards > 1 {
+		if why, err := overlap(ctx, tx, id, name, shards); err != nil {
+			return fmt.Errorf("hosts: %w", err)
+		} else if why != "" {
+			// Neither shard's hosts may be counted twice: this shard
+			// fails (FailRun's statement, on this connection), and its
+			// rerun replaces it.
+			_ = tx.Rollback()
+			if _, err := conn.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
+				Failed, dbText(why), formatTime(timeNow()), int64(id), Incomplete); err != nil {
+				return fmt.Errorf("%s; marking it failed: %w", why, err)
+			}
+			return errors.New(why)
+		}
 	}
 	// A finding is a blob too: one still open since the last run, word
 	// for word, costs its run a row, not its evidence again.
