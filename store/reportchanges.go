@@ -61,7 +61,7 @@ func (r *ReportRun) Changes(ctx context.Context, s Store) (*reports.Changes, err
 	if err != nil {
 		return nil, err
 	}
-	from, err := loadSide(ctx, s, prev)
+	from, err := loadRefSide(ctx, s, prev)
 	if err != nil {
 		return nil, err
 	}

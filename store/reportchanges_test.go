@@ -155,6 +155,16 @@ func (c *countingStore) Findings(ctx context.Context, id RunID) ([]Finding, erro
 	return c.Store.Findings(ctx, id)
 }
 
+// FindingKeys and findingRefs pass through: an SQL store's reads that
+// decode no finding.
+func (c *countingStore) FindingKeys(ctx context.Context, id RunID) ([]string, error) {
+	return c.Store.(findingKeyer).FindingKeys(ctx, id)
+}
+
+func (c *countingStore) findingRefs(ctx context.Context, id RunID) ([]findingRef, error) {
+	return c.Store.(findingReffer).findingRefs(ctx, id)
+}
+
 func (c *countingStore) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 	c.hosts[id]++
 	return c.Store.Hosts(ctx, id)
@@ -162,14 +172,15 @@ func (c *countingStore) Hosts(ctx context.Context, id RunID) ([]Host, error) {
 
 // A report reads its run's findings and hosts once, for its result, its
 // changes and its first-seen dates (LoadResult, ReportChanges and
-// FirstSeen each read them), and gets what those three give.
+// FirstSeen each read them), and gets what those three give; of the
+// previous run it decodes the findings this run does not match only.
 func TestReportRunReadsTheRunOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := openTest(t, be.new(t))
 		day := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
 		recordAt(t, s, numaFleet(t, nil), day(1))
-		recordAt(t, s, numaFleet(t, []string{"gpu-a-001"}, "gpu-a-003"), day(10))
+		r2, _ := recordAt(t, s, numaFleet(t, []string{"gpu-a-001"}, "gpu-a-003"), day(10))
 		r3, _ := recordAt(t, s, numaFleet(t, []string{"gpu-a-002"}), day(24))
 
 		wantRes, wantRun, err := LoadResult(ctx, s, r3)
@@ -203,6 +214,9 @@ func TestReportRunReadsTheRunOnce(t *testing.T) {
 		}
 		if c.findings[r3] != 1 || c.hosts[r3] != 1 {
 			t.Errorf("run %d read: findings %d times, hosts %d times; want once each", r3, c.findings[r3], c.hosts[r3])
+		}
+		if c.findings[r2] != 0 {
+			t.Errorf("the previous run's findings were all decoded (%d times)", c.findings[r2])
 		}
 		for _, p := range []struct {
 			what      string

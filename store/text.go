@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -32,4 +33,21 @@ func fromDBText(s string) string {
 		return u
 	}
 	return s
+}
+
+// asJSONText is s as a JSON document read back holds it: invalid UTF-8
+// replaced, as encoding/json does.
+func asJSONText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return s
+	}
+	var out string
+	if json.Unmarshal(b, &out) != nil {
+		return s
+	}
+	return out
 }
