@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -236,6 +237,44 @@ func TestReportRunReadsTheRunOnce(t *testing.T) {
 		}
 		if d := cmp.Diff(wantSeen, seen); d != "" {
 			t.Errorf("first seen (-FirstSeen +ReportRun):\n%s", d)
+		}
+	})
+}
+
+// The findings read back share the strings they repeat (a rule's title,
+// remediation and references; hosts; facts) instead of holding a copy
+// each: a large run's findings are mostly such strings.
+func TestFindingsShareRepeatedStrings(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := openTest(t, be.new(t))
+		id, _ := record(t, s, copyFleet(t, nil))
+		fs, err := s.Findings(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byRule := map[string]*policies.Finding{}
+		pairs := 0
+		for i := range fs {
+			f := &fs[i].Finding
+			g := byRule[f.Rule]
+			if g == nil {
+				byRule[f.Rule] = f
+				continue
+			}
+			pairs++
+			if f.Remediation != "" && unsafe.StringData(f.Remediation) != unsafe.StringData(g.Remediation) {
+				t.Errorf("%s: two findings hold the remediation apart", f.Rule)
+			}
+			if f.Title != "" && unsafe.StringData(f.Title) != unsafe.StringData(g.Title) {
+				t.Errorf("%s: two findings hold the title apart", f.Rule)
+			}
+			if len(f.References) > 0 && &f.References[0] != &g.References[0] {
+				t.Errorf("%s: two findings hold the references apart", f.Rule)
+			}
+		}
+		if pairs == 0 {
+			t.Fatal("no rule with two findings")
 		}
 	})
 }

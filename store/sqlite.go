@@ -714,6 +714,7 @@ func (s *DB) findings(ctx context.Context, id RunID) ([]Finding, error) {
 	}
 	defer rows.Close()
 	var out []Finding
+	in := newInterner()
 	for rows.Next() {
 		var f Finding
 		var enc string
@@ -728,6 +729,7 @@ func (s *DB) findings(ctx context.Context, id RunID) ([]Finding, error) {
 		if err := decodeFinding(body, &f.Finding); err != nil {
 			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
 		}
+		in.finding(&f.Finding)
 		out = append(out, f)
 	}
 	return out, rows.Err()
