@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +169,50 @@ func ptrs[T any](xs []T) []*T {
 		out[i] = &xs[i]
 	}
 	return out
+}
+
+// A run's trend points come in fleet order by bytes on both backends,
+// whatever the PostgreSQL database's collation (here ICU's en-US, which
+// orders "gpu_b" before "GPU-c" before "gpu-a" otherwise).
+func TestTrendOrderIsTheDatabases(t *testing.T) {
+	ctx := context.Background()
+	where := map[string]string{"sqlite": backends[0].new(t)}
+	base := postgres.DB(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "icu_" + strings.ToLower(strings.TrimPrefix(u.Path, "/"))
+	if _, err := rawDB(t, base).ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`); err != nil {
+		t.Fatalf("a database collating as en-US: %v", err)
+	}
+	u.Path = "/" + name
+	where["postgres"] = u.String()
+	fleets := []string{"gpu-a", "GPU-c", "gpu_b", "web"}
+	want := slices.Sorted(slices.Values(fleets))
+	for _, be := range []string{"sqlite", "postgres"} {
+		s := openTest(t, where[be])
+		id, err := s.BeginRun(ctx, RunMeta{Version: "test", Writer: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trend []reports.TrendPoint
+		for _, f := range fleets {
+			trend = append(trend, reports.TrendPoint{Fleet: f, Checks: 1})
+		}
+		if err := s.FinishRun(ctx, id, &Record{Result: &audit.Result{}, Trend: trend}); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := s.Trend(ctx, []RunID{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range ps {
+			got = append(got, p.Fleet)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: trend fleets %q, want %q", be, got, want)
+		}
+	}
 }

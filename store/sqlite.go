@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -757,6 +759,7 @@ func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 	}
 	defer rows.Close()
 	var out []reports.TrendPoint
+	var runIDs []int64
 	for rows.Next() {
 		var p reports.TrendPoint
 		var id int64
@@ -772,8 +775,25 @@ func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
 		}
 		out = append(out, p)
+		runIDs = append(runIDs, id)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
+	}
+	// By fleet name's bytes, as SQLite orders them: a PostgreSQL
+	// database's collation (en_US, say) orders text otherwise.
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(runIDs[a], runIDs[b]), strings.Compare(out[a].Fleet, out[b].Fleet))
+	})
+	sorted := make([]reports.TrendPoint, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted, nil
 }
 
 // Blob implements Store.
