@@ -322,3 +322,27 @@ func TestShardsThatOverlap(t *testing.T) {
 		}
 	})
 }
+
+// A shard that records no hosts (its runner read an empty inventory, or
+// its split had none) completes the run, and history says so: its hosts
+// are absent, not clean.
+func TestShardOfNoHostsIsShown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		dir := copyFleet(t, nil)
+		s := openTest(t, be.new(t))
+		recordPart(t, s, dir, RunMeta{Name: "nightly", Shard: 1, Shards: 2}, func(string) bool { return true })
+		recordPart(t, s, dir, RunMeta{Name: "nightly", Shard: 2, Shards: 2}, func(string) bool { return false })
+		h, err := LoadHistory(ctx, s, RunQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table bytes.Buffer
+		if err := HistoryTable(&table, h, 300); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(table.String(), "shard 2/2 (runner-2) recorded no hosts") {
+			t.Errorf("history does not name the shard of no hosts:\n%s", table.String())
+		}
+	})
+}
