@@ -109,6 +109,50 @@ type runSide struct {
 	// fleetRules are the rules each fleet ran (the run's catalog); nil
 	// when the run has none.
 	fleetRules map[string][]string
+	// refs, when set, stand for findings: read by loadRefSide, whose
+	// findings are decoded only when the other run does not match them.
+	refs map[string][]findingRef
+}
+
+// findingsOf are the side's findings of host for matchFindings against
+// the later run's tf (inTo: the host is in it). A side of refs decodes
+// only the findings tf leaves unmatched, which a drift lists as resolved
+// or unknown; the others carry their key alone, as matchFindings needs,
+// and so do those of a host gone from the later run (counted, not shown).
+// Findings of a ref side are fit for ReportChanges, not a drift's Open.
+func (sd *runSide) findingsOf(ctx context.Context, s Store, host string, tf []Finding, inTo bool) ([]Finding, error) {
+	if sd.refs == nil {
+		return sd.findings[host], nil
+	}
+	refs := sd.refs[host]
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	matched := map[string]int{}
+	if inTo {
+		for _, f := range tf {
+			matched[f.Key]++
+		}
+	}
+	out := make([]Finding, len(refs))
+	for i, r := range refs {
+		out[i].Key = r.key
+		if !inTo {
+			continue
+		}
+		if matched[r.key] > 0 {
+			matched[r.key]--
+			continue
+		}
+		body, err := s.Blob(ctx, r.hash)
+		if err != nil {
+			return nil, err
+		}
+		if err := decodeFinding(body, &out[i].Finding); err != nil {
+			return nil, fmt.Errorf("run %d: finding %s: %w", sd.run.ID, r.hash, err)
+		}
+	}
+	return out, nil
 }
 
 func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
@@ -127,6 +171,49 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	if err != nil {
 		return nil, err
 	}
+	cat, err := loadCatalog(ctx, s, run)
+	if err != nil {
+		return nil, err
+	}
+	return newSide(run, hosts, findings, cat), nil
+}
+
+// loadRefSide is loadSide with the findings' keys and blobs in place of
+// the findings (runSide.findingsOf), when s can list them; a report's
+// changes need the earlier run's unmatched findings only.
+func loadRefSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
+	fr, ok := s.(findingReffer)
+	if !ok {
+		return loadSide(ctx, s, id)
+	}
+	run, err := s.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if run.State != Complete {
+		return nil, fmt.Errorf("run %d is %s: %w", id, run.State, errNotComplete(run))
+	}
+	hosts, err := s.Hosts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := fr.findingRefs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := loadCatalog(ctx, s, run)
+	if err != nil {
+		return nil, err
+	}
+	side := newSide(run, hosts, nil, cat)
+	side.refs = map[string][]findingRef{}
+	for _, r := range refs {
+		side.refs[r.host] = append(side.refs[r.host], r)
+	}
+	return side, nil
+}
+
+func newSide(run Run, hosts []Host, findings []Finding, cat *Catalog) *runSide {
 	side := &runSide{run: run, hosts: map[string]Host{}, findings: map[string][]Finding{}}
 	for _, h := range hosts {
 		if _, dup := side.hosts[h.Host]; !dup {
@@ -136,17 +223,13 @@ func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	for _, f := range findings {
 		side.findings[f.Host] = append(side.findings[f.Host], f)
 	}
-	cat, err := loadCatalog(ctx, s, run)
-	if err != nil {
-		return nil, err
-	}
 	if cat != nil {
 		side.fleetRules = cat.FleetRules
 		if side.fleetRules == nil {
 			side.fleetRules = map[string][]string{}
 		}
 	}
-	return side, nil
+	return side
 }
 
 func errNotComplete(r Run) error {
@@ -172,6 +255,11 @@ func Compute(ctx context.Context, s Store, q DriftQuery) (*Drift, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compute(ctx, s, q, from, to)
+}
+
+// compute compares the runs of two sides read already.
+func compute(ctx context.Context, s Store, q DriftQuery, from, to *runSide) (*Drift, error) {
 	for _, g := range q.Hosts {
 		if _, err := path.Match(g, ""); err != nil {
 			return nil, fmt.Errorf("--host %q: %w", g, err)
@@ -209,7 +297,11 @@ func Compute(ctx context.Context, s Store, q DriftQuery) (*Drift, error) {
 		if to.fleetRules != nil && inTo {
 			ran = append([]string{}, to.fleetRules[th.Fleet]...)
 		}
-		if err := hostDrift(ctx, &docs, [2]RunID{q.From, q.To}, &hd, fh, inFrom, th, inTo, ran, from.findings[name], to.findings[name]); err != nil {
+		ff, err := from.findingsOf(ctx, s, name, to.findings[name], inTo)
+		if err != nil {
+			return nil, fmt.Errorf("host %s: %w", name, err)
+		}
+		if err := hostDrift(ctx, &docs, [2]RunID{q.From, q.To}, &hd, fh, inFrom, th, inTo, ran, ff, to.findings[name]); err != nil {
 			return nil, fmt.Errorf("host %s: %w", name, err)
 		}
 		d.Summary.Hosts++

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 // findingKeyer lists the match keys of a run's findings without decoding
@@ -65,4 +69,57 @@ func heldKeys(ctx context.Context, s Store, id RunID) (map[string]bool, error) {
 		held[f.Key] = true
 	}
 	return held, nil
+}
+
+// findingReffer lists a run's findings by key and blob without decoding
+// them: the earlier run of a report's changes (loadRefSide). Optional, as
+// findingKeyer is.
+type findingReffer interface {
+	findingRefs(ctx context.Context, id RunID) ([]findingRef, error)
+}
+
+// findingRef is a finding as its row names it.
+type findingRef struct {
+	host, key, hash       string
+	fleet, severity, rule string
+}
+
+// findingRefs lists run id's findings, of every shard of a sharded run,
+// in the order Findings reads them.
+func (s *DB) findingRefs(ctx context.Context, id RunID) ([]findingRef, error) {
+	_, ids, err := s.rowsOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []findingRef
+	for _, id := range ids {
+		rows, err := s.db.QueryContext(ctx, `SELECT host, fleet, severity, rule, match_key, finding FROM findings WHERE run_id = ? ORDER BY seq`, int64(id))
+		if err != nil {
+			return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
+		}
+		for rows.Next() {
+			var r findingRef
+			if err := rows.Scan(&r.host, &r.fleet, &r.severity, &r.rule, &r.key, &r.hash); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
+			}
+			// As the finding's JSON has them (hosts are keyed by those).
+			r.host, r.fleet, r.rule = asJSONText(fromDBText(r.host)), asJSONText(fromDBText(r.fleet)), asJSONText(fromDBText(r.rule))
+			r.severity = asJSONText(fromDBText(r.severity))
+			out = append(out, r)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("store %s: findings of run %d: %w", s.path, id, err)
+		}
+	}
+	if len(ids) > 1 {
+		slices.SortStableFunc(out, func(a, b findingRef) int {
+			return cmp.Or(cmp.Compare(a.fleet, b.fleet),
+				cmp.Compare(policies.SeverityRank(b.severity), policies.SeverityRank(a.severity)),
+				cmp.Compare(a.host, b.host), cmp.Compare(a.rule, b.rule))
+		})
+	}
+	return out, nil
 }

@@ -160,41 +160,61 @@ func Previous(ctx context.Context, s Store, id RunID) (RunID, error) {
 // (findings, hosts, errors, summary, waivers, the rules and each fleet's)
 // for the reports.
 func LoadResult(ctx context.Context, s Store, id RunID) (*audit.Result, Run, error) {
+	cur, err := loadCurrent(ctx, s, id)
+	if err != nil {
+		return nil, cur.run, err
+	}
+	return cur.res, cur.run, nil
+}
+
+// current is a complete run as a report reads it: its findings and hosts
+// decoded once, for the result, the drift and the first-seen walk alike.
+type current struct {
+	run Run
+	res *audit.Result
+	// findings are res.Findings with their match keys; hosts res.Hosts
+	// with their snapshots (the same strings and slices, not copies).
+	findings []Finding
+	hosts    []Host
+	cat      *Catalog
+}
+
+// loadCurrent reads run id; its run is set when the run was found.
+func loadCurrent(ctx context.Context, s Store, id RunID) (current, error) {
 	run, err := s.Run(ctx, id)
 	if err != nil {
-		return nil, Run{}, err
+		return current{}, err
 	}
+	cur := current{run: run}
 	if run.State != Complete {
-		return nil, run, fmt.Errorf("run %d is %s: %w", id, run.State, errNotComplete(run))
+		return cur, fmt.Errorf("run %d is %s: %w", id, run.State, errNotComplete(run))
 	}
 	res := &audit.Result{}
 	if err := json.Unmarshal(run.Result, res); err != nil {
-		return nil, run, fmt.Errorf("run %d: its result: %w", id, err)
+		return cur, fmt.Errorf("run %d: its result: %w", id, err)
 	}
-	findings, err := s.Findings(ctx, id)
-	if err != nil {
-		return nil, run, err
+	if cur.findings, err = s.Findings(ctx, id); err != nil {
+		return cur, err
 	}
-	res.Findings = make([]policies.Finding, len(findings))
-	for i, f := range findings {
+	res.Findings = make([]policies.Finding, len(cur.findings))
+	for i, f := range cur.findings {
 		res.Findings[i] = f.Finding
 	}
-	hosts, err := s.Hosts(ctx, id)
-	if err != nil {
-		return nil, run, err
+	if cur.hosts, err = s.Hosts(ctx, id); err != nil {
+		return cur, err
 	}
-	for _, h := range hosts {
+	for _, h := range cur.hosts {
 		res.Hosts = append(res.Hosts, h.HostRun)
 	}
-	cat, err := loadCatalog(ctx, s, run)
-	if err != nil {
-		return nil, run, err
+	if cur.cat, err = loadCatalog(ctx, s, run); err != nil {
+		return cur, err
 	}
-	if cat != nil {
-		res.Rules, res.FleetRules = cat.Rules, cat.FleetRules
+	if cur.cat != nil {
+		res.Rules, res.FleetRules = cur.cat.Rules, cur.cat.FleetRules
 	}
 	if res.Errors == nil {
 		res.Errors = []audit.HostError{}
 	}
-	return res, run, nil
+	cur.res = res
+	return cur, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/reports"
 )
@@ -27,6 +28,53 @@ func ReportChanges(ctx context.Context, s Store, id RunID) (*reports.Changes, er
 		return nil, err
 	}
 	return d.ReportChanges(), nil
+}
+
+// ReportRun is a complete run read for its compliance report: its
+// findings and hosts read and decoded once, for the result, the changes
+// and the first-seen walk alike (LoadResult, ReportChanges and FirstSeen
+// each read them again).
+type ReportRun struct{ cur current }
+
+// LoadReportRun reads complete run id for its report.
+func LoadReportRun(ctx context.Context, s Store, id RunID) (*ReportRun, error) {
+	cur, err := loadCurrent(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
+	return &ReportRun{cur: cur}, nil
+}
+
+// Result is the run's result, as LoadResult reads it.
+func (r *ReportRun) Result() *audit.Result { return r.cur.res }
+
+// Run is the run.
+func (r *ReportRun) Run() Run { return r.cur.run }
+
+// Changes are ReportChanges of the run.
+func (r *ReportRun) Changes(ctx context.Context, s Store) (*reports.Changes, error) {
+	id := r.cur.run.ID
+	prev, err := Previous(ctx, s, id)
+	if errors.Is(err, ErrNoRun) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	from, err := loadRefSide(ctx, s, prev)
+	if err != nil {
+		return nil, err
+	}
+	d, err := compute(ctx, s, DriftQuery{From: prev, To: id}, from, newSide(r.cur.run, r.cur.hosts, r.cur.findings, r.cur.cat))
+	if err != nil {
+		return nil, err
+	}
+	return d.ReportChanges(), nil
+}
+
+// FirstSeen is FirstSeen of the run.
+func (r *ReportRun) FirstSeen(ctx context.Context, s Store, since time.Time) (reports.Seen, error) {
+	return firstSeen(ctx, s, r.cur.run, r.cur.findings, since)
 }
 
 // ReportChanges summarizes d for the compliance reports: facts that one
@@ -86,6 +134,11 @@ func FirstSeen(ctx context.Context, s Store, id RunID, since time.Time) (reports
 	if err != nil {
 		return nil, err
 	}
+	return firstSeen(ctx, s, run, cur, since)
+}
+
+func firstSeen(ctx context.Context, s Store, run Run, cur []Finding, since time.Time) (reports.Seen, error) {
+	id := run.ID
 	runs, err := s.Runs(ctx, RunQuery{Since: since, State: Complete})
 	if err != nil {
 		return nil, err

@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -140,4 +143,138 @@ func TestReportFirstSeen(t *testing.T) {
 	if seen, err := FirstSeen(ctx, s, r1, time.Time{}); err != nil || seen != nil {
 		t.Errorf("first run: %v, %v; want nil", seen, err)
 	}
+}
+
+// countingStore counts the reads of each run's findings and hosts.
+type countingStore struct {
+	Store
+	findings, hosts map[RunID]int
+}
+
+func (c *countingStore) Findings(ctx context.Context, id RunID) ([]Finding, error) {
+	c.findings[id]++
+	return c.Store.Findings(ctx, id)
+}
+
+// FindingKeys and findingRefs pass through: an SQL store's reads that
+// decode no finding.
+func (c *countingStore) FindingKeys(ctx context.Context, id RunID) ([]string, error) {
+	return c.Store.(findingKeyer).FindingKeys(ctx, id)
+}
+
+func (c *countingStore) findingRefs(ctx context.Context, id RunID) ([]findingRef, error) {
+	return c.Store.(findingReffer).findingRefs(ctx, id)
+}
+
+func (c *countingStore) Hosts(ctx context.Context, id RunID) ([]Host, error) {
+	c.hosts[id]++
+	return c.Store.Hosts(ctx, id)
+}
+
+// A report reads its run's findings and hosts once, for its result, its
+// changes and its first-seen dates (LoadResult, ReportChanges and
+// FirstSeen each read them), and gets what those three give; of the
+// previous run it decodes the findings this run does not match only.
+func TestReportRunReadsTheRunOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := openTest(t, be.new(t))
+		day := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
+		recordAt(t, s, numaFleet(t, nil), day(1))
+		r2, _ := recordAt(t, s, numaFleet(t, []string{"gpu-a-001"}, "gpu-a-003"), day(10))
+		r3, _ := recordAt(t, s, numaFleet(t, []string{"gpu-a-002"}), day(24))
+
+		wantRes, wantRun, err := LoadResult(ctx, s, r3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantChanges, err := ReportChanges(ctx, s, r3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSeen, err := FirstSeen(ctx, s, r3, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantChanges == nil || len(wantChanges.New)+len(wantChanges.Resolved) == 0 || len(wantSeen) == 0 {
+			t.Fatalf("the runs should differ: changes %+v, seen %v", wantChanges, wantSeen)
+		}
+
+		c := &countingStore{Store: s, findings: map[RunID]int{}, hosts: map[RunID]int{}}
+		rr, err := LoadReportRun(ctx, c, r3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, err := rr.Changes(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, err := rr.FirstSeen(ctx, c, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.findings[r3] != 1 || c.hosts[r3] != 1 {
+			t.Errorf("run %d read: findings %d times, hosts %d times; want once each", r3, c.findings[r3], c.hosts[r3])
+		}
+		if c.findings[r2] != 0 {
+			t.Errorf("the previous run's findings were all decoded (%d times)", c.findings[r2])
+		}
+		for _, p := range []struct {
+			what      string
+			want, got any
+		}{{"result", wantRes, rr.Result()}, {"findings", wantRes.Findings, rr.Result().Findings}, {"hosts", wantRes.Hosts, rr.Result().Hosts}, {"rules", wantRes.Rules, rr.Result().Rules}} {
+			want, _ := json.Marshal(p.want)
+			got, _ := json.Marshal(p.got)
+			if !bytes.Equal(want, got) {
+				t.Errorf("%s: ReportRun's differs from LoadResult's", p.what)
+			}
+		}
+		if d := cmp.Diff(wantRun, rr.Run(), cmp.AllowUnexported(Run{})); d != "" {
+			t.Errorf("run (-LoadResult +ReportRun):\n%s", d)
+		}
+		if d := cmp.Diff(wantChanges, changes); d != "" {
+			t.Errorf("changes (-ReportChanges +ReportRun):\n%s", d)
+		}
+		if d := cmp.Diff(wantSeen, seen); d != "" {
+			t.Errorf("first seen (-FirstSeen +ReportRun):\n%s", d)
+		}
+	})
+}
+
+// The findings read back share the strings they repeat (a rule's title,
+// remediation and references; hosts; facts) instead of holding a copy
+// each: a large run's findings are mostly such strings.
+func TestFindingsShareRepeatedStrings(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := openTest(t, be.new(t))
+		id, _ := record(t, s, copyFleet(t, nil))
+		fs, err := s.Findings(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byRule := map[string]*policies.Finding{}
+		pairs := 0
+		for i := range fs {
+			f := &fs[i].Finding
+			g := byRule[f.Rule]
+			if g == nil {
+				byRule[f.Rule] = f
+				continue
+			}
+			pairs++
+			if f.Remediation != "" && unsafe.StringData(f.Remediation) != unsafe.StringData(g.Remediation) {
+				t.Errorf("%s: two findings hold the remediation apart", f.Rule)
+			}
+			if f.Title != "" && unsafe.StringData(f.Title) != unsafe.StringData(g.Title) {
+				t.Errorf("%s: two findings hold the title apart", f.Rule)
+			}
+			if len(f.References) > 0 && &f.References[0] != &g.References[0] {
+				t.Errorf("%s: two findings hold the references apart", f.Rule)
+			}
+		}
+		if pairs == 0 {
+			t.Fatal("no rule with two findings")
+		}
+	})
 }

@@ -33,7 +33,7 @@ func (s *DB) claimShard(ctx context.Context, tx *sql.Tx, name string, shard, sha
 	if err := s.d.lockWrites(ctx, tx); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, shard, shards, state FROM runs WHERE name = ?`, name)
+	rows, err := tx.QueryContext(ctx, `SELECT id, shard, shards, state FROM runs WHERE name = ?`, dbText(name))
 	if err != nil {
 		return err
 	}
@@ -68,6 +68,44 @@ func (s *DB) claimShard(ctx context.Context, tx *sql.Tx, name string, shard, sha
 		}
 	}
 	return nil
+}
+
+// overlap says which hosts of shard row id (its hosts written in tx) a
+// complete shard of the same run has recorded already: a runner whose
+// shard function differs, or two given the same --shard, would count
+// them twice. "" when none.
+func overlap(ctx context.Context, tx *sql.Tx, id RunID, name string, shards int) (string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT h.host, r.shard, r.id FROM run_hosts h JOIN runs r ON r.id = h.run_id
+		WHERE r.name = ? AND r.id <> ? AND r.state = ? AND h.host IN (SELECT host FROM run_hosts WHERE run_id = ?)
+		ORDER BY h.host, r.shard`, dbText(name), int64(id), Complete, int64(id))
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var hosts []string
+	n, last := 0, ""
+	for rows.Next() {
+		var host string
+		var shard, other int64
+		if err := rows.Scan(&host, &shard, &other); err != nil {
+			return "", err
+		}
+		if n == 0 || host != last {
+			n++
+		}
+		last = host
+		if len(hosts) < 5 {
+			hosts = append(hosts, fmt.Sprintf("%s (shard %d/%d, run %d)", fromDBText(host), shard, shards, other))
+		}
+	}
+	if err := rows.Err(); err != nil || n == 0 {
+		return "", err
+	}
+	more := ""
+	if n > len(hosts) {
+		more = fmt.Sprintf(" and %d more", n-len(hosts))
+	}
+	return fmt.Sprintf("%d hosts of this shard are recorded by another shard of run %q already: %s%s; the runners split the fleet differently (another fleetaudit, inventory or --shard), so this shard is not counted: rerun it as the others split", n, name, strings.Join(hosts, ", "), more), nil
 }
 
 // member is a row of runs as grouping reads it.
@@ -236,7 +274,7 @@ func (s *DB) Run(ctx context.Context, id RunID) (Run, error) {
 		return r, err
 	}
 	rows := map[RunID]Run{}
-	if err := s.scanRuns(ctx, rows, `SELECT `+runColumns+` FROM runs WHERE name = ?`, r.Name); err != nil {
+	if err := s.scanRuns(ctx, rows, `SELECT `+runColumns+` FROM runs WHERE name = ?`, dbText(r.Name)); err != nil {
 		return Run{}, err
 	}
 	parts := slices.SortedFunc(maps.Values(rows), func(a, b Run) int { return cmp.Compare(a.ID, b.ID) })
@@ -255,6 +293,11 @@ func (s *DB) rowsOf(ctx context.Context, id RunID) (Run, []RunID, error) {
 	}
 	if r.Name == "" {
 		return r, []RunID{r.ID}, nil
+	}
+	if r.State != Complete {
+		// The shards recorded so far are not the run: none of its hosts
+		// or findings until every shard is.
+		return r, nil, nil
 	}
 	var ids []RunID
 	for _, sh := range r.Shards {

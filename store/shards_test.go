@@ -254,3 +254,95 @@ func TestShardedRun(t *testing.T) {
 		}
 	})
 }
+
+// Runners that split the fleet differently (another shard function, or
+// one --shard given twice) never count a host twice: the shard finished
+// second, holding hosts a complete shard has, fails naming them, and is
+// not counted; its rerun, split as the other, completes the run. Until
+// then the run has no hosts or findings, not the shards' recorded so far.
+func TestShardsThatOverlap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		dir := copyFleet(t, nil)
+		all := func(string) bool { return true }
+		odd := func(h string) bool { return len(h)%2 == 1 }
+		even := func(h string) bool { return len(h)%2 == 0 }
+		whole := openTest(t, be.new(t))
+		wholeRec, _ := recordPart(t, whole, dir, RunMeta{}, all)
+		want, _, err := LoadResult(ctx, whole, wholeRec.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		s := openTest(t, be.new(t))
+		night := RunMeta{Name: "nightly", Shard: 1, Shards: 2}
+		first, oddRes := recordPart(t, s, dir, night, odd)
+		for _, id := range []RunID{first.ID()} {
+			if hs, err := s.Hosts(ctx, id); err != nil || len(hs) != 0 {
+				t.Errorf("hosts of a run with a shard missing: %d, %v; want none", len(hs), err)
+			}
+			if fs, err := s.Findings(ctx, id); err != nil || len(fs) != 0 {
+				t.Errorf("findings of a run with a shard missing: %d, %v; want none", len(fs), err)
+			}
+		}
+		// Shard 2 audits every host: the odd ones are shard 1's.
+		second, _, err := recordPartErr(s, dir, RunMeta{Name: night.Name, Shard: 2, Shards: 2}, all)
+		if err == nil || !strings.Contains(err.Error(), "recorded by another shard") {
+			t.Fatalf("recording a shard that overlaps another: %v", err)
+		}
+		r, err := s.Run(ctx, first.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != Failed || r.Hosts != 0 || !strings.Contains(r.Error, "shard 2/2 failed") || !strings.Contains(r.Error, fmt.Sprintf("%d hosts of this shard", oddRes.Summary.Hosts)) {
+			t.Errorf("run with overlapping shards = %+v", r)
+		}
+		if sh, err := s.Run(ctx, second.ID()); err != nil || sh.Shards[1].State != Failed {
+			t.Errorf("shard 2 = %+v, %v; want failed", sh, err)
+		}
+		if cs, err := s.Counts(ctx, []RunID{first.ID()}); err != nil || len(cs) != 0 {
+			t.Errorf("counts of a run with overlapping shards = %v, %v", cs, err)
+		}
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Hosts != oddRes.Summary.Hosts {
+			t.Errorf("%d host rows, want shard 1's %d: the failed shard's are not kept", st.Hosts, oddRes.Summary.Hosts)
+		}
+
+		// Rerun as shard 1 split: the run is whole, every host once.
+		recordPart(t, s, dir, RunMeta{Name: night.Name, Shard: 2, Shards: 2}, even)
+		got, run, err := LoadResult(ctx, s, first.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Hosts != want.Summary.Hosts || len(got.Hosts) != len(want.Hosts) || len(got.Findings) != len(want.Findings) {
+			t.Errorf("rerun: %d hosts (%d rows), %d findings; want %d, %d", run.Hosts, len(got.Hosts), len(got.Findings), want.Summary.Hosts, len(want.Findings))
+		}
+	})
+}
+
+// A shard that records no hosts (its runner read an empty inventory, or
+// its split had none) completes the run, and history says so: its hosts
+// are absent, not clean.
+func TestShardOfNoHostsIsShown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		dir := copyFleet(t, nil)
+		s := openTest(t, be.new(t))
+		recordPart(t, s, dir, RunMeta{Name: "nightly", Shard: 1, Shards: 2}, func(string) bool { return true })
+		recordPart(t, s, dir, RunMeta{Name: "nightly", Shard: 2, Shards: 2}, func(string) bool { return false })
+		h, err := LoadHistory(ctx, s, RunQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table bytes.Buffer
+		if err := HistoryTable(&table, h, 300); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(table.String(), "shard 2/2 (runner-2) recorded no hosts") {
+			t.Errorf("history does not name the shard of no hosts:\n%s", table.String())
+		}
+	})
+}

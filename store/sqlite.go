@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,7 +260,7 @@ func (s *DB) BeginRun(ctx context.Context, meta RunMeta) (RunID, error) {
 	var id int64
 	err = tx.QueryRowContext(ctx,
 		`INSERT INTO runs (started_at, state, fleetaudit, writer, command, name, shard, shards) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		formatTime(meta.StartedAt), Incomplete, meta.Version, meta.Writer, meta.Command, meta.Name, shard, shards).Scan(&id)
+		formatTime(meta.StartedAt), Incomplete, dbText(meta.Version), dbText(meta.Writer), dbText(meta.Command), dbText(meta.Name), shard, shards).Scan(&id)
 	if err == nil {
 		err = tx.Commit()
 	}
@@ -417,8 +419,9 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 	if err := s.d.lockWrites(ctx, tx); err != nil {
 		return err
 	}
-	var state string
-	if err := tx.QueryRowContext(ctx, `SELECT state FROM runs WHERE id = ?`, int64(id)).Scan(&state); err != nil {
+	var state, name string
+	var shards int
+	if err := tx.QueryRowContext(ctx, `SELECT state, name, shards FROM runs WHERE id = ?`, int64(id)).Scan(&state, &name, &shards); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoRun
 		}
@@ -442,13 +445,28 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		if h.Snapshot != "" {
 			snap = h.Snapshot
 		}
-		if err := hostRows.add(ctx, int64(id), i, h.Host, h.Fleet, snap, h.CollectedAt, h.Unread, string(detail)); err != nil {
+		if err := hostRows.add(ctx, int64(id), i, dbText(h.Host), dbText(h.Fleet), snap, dbText(h.CollectedAt), dbText(h.Unread), string(detail)); err != nil {
 			return fmt.Errorf("hosts up to %s: %w", h.Host, err)
 		}
 		i++
 	}
 	if err := hostRows.flush(ctx); err != nil {
 		return fmt.Errorf("hosts: %w", err)
+	}
+	if shards > 1 {
+		if why, err := overlap(ctx, tx, id, name, shards); err != nil {
+			return fmt.Errorf("hosts: %w", err)
+		} else if why != "" {
+			// Neither shard's hosts may be counted twice: this shard
+			// fails (FailRun's statement, on this connection), and its
+			// rerun replaces it.
+			_ = tx.Rollback()
+			if _, err := conn.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
+				Failed, dbText(why), formatTime(timeNow()), int64(id), Incomplete); err != nil {
+				return fmt.Errorf("%s; marking it failed: %w", why, err)
+			}
+			return errors.New(why)
+		}
 	}
 	// A finding is a blob too: one still open since the last run, word
 	// for word, costs its run a row, not its evidence again.
@@ -476,7 +494,7 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 		if f.Waived != nil {
 			waived = 1
 		}
-		if err := findRows.add(ctx, int64(id), findings, f.Rule, f.Severity, f.Fleet, f.Host, f.Key, waived, hash); err != nil {
+		if err := findRows.add(ctx, int64(id), findings, dbText(f.Rule), dbText(f.Severity), dbText(f.Fleet), dbText(f.Host), f.Key, waived, hash); err != nil {
 			return fmt.Errorf("findings up to %s on %s: %w", f.Rule, f.Host, err)
 		}
 		findings++
@@ -490,7 +508,7 @@ func (s *DB) FinishRun(ctx context.Context, id RunID, rec *Record) (err error) {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO run_trend (run_id, fleet, checks, failing, findings) VALUES (?, ?, ?, ?, ?)`,
-			int64(id), p.Fleet, p.Checks, p.Failing, string(counts)); err != nil {
+			int64(id), dbText(p.Fleet), p.Checks, p.Failing, string(counts)); err != nil {
 			return fmt.Errorf("trend of fleet %q: %w", p.Fleet, err)
 		}
 	}
@@ -590,7 +608,7 @@ func (s *DB) row(table string, n int) {
 // FailRun implements Store.
 func (s *DB) FailRun(ctx context.Context, id RunID, reason string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
-		Failed, reason, formatTime(timeNow()), int64(id), Incomplete)
+		Failed, dbText(reason), formatTime(timeNow()), int64(id), Incomplete)
 	if err != nil {
 		return fmt.Errorf("store %s: marking run %d failed: %w", s.path, id, s.lockErr(err))
 	}
@@ -609,6 +627,9 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 		return Run{}, err
 	}
 	r.ID = RunID(id)
+	for _, p := range []*string{&r.Error, &r.Version, &r.Writer, &r.Command, &r.Name} {
+		*p = fromDBText(*p)
+	}
 	t, err := parseTime(started)
 	if err != nil {
 		return Run{}, fmt.Errorf("run %d: started_at %q: %w", id, started, err)
@@ -657,6 +678,7 @@ func (s *DB) counts(ctx context.Context, ids []RunID) ([]Count, error) {
 			return nil, fmt.Errorf("store %s: counting findings: %w", s.path, err)
 		}
 		c.Run = RunID(id)
+		c.Fleet, c.Severity = fromDBText(c.Fleet), fromDBText(c.Severity)
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -680,7 +702,7 @@ func (s *DB) hosts(ctx context.Context, id RunID) ([]Host, error) {
 		if err := json.Unmarshal([]byte(detail), &h.HostRun); err != nil {
 			return nil, fmt.Errorf("store %s: hosts of run %d: %w", s.path, id, err)
 		}
-		h.Snapshot = snap.String
+		h.Snapshot, h.CollectedAt = snap.String, fromDBText(h.CollectedAt)
 		out = append(out, h)
 	}
 	return out, rows.Err()
@@ -694,6 +716,7 @@ func (s *DB) findings(ctx context.Context, id RunID) ([]Finding, error) {
 	}
 	defer rows.Close()
 	var out []Finding
+	in := newInterner()
 	for rows.Next() {
 		var f Finding
 		var enc string
@@ -708,6 +731,7 @@ func (s *DB) findings(ctx context.Context, id RunID) ([]Finding, error) {
 		if err := decodeFinding(body, &f.Finding); err != nil {
 			return nil, fmt.Errorf("store %s: a finding of run %d: %w", s.path, id, err)
 		}
+		in.finding(&f.Finding)
 		out = append(out, f)
 	}
 	return out, rows.Err()
@@ -735,6 +759,7 @@ func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 	}
 	defer rows.Close()
 	var out []reports.TrendPoint
+	var runIDs []int64
 	for rows.Next() {
 		var p reports.TrendPoint
 		var id int64
@@ -742,7 +767,7 @@ func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 		if err := rows.Scan(&id, &at, &p.Fleet, &p.Checks, &p.Failing, &counts); err != nil {
 			return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
 		}
-		p.Run = strconv.FormatInt(id, 10)
+		p.Run, p.Fleet = strconv.FormatInt(id, 10), fromDBText(p.Fleet)
 		if p.At, err = parseTime(at); err != nil {
 			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
 		}
@@ -750,8 +775,25 @@ func (s *DB) trend(ctx context.Context, ids []RunID) ([]reports.TrendPoint, erro
 			return nil, fmt.Errorf("store %s: trend of run %d: %w", s.path, id, err)
 		}
 		out = append(out, p)
+		runIDs = append(runIDs, id)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store %s: trend: %w", s.path, err)
+	}
+	// By fleet name's bytes, as SQLite orders them: a PostgreSQL
+	// database's collation (en_US, say) orders text otherwise.
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(runIDs[a], runIDs[b]), strings.Compare(out[a].Fleet, out[b].Fleet))
+	})
+	sorted := make([]reports.TrendPoint, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted, nil
 }
 
 // Blob implements Store.

@@ -178,7 +178,15 @@ func HistoryTable(w io.Writer, h *History, width int) error {
 		started := r.StartedAt.UTC().Format("2006-01-02 15:04:05")
 		switch {
 		case r.Name != "" && r.State == Complete:
-			notes = append(notes, fmt.Sprintf("run %s is %s, recorded in %d shards by %s", id, r.Name, len(r.Shards), r.Writer))
+			note := fmt.Sprintf("run %s is %s, recorded in %d shards by %s", id, r.Name, len(r.Shards), r.Writer)
+			for _, sh := range r.Shards {
+				if sh.Hosts == 0 {
+					// Its runner may have read no inventory: its hosts are
+					// absent from the run, not clean.
+					note += fmt.Sprintf("; shard %d/%d (%s) recorded no hosts", sh.Shard, len(r.Shards), sh.Writer)
+				}
+			}
+			notes = append(notes, note)
 		case r.State == Complete:
 		case r.Name != "":
 			notes = append(notes, fmt.Sprintf("run %s (%s) is %s: its %d shards are not all recorded, so none of its hosts or findings are counted: %s", id, r.Name, r.State, len(r.Shards), r.Error))

@@ -66,10 +66,11 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--run: %w", err)}
 	}
-	res, run, err := store.LoadResult(ctx, s, id)
+	rep, err := store.LoadReportRun(ctx, s, id)
 	if err != nil {
 		return usageError{err}
 	}
+	res, run := rep.Result(), rep.Run()
 	a.warnUnfinished(ctx, s, run.ID)
 	earlier, err := s.Runs(ctx, store.RunQuery{Since: since, State: store.Complete})
 	if err != nil {
@@ -89,10 +90,10 @@ func (a *app) runReport(cmd *cobra.Command) error {
 	opts.Catalog = catalogOf(res)
 	opts.Run = reports.RunInfo{ID: strconv.FormatInt(int64(run.ID), 10), At: run.StartedAt}
 	opts.Trend = points
-	if opts.Changes, err = store.ReportChanges(ctx, s, id); err != nil {
+	if opts.Changes, err = rep.Changes(ctx, s); err != nil {
 		return err
 	}
-	if opts.Seen, err = store.FirstSeen(ctx, s, id, since); err != nil {
+	if opts.Seen, err = rep.FirstSeen(ctx, s, since); err != nil {
 		return err
 	}
 	return writeOutputWith(ctx, a, out, func(w io.Writer) error {
