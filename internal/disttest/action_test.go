@@ -246,7 +246,7 @@ func TestActionGatePlansPerHost(t *testing.T) {
 		}
 	}
 	summary, _ := os.ReadFile(filepath.Join(runner, "summary"))
-	for _, want := range []string{"fleetaudit gate plan: 8 hosts newly fail", "gpu-a-[001-004], gpu-l-001 (5 hosts) | critical", "web-[01-02]"} {
+	for _, want := range []string{"fleetaudit gate plan: 8 hosts newly fail", "`gpu-a-[001-004]`, `gpu-l-001` (5 hosts) | critical", "web-[01-02]"} {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("job summary lacks %q:\n%.3000s", want, summary)
 		}
