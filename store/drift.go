@@ -156,26 +156,13 @@ func (sd *runSide) findingsOf(ctx context.Context, s Store, host string, tf []Fi
 }
 
 func loadSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
-	run, err := s.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if run.State != Complete {
-		return nil, fmt.Errorf("run %d is %s: %w", id, run.State, errNotComplete(run))
-	}
-	hosts, err := s.Hosts(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	findings, err := s.Findings(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := loadCatalog(ctx, s, run)
-	if err != nil {
-		return nil, err
-	}
-	return newSide(run, hosts, findings, cat), nil
+	return loadSideWith(ctx, s, id, func(side *runSide) error {
+		findings, err := s.Findings(ctx, id)
+		for _, f := range findings {
+			side.findings[f.Host] = append(side.findings[f.Host], f)
+		}
+		return err
+	})
 }
 
 // loadRefSide is loadSide with the findings' keys and blobs in place of
@@ -186,6 +173,19 @@ func loadRefSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	if !ok {
 		return loadSide(ctx, s, id)
 	}
+	return loadSideWith(ctx, s, id, func(side *runSide) error {
+		refs, err := fr.findingRefs(ctx, id)
+		side.refs = map[string][]findingRef{}
+		for _, r := range refs {
+			side.refs[r.host] = append(side.refs[r.host], r)
+		}
+		return err
+	})
+}
+
+// loadSideWith reads complete run id's hosts and catalog, and its findings
+// through fill.
+func loadSideWith(ctx context.Context, s Store, id RunID, fill func(*runSide) error) (*runSide, error) {
 	run, err := s.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -197,18 +197,13 @@ func loadRefSide(ctx context.Context, s Store, id RunID) (*runSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := fr.findingRefs(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	cat, err := loadCatalog(ctx, s, run)
 	if err != nil {
 		return nil, err
 	}
 	side := newSide(run, hosts, nil, cat)
-	side.refs = map[string][]findingRef{}
-	for _, r := range refs {
-		side.refs[r.host] = append(side.refs[r.host], r)
+	if err := fill(side); err != nil {
+		return nil, err
 	}
 	return side, nil
 }
