@@ -54,30 +54,7 @@ func rollOutBoth(t *testing.T, local map[string]string, change func(r *gitRepo),
 	deploy(t, r, head, "gpu-training", after)
 	want = collect(after)
 
-	co, err := CheckoutRef(context.Background(), r.Dir, head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ParseManifest(co.Files[ManifestFile].Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := Render(context.Background(), co, m, "gpu-training", RenderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, layers, err := renderedFiles(rendered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	managed := map[string]bool{}
-	for p := range rendered.Digests {
-		managed[p] = true
-	}
-	got, err = rolledOut(context.Background(), hostDoc, "h", files, layers, managed, fed, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got = rollOutHead(t, r.Dir, head, "gpu-training", hostDoc, fed)
 	return want, got
 }
 

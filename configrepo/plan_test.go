@@ -398,30 +398,7 @@ func TestRolledOutMatchesTheRolledOutRoot(t *testing.T) {
 	deploy(t, r, head, "gpu-training", after)
 	want := collect(after)
 
-	co, err := CheckoutRef(context.Background(), r.Dir, head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ParseManifest(co.Files[ManifestFile].Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := Render(context.Background(), co, m, "gpu-training", RenderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, layers, err := renderedFiles(rendered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	managed := map[string]bool{}
-	for p := range rendered.Digests {
-		managed[p] = true
-	}
-	got, err := rolledOut(context.Background(), hostDoc, "h", files, layers, managed, map[string]bool{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := rollOutHead(t, r.Dir, head, "gpu-training", hostDoc, map[string]bool{})
 	for _, fact := range []string{"sysctl.configured", "limits.effective", "logind.remove_ipc"} {
 		w, _ := snapshot.Lookup(want, fact)
 		g, _ := snapshot.Lookup(got, fact)
@@ -443,4 +420,34 @@ func TestRolledOutMatchesTheRolledOutRoot(t *testing.T) {
 			t.Errorf("%s from %v, want %s", fact, src[fact], at)
 		}
 	}
+}
+
+// rollOutHead is hostDoc rolled out with fleet's files as head renders them.
+func rollOutHead(t *testing.T, dir, head, fleet string, hostDoc map[string]any, fed map[string]bool) map[string]any {
+	t.Helper()
+	co, err := CheckoutRef(context.Background(), dir, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseManifest(co.Files[ManifestFile].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := Render(context.Background(), co, m, fleet, RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, layers, err := renderedFiles(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managed := map[string]bool{}
+	for p := range rendered.Digests {
+		managed[p] = true
+	}
+	got, err := rolledOut(context.Background(), hostDoc, "h", files, layers, managed, fed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
