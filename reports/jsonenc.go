@@ -28,11 +28,16 @@ func newFindingEncoder(prefix string) *findingEncoder {
 
 // line appends a newline and the indentation of depth.
 func (e *findingEncoder) line(dst []byte, depth int) []byte {
+	return append(append(dst, '\n'), e.indent(depth)...)
+}
+
+// indent is the prefix and indentation of a line at depth.
+func (e *findingEncoder) indent(depth int) string {
 	n := 1 + e.prefix + 2*depth
 	for n > len(e.nl) {
 		e.nl += e.nl[1+e.prefix:]
 	}
-	return append(dst, e.nl[:n]...)
+	return e.nl[1:n]
 }
 
 // field appends the separator before a field, the field's line and its
@@ -217,7 +222,7 @@ func (e *findingEncoder) value(dst []byte, v any, depth int) ([]byte, error) {
 		dst = e.line(dst, depth)
 		return append(dst, ']'), nil
 	}
-	b, err := encodeIndented(v, e.nl[1:1+e.prefix+2*depth])
+	b, err := encodeIndented(v, e.indent(depth))
 	if err != nil {
 		return nil, err
 	}

@@ -223,6 +223,17 @@ func TestFindingJSONEdgeValues(t *testing.T) {
 	for _, x := range oddFloats {
 		values = append(values, x, -x)
 	}
+	// Deeper than the encoder's first indentation, down to a value it
+	// leaves to encoding/json.
+	deep := any(map[string]any{"s": []string{"a"}, "m": map[string]any{}})
+	for i := range 40 {
+		if i%2 == 0 {
+			deep = []any{deep, i}
+		} else {
+			deep = map[string]any{"k": deep}
+		}
+	}
+	values = append(values, deep)
 	for _, v := range values {
 		f := policies.Finding{
 			Rule: "r", Host: "h", Evidence: []policies.Evidence{{Fact: "f", Value: v}},
