@@ -93,6 +93,8 @@ type jsonItem struct {
 	parts  [2][]byte
 	owner  bool
 	err    error
+	// start and end are whole's or host's place in its worker's buffer.
+	start, end int
 }
 
 // findings encodes a batch (n findings written before it) and writes it,
@@ -114,22 +116,48 @@ func (jw *jsonWriter) findings(batch []jsonItem, split map[*policies.Finding][2]
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(batch))
+	for len(jw.bufs) < workers {
+		jw.bufs = append(jw.bufs, nil)
+		jw.encs = append(jw.encs, newFindingEncoder("    "))
+	}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The batch's encodings go to one buffer per worker, kept
+			// for the next batch.
+			enc, buf := jw.encs[w], jw.bufs[w][:0]
 			for i := w; i < len(batch); i += workers {
 				it := &batch[i]
+				it.start = len(buf)
 				if it.shared == nil {
-					it.whole, it.err = encodeIndented(&it.f, "    ")
+					b, err := enc.finding(buf, &it.f)
+					if err != nil {
+						it.err = err
+						continue
+					}
+					buf = b
+				} else {
+					if it.owner {
+						it.parts = splitFinding(enc, it.shared)
+					}
+					buf = appendJSONString(buf, it.f.Host)
+				}
+				it.end = len(buf)
+			}
+			for i := w; i < len(batch); i += workers {
+				it := &batch[i]
+				if it.err != nil {
 					continue
 				}
-				if it.owner {
-					it.parts = splitFinding(it.shared)
+				if it.shared == nil {
+					it.whole = buf[it.start:it.end]
+				} else {
+					it.host = buf[it.start:it.end]
 				}
-				it.host, it.err = encodeIndented(it.f.Host, "    ")
 			}
+			jw.bufs[w] = buf
 		}()
 	}
 	wg.Wait()
@@ -179,28 +207,15 @@ func encodeIndented(v any, prefix string) ([]byte, error) {
 	return EscapeJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
-// hostMark stands for the host name in a shared finding's encoding.
-const hostMark = "\x00fleetaudit host\x00"
-
-// split encodes f with hostMark as its host, and cuts the encoding around
-// it; nil parts when the mark is not found exactly once.
-func splitFinding(f *policies.Finding) [2][]byte {
-	g := *f
-	g.Host = hostMark
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("    ", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&g); err != nil {
+// splitFinding is f's encoding before and after its host's value; nil
+// parts when f cannot be encoded.
+func splitFinding(enc *findingEncoder, f *policies.Finding) [2][]byte {
+	head := enc.head(nil, f)
+	tail, err := enc.tail(nil, f)
+	if err != nil {
 		return [2][]byte{}
 	}
-	b := EscapeJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	mark, _ := json.Marshal(hostMark)
-	if bytes.Count(b, mark) != 1 {
-		return [2][]byte{}
-	}
-	i := bytes.Index(b, mark)
-	return [2][]byte{bytes.Clone(b[:i]), bytes.Clone(b[i+len(mark):])}
+	return [2][]byte{head, tail}
 }
 
 func (jw *jsonWriter) write(b []byte) {
@@ -232,6 +247,9 @@ type jsonWriter struct {
 	w   io.Writer
 	buf bytes.Buffer
 	err error
+	// The findings' encoders and buffers, one per worker.
+	encs []*findingEncoder
+	bufs [][]byte
 }
 
 func (jw *jsonWriter) printf(format string, args ...any) {
