@@ -166,7 +166,7 @@ tw_severity(false) := "high"
 
 # Sysctl values the kernel prints with tabs or several spaces compare equal
 # to the same fields written with single spaces.
-normalized(v) := concat(" ", [w | some w in split(replace(v, "\t", " "), " "); w != ""])
+normalized(v) := trim(regex.replace(v, `[ \t]+`, " "), " ")
 
 # METADATA
 # title: Configured sysctl not applied
