@@ -338,17 +338,25 @@ tooling_added("systemd.machine_id") if {
 }
 
 pending_params := {p |
-	some p, _ in object.union(input.boot.configured.params, input.boot.running.params)
+	some p in changed_params
 	not p in loader_params
 	not tooling_added(p)
-	differs(p)
 }
 
-differs(p) if input.boot.configured.params[p] != input.boot.running.params[p]
+# Params on one command line only or with another value on the other; none
+# unless both were read (an empty params map is left out of a snapshot).
+default changed_params := set()
 
-differs(p) if not p in object.keys(input.boot.running.params)
-
-differs(p) if not p in object.keys(input.boot.configured.params)
+changed_params := {p |
+	some p, v in input.boot.configured.params
+	not input.boot.running.params[p] == v
+} | {p |
+	some p, v in input.boot.running.params
+	not input.boot.configured.params[p] == v
+} if {
+	is_object(input.boot.configured.params)
+	is_object(input.boot.running.params)
+}
 
 # METADATA
 # title: Boot configuration differs from the running kernel command line

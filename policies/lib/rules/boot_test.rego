@@ -255,6 +255,24 @@ test_boot_config_pending_lists_changes if {
 	f.evidence == ["boot.configured.params.hugetlb_cma", "boot.configured.params.iommu"]
 }
 
+# A param only running, one only configured, one changed; flags ("") count.
+test_boot_config_pending_both_ways if {
+	h := pending_host(
+		{"root": "UUID=x", "quiet": "", "iommu": "pt", "nosmt": ""},
+		{"root": "UUID=y", "iommu": "off", "nosmt": "", "splash": ""},
+	)
+	[f] := [f | some f in boot.boot_config_pending with input as h]
+	f.msg == "the next boot changes the kernel command line (grub loader): +splash, -quiet, iommu: pt -> off"
+	f.evidence == ["boot.configured.params.iommu", "boot.configured.params.splash"]
+}
+
+# An empty params map is left out of a snapshot: nothing is compared then.
+test_boot_config_pending_needs_both_param_maps if {
+	h := pending_host({"quiet": ""}, {"iommu": "pt"})
+	count(boot.boot_config_pending) == 0 with input as json.remove(h, ["boot/configured/params"])
+	count(boot.boot_config_pending) == 0 with input as json.remove(h, ["boot/running/params"])
+}
+
 test_boot_config_pending_ignores_loader_params if {
 	h := pending_host({"BOOT_IMAGE": "/boot/vmlinuz", "root": "UUID=x", "ro": "", "quiet": ""}, {"quiet": ""})
 	count(boot.boot_config_pending) == 0 with input as h
