@@ -484,6 +484,8 @@ forbidden_hits := {[w, p, v] |
 #   - boot.configured.params
 #   - boot.configured.present
 boot_param_forbidden contains f if {
+	# Most fleets forbid nothing: then no param is looked up.
+	count(forbidden_params) + count(forbidden_values) > 0
 	some p in {p | some [_, p, _] in forbidden_hits}
 	where := sort([w | some [w, p2, _] in forbidden_hits; p2 == p])
 	values := sort({v | some [_, p2, v] in forbidden_hits; p2 == p})

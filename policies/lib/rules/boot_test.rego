@@ -323,6 +323,14 @@ test_nothing_forbidden_by_default if {
 	count(boot.boot_param_forbidden) == 0 with input as h
 }
 
+# A profile may list nothing explicitly, or forbid only values.
+test_forbidden_lists_empty_or_values_only if {
+	h := {"boot": {"running": {"params": {"hugetlb_cma": "6G", "iommu": "off"}}, "configured": {"params": {"iommu": "off"}}}}
+	count(boot.boot_param_forbidden) == 0 with input as h with data.fleetaudit.params as {"forbidden_boot_params": [], "forbidden_boot_param_values": {}}
+	[f] := [f | some f in boot.boot_param_forbidden] with input as h with data.fleetaudit.params as {"forbidden_boot_params": [], "forbidden_boot_param_values": {"iommu": ["off"]}}
+	f.evidence == ["boot.configured.params.iommu", "boot.running.params.iommu"]
+}
+
 test_mitigations_off_fix_removes_the_param if {
 	h := {"boot": {"running": {"params": {"mitigations": "off"}}, "configured": {"params": {"mitigations": "off"}}}}
 	[f] := [f | some f in boot.mitigations_off with input as h]

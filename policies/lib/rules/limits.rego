@@ -98,6 +98,7 @@ memlock_too_low contains f if {
 	some domain in memlock_domains
 	some kind in ["soft", "hard"]
 	value := object.get(input.limits.effective, [domain, "memlock", kind], "")
+	value != "unlimited" # never below: skip converting it
 	below(value)
 	f := {
 		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value), memlock_value]),
