@@ -106,8 +106,8 @@ test_tcp_tw_recycle_on_an_image_boot_kernel if {
 # Whitespace runs, tabs and edges compare equal; other characters do not.
 test_not_applied_normalizes_spaces_and_tabs_only if {
 	h := host(
-		{"a": "4096\t87380\t6291456", "b": "1", "c": "x\ty", "d": "1 2"},
-		{"a": " 4096  87380 \t6291456 ", "b": "1\n", "c": "x\u00a0y", "d": "1 3"},
+		{"a": "4096\t87380\t6291456", "b": "1", "c": "x\ty", "d": "1 2", "e": "1 2", "f": "1\t2"},
+		{"a": " 4096  87380 \t6291456 ", "b": "1\n", "c": "x\u00a0y", "d": "1 3", "e": "1\t2", "f": "1 2"},
 	)
 	keys := {f.evidence[0] | some f in sysctl.sysctl_not_applied} with input as h
 	keys == {"sysctl.configured.b", "sysctl.configured.c", "sysctl.configured.d"}
