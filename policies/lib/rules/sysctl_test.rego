@@ -65,6 +65,14 @@ test_invalid_congestion_control if {
 	count(sysctl.sysctl_invalid) == 0 with input as h2
 }
 
+test_invalid_congestion_control_finding if {
+	h := host({"net.ipv4.tcp_available_congestion_control": "reno\tcubic"}, {"net.ipv4.tcp_congestion_control": "bbr"})
+	[f] := [f | some f in sysctl.sysctl_invalid with input as h]
+	f.msg == "net.ipv4.tcp_congestion_control = bbr is not among net.ipv4.tcp_available_congestion_control (reno cubic)"
+	f.evidence == ["sysctl.configured.net.ipv4.tcp_congestion_control", "sysctl.running.net.ipv4.tcp_available_congestion_control"]
+	count(sysctl.sysctl_invalid) == 0 with input as host({}, {"net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_available_congestion_control": "bbr"})
+}
+
 test_numa_balancing_fix if {
 	[f] := [f | some f in sysctl.numa_balancing_enabled with input as host({"kernel.numa_balancing": "1"}, {})]
 	f.fix == {"kind": "sysctl", "set": {"kernel.numa_balancing": "0"}}
