@@ -28,13 +28,8 @@ kernel_default_kb := 8192 if not version.less(kernel_release, "5.16")
 else := 64
 
 memlock_kb(v) := -1 if v == "unlimited"
-
-memlock_kb(v) := to_number(v) if {
-	v != "unlimited"
-	v != ""
-}
-
-memlock_kb("") := kernel_default_kb
+else := kernel_default_kb if v == ""
+else := to_number(v)
 
 below(v) if {
 	memlock_min == "unlimited"
