@@ -28,7 +28,9 @@ kernel_default_kb := 8192 if not version.less(kernel_release, "5.16")
 else := 64
 
 memlock_kb(v) := -1 if v == "unlimited"
+
 else := kernel_default_kb if v == ""
+
 else := to_number(v)
 
 below(v) if {
