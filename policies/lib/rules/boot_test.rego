@@ -552,3 +552,26 @@ test_hugetlb_cma_zero_in_kernel_cmdline_passes if {
 	h := sdboot_host({"root": "UUID=1"}, {"root": "UUID=1", "hugetlb_cma": "0"})
 	count(boot.hugetlb_cma_on_gpu) == 0 with input as h
 }
+
+# pending_params agrees with its first form: every param of either map (both
+# read) but the loader's whose value differs or that one map lacks.
+union_differs(p, h) if h.boot.configured.params[p] != h.boot.running.params[p]
+
+union_differs(p, h) if not p in object.keys(h.boot.running.params)
+
+union_differs(p, h) if not p in object.keys(h.boot.configured.params)
+
+test_pending_params_as_union_of_keys if {
+	maps := [{}, {"quiet": ""}, {"quiet": "1"}, {"root": "UUID=x", "ro": ""}, {"iommu": "pt", "quiet": ""}, {"iommu": "off", "nosmt": ""}]
+	every running in maps {
+		every configured in maps {
+			h := pending_host(running, configured)
+			want := {p |
+				some p, _ in object.union(configured, running)
+				not p in boot.loader_params
+				union_differs(p, h)
+			}
+			boot.pending_params == want with input as h
+		}
+	}
+}

@@ -110,3 +110,21 @@ test_memlock_unlimited_spellings if {
 	u := host({"*": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}}, "6.8.0")
 	count(limits.memlock_too_low) == 0 with input as u with data.fleetaudit.params as {"memlock_min_kb": 8192}
 }
+
+# memlock_kb agrees with its first form, three definitions.
+kb_first_form(v) := -1 if v == "unlimited"
+
+kb_first_form(v) := to_number(v) if {
+	v != "unlimited"
+	v != ""
+}
+
+kb_first_form("") := limits.kernel_default_kb
+
+test_memlock_kb_as_first_form if {
+	every v in ["unlimited", "", "0", "-1", "64", "65536", "8388608"] {
+		every kernel in ["5.15.0-105-generic", "6.8.0"] {
+			limits.memlock_kb(v) == kb_first_form(v) with input as host({}, kernel)
+		}
+	}
+}
