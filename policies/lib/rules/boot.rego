@@ -338,17 +338,25 @@ tooling_added("systemd.machine_id") if {
 }
 
 pending_params := {p |
-	some p, _ in object.union(input.boot.configured.params, input.boot.running.params)
+	some p in changed_params
 	not p in loader_params
 	not tooling_added(p)
-	differs(p)
 }
 
-differs(p) if input.boot.configured.params[p] != input.boot.running.params[p]
+# Params on one command line only or with another value on the other; none
+# unless both were read (an empty params map is left out of a snapshot).
+default changed_params := set()
 
-differs(p) if not p in object.keys(input.boot.running.params)
-
-differs(p) if not p in object.keys(input.boot.configured.params)
+changed_params := {p |
+	some p, v in input.boot.configured.params
+	not input.boot.running.params[p] == v
+} | {p |
+	some p, v in input.boot.running.params
+	not input.boot.configured.params[p] == v
+} if {
+	is_object(input.boot.configured.params)
+	is_object(input.boot.running.params)
+}
 
 # METADATA
 # title: Boot configuration differs from the running kernel command line
@@ -476,6 +484,8 @@ forbidden_hits := {[w, p, v] |
 #   - boot.configured.params
 #   - boot.configured.present
 boot_param_forbidden contains f if {
+	# Most fleets forbid nothing: then no param is looked up.
+	count(forbidden_params) + count(forbidden_values) > 0
 	some p in {p | some [_, p, _] in forbidden_hits}
 	where := sort([w | some [w, p2, _] in forbidden_hits; p2 == p])
 	values := sort({v | some [_, p2, v] in forbidden_hits; p2 == p})

@@ -255,6 +255,24 @@ test_boot_config_pending_lists_changes if {
 	f.evidence == ["boot.configured.params.hugetlb_cma", "boot.configured.params.iommu"]
 }
 
+# A param only running, one only configured, one changed; flags ("") count.
+test_boot_config_pending_both_ways if {
+	h := pending_host(
+		{"root": "UUID=x", "quiet": "", "iommu": "pt", "nosmt": ""},
+		{"root": "UUID=y", "iommu": "off", "nosmt": "", "splash": ""},
+	)
+	[f] := [f | some f in boot.boot_config_pending with input as h]
+	f.msg == "the next boot changes the kernel command line (grub loader): +splash, -quiet, iommu: pt -> off"
+	f.evidence == ["boot.configured.params.iommu", "boot.configured.params.splash"]
+}
+
+# An empty params map is left out of a snapshot: nothing is compared then.
+test_boot_config_pending_needs_both_param_maps if {
+	h := pending_host({"quiet": ""}, {"iommu": "pt"})
+	count(boot.boot_config_pending) == 0 with input as json.remove(h, ["boot/configured/params"])
+	count(boot.boot_config_pending) == 0 with input as json.remove(h, ["boot/running/params"])
+}
+
 test_boot_config_pending_ignores_loader_params if {
 	h := pending_host({"BOOT_IMAGE": "/boot/vmlinuz", "root": "UUID=x", "ro": "", "quiet": ""}, {"quiet": ""})
 	count(boot.boot_config_pending) == 0 with input as h
@@ -303,6 +321,14 @@ test_forbidden_value if {
 test_nothing_forbidden_by_default if {
 	h := {"boot": {"running": {"params": {"hugetlb_cma": "6G"}}, "configured": {"params": {}}}}
 	count(boot.boot_param_forbidden) == 0 with input as h
+}
+
+# A profile may list nothing explicitly, or forbid only values.
+test_forbidden_lists_empty_or_values_only if {
+	h := {"boot": {"running": {"params": {"hugetlb_cma": "6G", "iommu": "off"}}, "configured": {"params": {"iommu": "off"}}}}
+	count(boot.boot_param_forbidden) == 0 with input as h with data.fleetaudit.params as {"forbidden_boot_params": [], "forbidden_boot_param_values": {}}
+	[f] := [f | some f in boot.boot_param_forbidden] with input as h with data.fleetaudit.params as {"forbidden_boot_params": [], "forbidden_boot_param_values": {"iommu": ["off"]}}
+	f.evidence == ["boot.configured.params.iommu", "boot.running.params.iommu"]
 }
 
 test_mitigations_off_fix_removes_the_param if {
@@ -525,4 +551,27 @@ test_hugetlb_cma_in_the_entry_is_reported_once if {
 test_hugetlb_cma_zero_in_kernel_cmdline_passes if {
 	h := sdboot_host({"root": "UUID=1"}, {"root": "UUID=1", "hugetlb_cma": "0"})
 	count(boot.hugetlb_cma_on_gpu) == 0 with input as h
+}
+
+# pending_params agrees with its first form: every param of either map (both
+# read) but the loader's whose value differs or that one map lacks.
+union_differs(p, h) if h.boot.configured.params[p] != h.boot.running.params[p]
+
+union_differs(p, h) if not p in object.keys(h.boot.running.params)
+
+union_differs(p, h) if not p in object.keys(h.boot.configured.params)
+
+test_pending_params_as_union_of_keys if {
+	maps := [{}, {"quiet": ""}, {"quiet": "1"}, {"root": "UUID=x", "ro": ""}, {"iommu": "pt", "quiet": ""}, {"iommu": "off", "nosmt": ""}]
+	every running in maps {
+		every configured in maps {
+			h := pending_host(running, configured)
+			want := {p |
+				some p, _ in object.union(configured, running)
+				not p in boot.loader_params
+				union_differs(p, h)
+			}
+			boot.pending_params == want with input as h
+		}
+	}
 }

@@ -29,12 +29,9 @@ else := 64
 
 memlock_kb(v) := -1 if v == "unlimited"
 
-memlock_kb(v) := to_number(v) if {
-	v != "unlimited"
-	v != ""
-}
+else := kernel_default_kb if v == ""
 
-memlock_kb("") := kernel_default_kb
+else := to_number(v)
 
 below(v) if {
 	memlock_min == "unlimited"
@@ -98,6 +95,7 @@ memlock_too_low contains f if {
 	some domain in memlock_domains
 	some kind in ["soft", "hard"]
 	value := object.get(input.limits.effective, [domain, "memlock", kind], "")
+	value != "unlimited" # never below: skip converting it
 	below(value)
 	f := {
 		"msg": sprintf("memlock %s limit for %s is %s, below the fleet's minimum %s", [kind, domain, limit_text(value), memlock_value]),

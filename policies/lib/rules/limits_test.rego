@@ -100,3 +100,31 @@ test_unset_on_an_image_is_the_boot_kernels_default if {
 	some f in limits.memlock_too_low with input as h
 	f.msg == "memlock soft limit for * is unset (kernel default 8192 KiB), below the fleet's minimum unlimited"
 }
+
+# "-1" is unlimited, as limits.conf(5) reads it; "unlimited" is never
+# below, whatever the minimum.
+test_memlock_unlimited_spellings if {
+	h := host({"*": {"memlock": {"soft": "-1", "hard": "-1"}}}, "6.8.0")
+	count(limits.memlock_too_low) == 0 with input as h
+	count(limits.memlock_too_low) == 0 with input as h with data.fleetaudit.params as {"memlock_min_kb": 8192}
+	u := host({"*": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}}, "6.8.0")
+	count(limits.memlock_too_low) == 0 with input as u with data.fleetaudit.params as {"memlock_min_kb": 8192}
+}
+
+# memlock_kb agrees with its first form, three definitions.
+kb_first_form(v) := -1 if v == "unlimited"
+
+kb_first_form(v) := to_number(v) if {
+	v != "unlimited"
+	v != ""
+}
+
+kb_first_form("") := limits.kernel_default_kb
+
+test_memlock_kb_as_first_form if {
+	every v in ["unlimited", "", "0", "-1", "64", "65536", "8388608"] {
+		every kernel in ["5.15.0-105-generic", "6.8.0"] {
+			limits.memlock_kb(v) == kb_first_form(v) with input as host({}, kernel)
+		}
+	}
+}

@@ -65,6 +65,14 @@ test_invalid_congestion_control if {
 	count(sysctl.sysctl_invalid) == 0 with input as h2
 }
 
+test_invalid_congestion_control_finding if {
+	h := host({"net.ipv4.tcp_available_congestion_control": "reno\tcubic"}, {"net.ipv4.tcp_congestion_control": "bbr"})
+	[f] := [f | some f in sysctl.sysctl_invalid with input as h]
+	f.msg == "net.ipv4.tcp_congestion_control = bbr is not among net.ipv4.tcp_available_congestion_control (reno cubic)"
+	f.evidence == ["sysctl.configured.net.ipv4.tcp_congestion_control", "sysctl.running.net.ipv4.tcp_available_congestion_control"]
+	count(sysctl.sysctl_invalid) == 0 with input as host({}, {"net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_available_congestion_control": "bbr"})
+}
+
 test_numa_balancing_fix if {
 	[f] := [f | some f in sysctl.numa_balancing_enabled with input as host({"kernel.numa_balancing": "1"}, {})]
 	f.fix == {"kind": "sysctl", "set": {"kernel.numa_balancing": "0"}}
@@ -101,4 +109,23 @@ test_tcp_tw_recycle_on_an_image_boot_kernel if {
 	[f] := [f | some f in sysctl.tcp_tw_recycle with input as h]
 	f.severity == "high"
 	f.evidence == ["sysctl.configured.net.ipv4.tcp_tw_recycle", "kernel.boot_release"]
+}
+
+# Whitespace runs, tabs and edges compare equal; other characters do not.
+test_not_applied_normalizes_spaces_and_tabs_only if {
+	h := host(
+		{"a": "4096\t87380\t6291456", "b": "1", "c": "x\ty", "d": "1 2", "e": "1 2", "f": "1\t2"},
+		{"a": " 4096  87380 \t6291456 ", "b": "1\n", "c": "x\u00a0y", "d": "1 3", "e": "1\t2", "f": "1 2"},
+	)
+	keys := {f.evidence[0] | some f in sysctl.sysctl_not_applied} with input as h
+	keys == {"sysctl.configured.b", "sysctl.configured.c", "sysctl.configured.d"}
+}
+
+# normalized agrees with splitting into words at spaces and tabs.
+words(v) := concat(" ", [w | some w in split(replace(v, "\t", " "), " "); w != ""])
+
+test_normalized_is_words_joined_by_one_space if {
+	every v in ["", " ", "\t\t", "a", " a", "a ", "a  b", "a\t \tb", " \ta \t b\t ", "a\nb", "a\u00a0b", "4 4\t1  7"] {
+		sysctl.normalized(v) == words(v)
+	}
 }
