@@ -25,6 +25,11 @@ func TestBuiltinRulesReadOnlyWhatTheyJudge(t *testing.T) {
 		{"hugetlb-cma-on-gpu",
 			[]string{"boot.running.params.root", "boot.configured.params.root", "boot.running.cmdline"},
 			[]string{"boot.running.params.hugetlb_cma", "boot.running.params.cma", "boot.configured.params.hugetlb_cma", "boot.configured.params.cma", "memory.cma_total_kb"}},
+		// Every host's own sysctls leave sysctl-invalid shared: it reads the
+		// congestion-control pair, not the sysctl maps whole.
+		{"sysctl-invalid",
+			[]string{"sysctl.running.vm.swappiness", "sysctl.configured.vm.max_map_count"},
+			[]string{"sysctl.missing", `sysctl.configured["net.ipv4.tcp_congestion_control"]`, `sysctl.running["net.ipv4.tcp_available_congestion_control"]`}},
 	} {
 		r, ok := e.byID[tc.rule]
 		if !ok {
