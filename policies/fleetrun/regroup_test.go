@@ -27,10 +27,10 @@ func TestRegroupedIsWholeGroups(t *testing.T) {
 	builtin := newEngine(t, policies.Options{Fleets: gpuFleets()})
 	tmp := t.TempDir()
 	unique, repeated := filepath.Join(tmp, "unique"), filepath.Join(tmp, "repeated")
-	if err := fleetgen.Generate(fleetgen.Options{N: 200, Dir: unique, Roots: "../../testdata/hosts", Seed: 5, Unique: true}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: unique, Roots: "../../testdata/hosts", Seed: 5, Unique: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fleetgen.Generate(fleetgen.Options{N: 200, Dir: repeated, Roots: "../../testdata/hosts", Seed: 9}); err != nil {
+	if err := fleetgen.Generate(fleetgen.Options{N: 120, Dir: repeated, Roots: "../../testdata/hosts", Seed: 9}); err != nil {
 		t.Fatal(err)
 	}
 	glob := func(dir string) []string {
