@@ -304,23 +304,23 @@ func (s *runState) units(ctx context.Context, fleet string, rules []*policies.Ru
 	for i, g := range fgs {
 		whole.hosts[i] = g.Count()
 	}
-	byFacts := map[string]*unit{}
+	// Rules that declare the same facts share their groups, each found
+	// once, workers at a time.
+	regrouped := map[string]*unit{}
 	var keys []string
-	if !s.wholeGroups {
-		for _, r := range rules {
-			if k := factsKey(r); regroups(r) && byFacts[k] == nil {
-				byFacts[k] = whole
-				keys = append(keys, k)
+	var firsts []*policies.Rule
+	for _, r := range rules {
+		if k := factsKey(r); regroups(r) && !s.wholeGroups {
+			if _, ok := regrouped[k]; !ok {
+				regrouped[k] = nil
+				keys, firsts = append(keys, k), append(firsts, r)
 			}
 		}
 	}
-	// Rules that declare the same facts share a unit; each is found once,
-	// workers at a time.
 	found := make([]*unit, len(keys))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for i, k := range keys {
-		r := rules[slices.IndexFunc(rules, func(r *policies.Rule) bool { return regroups(r) && factsKey(r) == k })]
+	for i, r := range firsts {
 		g.Go(func() error {
 			if gctx.Err() == nil {
 				found[i] = s.regroup(r, fgs)
@@ -333,14 +333,12 @@ func (s *runState) units(ctx context.Context, fleet string, rules []*policies.Ru
 		return nil, err
 	}
 	for i, k := range keys {
-		if found[i] != nil {
-			byFacts[k] = found[i]
-		}
+		regrouped[k] = found[i]
 	}
 	units := make([]*unit, len(rules))
 	for i, r := range rules {
 		units[i] = whole
-		if u := byFacts[factsKey(r)]; u != nil && regroups(r) && !s.wholeGroups {
+		if u := regrouped[factsKey(r)]; u != nil && regroups(r) {
 			units[i] = u
 		}
 	}
