@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -81,6 +82,36 @@ func (fq *Queries) EvalGroupRule(ctx context.Context, r *Rule, in *GroupInput, b
 	}
 	findings, err = one.findings(rs, in.of, in.fleet, fq.severity, in.admit)
 	return findings, false, err
+}
+
+// BuiltinOnly reports whether rule r and every rule and function it
+// reaches are the built-in library's (a user module may add to a built-in
+// package): then r reads only the facts it declares.
+func (fq *Queries) BuiltinOnly(r *Rule) bool {
+	if !r.Builtin {
+		return false
+	}
+	c := fq.compiler
+	seen := map[*ast.Rule]bool{}
+	work := slices.Clone(c.GetRules(r.ref))
+	for len(work) > 0 {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		if x.Location == nil || !isBuiltinFile(x.Location.File) {
+			return false
+		}
+		ast.WalkRefs(x, func(ref ast.Ref) bool {
+			if ref[0].Equal(ast.DefaultRootDocument) {
+				work = append(work, c.GetRules(ref.GroundPrefix())...)
+			}
+			return false
+		})
+	}
+	return true
 }
 
 // FleetRules are the fleet's fleet-wide rules, in query order; nil when none.

@@ -245,7 +245,7 @@ func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.
 	if len(rules) == 0 || len(fgs) == 0 {
 		return nil, nil
 	}
-	units, err := s.units(ctx, fleet, rules, fgs, workers)
+	units, err := s.units(ctx, fleet, fq, fgs, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,8 @@ func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.
 
 // units are the units each fleet rule is evaluated on: its facts' own
 // groups (regroup) where fewer, else the fleet's groups.
-func (s *runState) units(ctx context.Context, fleet string, rules []*policies.Rule, fgs []*policies.FleetGroup, workers int) ([]*unit, error) {
+func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries, fgs []*policies.FleetGroup, workers int) ([]*unit, error) {
+	rules := fq.FleetRules()
 	whole := &unit{groups: fgs, hosts: make([]int, len(fgs))}
 	for i, g := range fgs {
 		whole.hosts[i] = g.Count()
@@ -309,8 +310,10 @@ func (s *runState) units(ctx context.Context, fleet string, rules []*policies.Ru
 	regrouped := map[string]*unit{}
 	var keys []string
 	var firsts []*policies.Rule
-	for _, r := range rules {
-		if k := factsKey(r); regroups(r) && !s.wholeGroups {
+	can := make([]bool, len(rules))
+	for i, r := range rules {
+		can[i] = !s.wholeGroups && regroups(fq, r)
+		if k := factsKey(r); can[i] {
 			if _, ok := regrouped[k]; !ok {
 				regrouped[k] = nil
 				keys, firsts = append(keys, k), append(firsts, r)
@@ -338,7 +341,7 @@ func (s *runState) units(ctx context.Context, fleet string, rules []*policies.Ru
 	units := make([]*unit, len(rules))
 	for i, r := range rules {
 		units[i] = whole
-		if u := regrouped[factsKey(r)]; u != nil && regroups(r) {
+		if u := regrouped[factsKey(r)]; u != nil && can[i] {
 			units[i] = u
 		}
 	}

@@ -46,9 +46,10 @@ func (u *unit) of(j int, buf []int32) []int32 {
 }
 
 // regroups reports whether fleet rule r is evaluated on groups of its own
-// declared facts.
-func regroups(r *policies.Rule) bool {
-	return r.Builtin && len(r.Facts) > 0 && !slices.ContainsFunc(r.Facts, func(f string) bool { return strings.HasPrefix(f, "*") })
+// declared facts: a built-in rule reaching no user code, whose facts hold
+// no "*".
+func regroups(fq *policies.Queries, r *policies.Rule) bool {
+	return len(r.Facts) > 0 && !slices.ContainsFunc(r.Facts, func(f string) bool { return strings.HasPrefix(f, "*") }) && fq.BuiltinOnly(r)
 }
 
 // factsKey names r's declared facts: rules that declare the same share

@@ -183,7 +183,7 @@ func TestBuiltinFleetRulesRegroup(t *testing.T) {
 	sizes := map[string]int{}
 	for _, r := range fq.FleetRules() {
 		sizes[r.ID] = len(groups)
-		if !regroups(r) {
+		if !regroups(fq, r) {
 			continue
 		}
 		if u := s.regroup(r, groups); u != nil {
@@ -211,5 +211,57 @@ func TestBuiltinFleetRulesRegroup(t *testing.T) {
 		if sizes[id] != len(groups) {
 			t.Errorf("%s sees %d groups, want the fleet's %d", id, sizes[id], len(groups))
 		}
+	}
+}
+
+// extendsBuiltin adds to the built-in sysctl-skew rule, from a user's
+// module, a finding that reads the labels it does not declare.
+const extendsBuiltin = `package fleetaudit.fleet_rules.sysctl
+
+sysctl_skew contains {"group": g.group, "msg": sprintf("team %s", [g.labels.team]), "evidence": ["labels.team"]} if {
+	some g in input.groups
+	g.labels.team == "blue"
+}
+`
+
+// A built-in rule that a user's module adds to (a definition in its
+// package) reads what that code reads: it keeps the fleet's groups, and
+// the report is the oracle's and the whole groups'.
+func TestBuiltinRuleExtendedByUserKeepsGroups(t *testing.T) {
+	pol := t.TempDir()
+	writeFile(t, pol, "sysctl.rego", extendsBuiltin)
+	e := newEngine(t, policies.Options{PolicyDirs: []string{pol}, Fleets: gpuFleets()})
+	fq, _ := e.Queries("gpu-training")
+	for _, r := range fq.FleetRules() {
+		if got, want := fq.BuiltinOnly(r), r.ID != "sysctl-skew"; got != want {
+			t.Errorf("%s: BuiltinOnly %v, want %v", r.ID, got, want)
+		}
+	}
+	files := genFleet(t, t.TempDir(), guardSeeds()[0]+500, 80)
+	var reports [2][]byte
+	teams := 0
+	for i, whole := range []bool{false, true} {
+		rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetOfGen, Workers: 2, wholeGroups: whole})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			want, _ := oracle(t, e, files)
+			sameFindings(t, "sysctl-skew extended", rep.Findings, want)
+			for _, f := range rep.Findings {
+				if f.Rule == "sysctl-skew" && f.Message == "team blue" {
+					teams++
+				}
+			}
+		}
+		if reports[i], err = json.Marshal(rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if teams == 0 {
+		t.Fatal("the user's addition to sysctl-skew never fired")
+	}
+	if !bytes.Equal(reports[0], reports[1]) {
+		t.Error("the report differs from the report on the fleet's groups")
 	}
 }
