@@ -23,7 +23,8 @@ import (
 // there are. TestRegroupedIsWholeGroups holds both to it on generated
 // fleets. A user rule's reads cannot be proven (policies.Queries.Reads
 // cuts input.groups[_] at its index, and a rule may count the groups): it
-// keeps the fleet's groups.
+// keeps the fleet's groups, and so does a built-in rule that reaches a
+// user's code (Queries.BuiltinOnly).
 
 // unit is a set of groups a fleet rule is evaluated on: the fleet's own,
 // or those of a rule's facts.
