@@ -178,7 +178,6 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 			fg.groups = append(fg.groups, policies.NewFleetGroup(t.proj))
 		}
 		fg.groups[g-fg.first].AddHost()
-		a.groups[g].hosts++
 		a.hosts[i].group = g + 1
 	}
 	errs := make([]error, len(fleets))
@@ -217,10 +216,8 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	return dups, failures, nil
 }
 
-// group is a group of the fleet pass: how many hosts it holds and the
-// findings fleet rules gave it.
+// group is a group of the fleet pass: the findings fleet rules gave it.
 type group struct {
-	hosts    int
 	findings []*groupFinding
 }
 
