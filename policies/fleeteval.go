@@ -74,45 +74,13 @@ func (e *Engine) evalGroups(ctx context.Context, fleet string, groups []*fleetGr
 	if fq.fleet == nil || len(groups) == 0 {
 		return nil, nil
 	}
-	list := make([]*ast.Term, len(groups))
-	total := 0
-	for i, g := range groups {
-		items, err := g.proj.terms(e)
-		if err != nil {
-			return nil, fmt.Errorf("fleet projection as Rego input: %w", err)
-		}
-		obj := make([][2]*ast.Term, 0, len(items)+2)
-		obj = append(obj, [2]*ast.Term{groupTerm, ast.IntNumberTerm(i)}, [2]*ast.Term{countTerm, ast.IntNumberTerm(g.count)})
-		obj = append(obj, items...)
-		list[i] = ast.NewTerm(ast.NewObject(obj...))
-		total += g.count
+	in, err := e.newGroupInput(fleet, groups)
+	if err != nil {
+		return nil, err
 	}
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("fleet"), ast.StringTerm(fleet)),
-		ast.Item(countTerm, ast.IntNumberTerm(total)),
-		ast.Item(ast.StringTerm("groups"), ast.ArrayTerm(list...)),
-	)
-	// A finding's host, until it is put in its group, is the group's index.
-	of := func(_ *Rule, f map[string]any) (string, map[string]any, error) {
-		g, err := groupIndex(f, len(groups))
-		if err != nil {
-			return "", nil, err
-		}
-		return strconv.Itoa(g), groups[g].proj.doc, nil
-	}
-	covs := map[string]*coverage{}
-	admit := func(r *Rule, f *Finding) bool {
-		c, ok := covs[f.Host]
-		if !ok {
-			g, _ := strconv.Atoi(f.Host)
-			c = coverageOf(groups[g].proj.doc)
-			covs[f.Host] = c
-		}
-		return c.admits(r, f)
-	}
+	input, of, admit := in.value, in.of, in.admit
 	var findings []Finding
 	var slow []string
-	var err error
 	if workers > 1 && len(fq.fleet.rules) > 1 {
 		// The rules evaluate at once on one input.
 		settle(input)
@@ -129,6 +97,61 @@ func (e *Engine) evalGroups(ctx context.Context, fleet string, groups []*fleetGr
 		groups[g].findings = append(groups[g].findings, f)
 	}
 	return slow, nil
+}
+
+// groupInput is the fleet-wide rules' input made of groups, numbered in
+// order: each group's projection with its index and its number of hosts.
+type groupInput struct {
+	fleet  string
+	groups []*fleetGroup
+	value  ast.Value
+	mu     sync.Mutex
+	covs   map[int]*coverage
+}
+
+func (e *Engine) newGroupInput(fleet string, groups []*fleetGroup) (*groupInput, error) {
+	list := make([]*ast.Term, len(groups))
+	total := 0
+	for i, g := range groups {
+		items, err := g.proj.terms(e)
+		if err != nil {
+			return nil, fmt.Errorf("fleet projection as Rego input: %w", err)
+		}
+		obj := make([][2]*ast.Term, 0, len(items)+2)
+		obj = append(obj, [2]*ast.Term{groupTerm, ast.IntNumberTerm(i)}, [2]*ast.Term{countTerm, ast.IntNumberTerm(g.count)})
+		obj = append(obj, items...)
+		list[i] = ast.NewTerm(ast.NewObject(obj...))
+		total += g.count
+	}
+	value := ast.NewObject(
+		ast.Item(ast.StringTerm("fleet"), ast.StringTerm(fleet)),
+		ast.Item(countTerm, ast.IntNumberTerm(total)),
+		ast.Item(ast.StringTerm("groups"), ast.ArrayTerm(list...)),
+	)
+	return &groupInput{fleet: fleet, groups: groups, value: value, covs: map[int]*coverage{}}, nil
+}
+
+// of is a finding's host and document: until it is put in its group, the
+// host is the group's index.
+func (in *groupInput) of(_ *Rule, f map[string]any) (string, map[string]any, error) {
+	g, err := groupIndex(f, len(in.groups))
+	if err != nil {
+		return "", nil, err
+	}
+	return strconv.Itoa(g), in.groups[g].proj.doc, nil
+}
+
+// admit reports whether finding f (of) rests on its group's collected facts.
+func (in *groupInput) admit(r *Rule, f *Finding) bool {
+	g, _ := strconv.Atoi(f.Host)
+	in.mu.Lock()
+	c, ok := in.covs[g]
+	if !ok {
+		c = coverageOf(in.groups[g].proj.doc)
+		in.covs[g] = c
+	}
+	in.mu.Unlock()
+	return c.admits(r, f)
 }
 
 // groupIndex reads the group a fleet-wide finding names.

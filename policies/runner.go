@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -55,10 +56,70 @@ func (e *Engine) RuleInputSections(doc map[string]any, sections map[string]bool,
 	return e.ruleInputSections(doc, sections, convertedAdapter{d})
 }
 
-// EvalGroups evaluates fleet's fleet-wide rules once on its groups, within
-// budget, and returns the rules that ran out of it.
-func (e *Engine) EvalGroups(ctx context.Context, fleet string, groups []*FleetGroup, budget time.Duration, workers int) ([]string, error) {
-	return e.evalGroups(ctx, fleet, groups, budget, workers)
+// GroupInput is fleet-wide rules' input made of groups: each group's
+// projection with its index and its number of hosts.
+type GroupInput = groupInput
+
+// NewGroupInput is the input of fleet's groups, in order, ready for rules
+// evaluated at once.
+func (e *Engine) NewGroupInput(fleet string, groups []*FleetGroup) (*GroupInput, error) {
+	in, err := e.newGroupInput(fleet, groups)
+	if err != nil {
+		return nil, err
+	}
+	settle(in.value)
+	return in, nil
+}
+
+// EvalGroupRule evaluates fleet-wide rule r alone on in within budget: its
+// findings in the rule's order, Host the index of the group (in in) each
+// names, admitted by that group's coverage; timedOut when it ran out of
+// the budget. Safe for rules evaluated at once.
+func (fq *Queries) EvalGroupRule(ctx context.Context, r *Rule, in *GroupInput, budget time.Duration) (findings []Finding, timedOut bool, err error) {
+	one, rs, timedOut, err := fq.evalAlone(ctx, r, in.value, budget)
+	if timedOut || err != nil {
+		return nil, timedOut, err
+	}
+	findings, err = one.findings(rs, in.of, in.fleet, fq.severity, in.admit)
+	return findings, false, err
+}
+
+// BuiltinOnly reports whether rule r and every rule and function it
+// reaches are the built-in library's (a user module may add to a built-in
+// package): then r reads only the facts it declares.
+func (fq *Queries) BuiltinOnly(r *Rule) bool {
+	if !r.Builtin {
+		return false
+	}
+	c := fq.compiler
+	seen := map[*ast.Rule]bool{}
+	work := slices.Clone(c.GetRules(r.ref))
+	for len(work) > 0 {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		if x.Location == nil || !isBuiltinFile(x.Location.File) {
+			return false
+		}
+		ast.WalkRefs(x, func(ref ast.Ref) bool {
+			if ref[0].Equal(ast.DefaultRootDocument) {
+				work = append(work, c.GetRules(ref.GroundPrefix())...)
+			}
+			return false
+		})
+	}
+	return true
+}
+
+// FleetRules are the fleet's fleet-wide rules, in query order; nil when none.
+func (fq *Queries) FleetRules() []*Rule {
+	if fq.fleet == nil {
+		return nil
+	}
+	return fq.fleet.rules
 }
 
 // HostRules are the fleet's host rules, in query order; nil when none.
@@ -164,11 +225,8 @@ func (g *FleetGroup) AddHost() { g.count++ }
 // Count is the group's number of hosts.
 func (g *FleetGroup) Count() int { return g.count }
 
-// Findings are the group's fleet-wide findings, Host left empty.
-func (g *FleetGroup) Findings() []Finding { return g.findings }
-
-// DropProjection lets the projection go once the groups are evaluated.
-func (g *FleetGroup) DropProjection() { g.proj = nil }
+// Projection is the group's projection.
+func (g *FleetGroup) Projection() *Projection { return g.proj }
 
 // AppendRuleFindings appends the findings of rule r's raw values on host's
 // doc: severity holds the fleet's overrides, admit (nil: all) filters,

@@ -53,15 +53,19 @@
 //     and coverage. The host's findings, skipped rules and projection form
 //     a template, shared by its class; hostNames.record keeps one
 //     hostRecord per host.
-//  8. Group (fleetpass.go). Each host's fleet projection
+//  8. Group (fleetpass.go, regroup.go). Each host's fleet projection
 //     (runState.fleetProjection: policies.Engine.Project's, made from
-//     sections by projectSections) is interned by content; runState.fleetPass
-//     groups the hosts of a fleet by projection into policies.FleetGroups
-//     and Engine.EvalGroups evaluates the fleet-wide rules once per fleet
-//     on its groups, each finding naming a group.
+//     sections by projectSections) is interned by content, with a digest
+//     of each member's part; runState.fleetPass groups the hosts of a
+//     fleet by projection into policies.FleetGroups, and evalFleet
+//     evaluates each fleet-wide rule once per fleet (Queries.EvalGroupRule)
+//     on a policies.GroupInput, each finding naming a group: a built-in
+//     rule on the groups of the members its facts lie in (runState.regroup,
+//     found from those digests), a user rule on the fleet's groups.
 //  9. Report. The Audit holds the records, the templates and the groups:
 //     Audit.Hosts yields each HostRun, Audit.Each yields every finding in
 //     report order, a group's findings given to each of its hosts
 //     (policies.ForHost; Audit.Findings returns them all at once, in input
-//     order); audit.Result.All streams them to the reports.
+//     order); audit.Result.All streams them to the reports, a finding
+//     every host of a group (or of a rule's group) has marked as shared.
 package fleetrun

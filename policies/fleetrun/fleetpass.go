@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,12 +42,13 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *policies
 	proj := projectSections(s.e, doc, d)
 	delete(proj, "host")
 	p := policies.NewProjection(proj)
-	key, ok := projectionKey(s.e, proj, d)
+	parts, ok := projectionParts(s.e, proj, d)
 	if !ok {
 		// A value the hasher cannot read (a typed provenance): compared
 		// with nothing, the host is a group of its own.
 		return p
 	}
+	key := parts.key()
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if q, ok := s.projs[key]; ok {
@@ -54,13 +56,35 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *policies
 	}
 	if s.projs == nil {
 		s.projs = map[digest]*policies.Projection{}
+		s.parts = map[*policies.Projection]memberParts{}
 	}
 	if items := projectionItems(s.e, proj, d); items != nil {
 		// Its terms from the sections' parts, each converted once.
 		p.SetTerms(items)
 	}
 	s.projs[key] = p
+	s.parts[p] = parts
 	return p
+}
+
+// memberPart is the digest of one member's part of a projection.
+type memberPart struct {
+	name string
+	part digest
+}
+
+// memberParts are a projection's member parts, by name.
+type memberParts []memberPart
+
+// key is the projection's digest, made of its parts.
+func (ps memberParts) key() digest {
+	var key []byte
+	key = binary.AppendUvarint(key, uint64(len(ps)))
+	for _, p := range ps {
+		key = binary.AppendUvarint(key, uint64(len(p.name)))
+		key = append(append(key, p.name...), p.part[:]...)
+	}
+	return sha256.Sum256(key)
 }
 
 // projectionKey is a digest of a projection made from a digest of each
@@ -69,6 +93,16 @@ func (s *runState) fleetProjection(doc map[string]any, d *docSections) *policies
 // have equal keys however they were made; ok is false when a value cannot
 // be hashed.
 func projectionKey(e *policies.Engine, proj map[string]any, d *docSections) (digest, bool) {
+	parts, ok := projectionParts(e, proj, d)
+	if !ok {
+		return digest{}, false
+	}
+	return parts.key(), true
+}
+
+// projectionParts are the digests of proj's member parts, by name; ok is
+// false when a value cannot be hashed.
+func projectionParts(e *policies.Engine, proj map[string]any, d *docSections) (memberParts, bool) {
 	h := hashers.Get().(*valueHasher)
 	defer hashers.Put(h)
 	names := h.keys[:0]
@@ -77,9 +111,9 @@ func projectionKey(e *policies.Engine, proj map[string]any, d *docSections) (dig
 	}
 	slices.Sort(names)
 	h.keys = names // the hasher's own key stack goes on after them
-	var key []byte
-	key = binary.AppendUvarint(key, uint64(len(names)))
-	for _, name := range names {
+	defer func() { h.keys = names[:0] }()
+	parts := make(memberParts, len(names))
+	for i, name := range names {
 		var part digest
 		var ok bool
 		if sec := d.of(name); sec != nil && !d.dotted {
@@ -88,14 +122,11 @@ func projectionKey(e *policies.Engine, proj map[string]any, d *docSections) (dig
 			part, ok = partDigest(h, proj[name])
 		}
 		if !ok {
-			h.keys = names[:0]
-			return digest{}, false
+			return nil, false
 		}
-		key = binary.AppendUvarint(key, uint64(len(name)))
-		key = append(append(key, name...), part[:]...)
+		parts[i] = memberPart{name, part}
 	}
-	h.keys = names[:0]
-	return sha256.Sum256(key), true
+	return parts, true
 }
 
 // partDigest is a digest of one member's part of a projection.
@@ -115,6 +146,8 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	type fleetGroups struct {
 		name   string
 		groups []*policies.FleetGroup
+		// first is the index in a.groups of the fleet's first group.
+		first int32
 	}
 	var fleets []fleetGroups
 	var byProj map[*policies.Projection]int32
@@ -127,7 +160,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 			continue
 		}
 		if fleet := a.fleet(i); len(fleets) == 0 || fleets[len(fleets)-1].name != fleet {
-			fleets = append(fleets, fleetGroups{name: fleet})
+			fleets = append(fleets, fleetGroups{name: fleet, first: int32(len(a.groups))})
 			byProj = map[*policies.Projection]int32{}
 			last = -1
 		}
@@ -141,11 +174,10 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		if !ok {
 			g = int32(len(a.groups))
 			byProj[t.proj] = g
-			grp := policies.NewFleetGroup(t.proj)
-			a.groups = append(a.groups, grp)
-			fg.groups = append(fg.groups, grp)
+			a.groups = append(a.groups, new(group))
+			fg.groups = append(fg.groups, policies.NewFleetGroup(t.proj))
 		}
-		a.groups[g].AddHost()
+		fg.groups[g-fg.first].AddHost()
 		a.hosts[i].group = g + 1
 	}
 	errs := make([]error, len(fleets))
@@ -153,7 +185,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 	g.SetLimit(workers)
 	for i, f := range fleets {
 		g.Go(func() error {
-			slow, err := s.e.EvalGroups(gctx, f.name, f.groups, s.budget, workers)
+			slow, err := s.evalFleet(gctx, f.name, f.groups, a.groups[f.first:int(f.first)+len(f.groups)], workers)
 			if len(slow) > 0 {
 				te := &TimeoutError{Rules: slow, Budget: s.budget}
 				if err == nil {
@@ -171,12 +203,10 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		return nil, nil, err
 	}
 	// Projections served the fleet pass only; the report needs none.
-	for _, grp := range a.groups {
-		grp.DropProjection()
-	}
 	for _, t := range a.names.tmpls {
 		t.proj = nil
 	}
+	s.parts = nil
 	var failures []Failure
 	for i, f := range fleets {
 		if errs[i] != nil {
@@ -184,6 +214,146 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 		}
 	}
 	return dups, failures, nil
+}
+
+// group is a group of the fleet pass: the findings fleet rules gave it.
+type group struct {
+	findings []*groupFinding
+}
+
+// groupFinding is a fleet-wide finding, Host left empty, and how many
+// hosts have it: those of every group it was given to.
+type groupFinding struct {
+	policies.Finding
+	hosts int
+}
+
+// evalFleet evaluates fleet's fleet-wide rules, workers at a time, each on
+// its unit: the fleet's groups, or for a rule that regroups, those of its
+// own facts (regroup.go). Each group of gs (fgs's, in order) gets its
+// findings in rule order, unless a rule failed: then none does, and the
+// error says why. It returns the rules that ran out of the budget.
+func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.FleetGroup, gs []*group, workers int) ([]string, error) {
+	fq, ok := s.e.Queries(fleet)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", policies.ErrUnknownFleet, fleet)
+	}
+	rules := fq.FleetRules()
+	if len(rules) == 0 || len(fgs) == 0 {
+		return nil, nil
+	}
+	units, err := s.units(ctx, fleet, fq, fgs, workers)
+	if err != nil {
+		return nil, err
+	}
+	type outcome struct {
+		findings []policies.Finding
+		slow     bool
+		err      error
+	}
+	outs := make([]outcome, len(rules))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, r := range rules {
+		g.Go(func() error {
+			fs, slow, err := fq.EvalGroupRule(gctx, r, units[i].in, s.budget)
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			outs[i] = outcome{fs, slow, err}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var slow []string
+	var errs []error
+	for i, o := range outs {
+		if o.slow {
+			slow = append(slow, rules[i].ID)
+		}
+		errs = append(errs, o.err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return slow, err
+	}
+	var buf []int32
+	for i, o := range outs {
+		u := units[i]
+		for _, f := range o.findings {
+			j, _ := strconv.Atoi(f.Host)
+			f.Host = ""
+			gf := &groupFinding{Finding: f, hosts: u.hosts[j]}
+			buf = u.of(j, buf)
+			for _, m := range buf {
+				gs[m].findings = append(gs[m].findings, gf)
+			}
+		}
+	}
+	return slow, nil
+}
+
+// units are the units each fleet rule is evaluated on: its facts' own
+// groups (regroup) where fewer, else the fleet's groups.
+func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries, fgs []*policies.FleetGroup, workers int) ([]*unit, error) {
+	rules := fq.FleetRules()
+	whole := &unit{groups: fgs, hosts: make([]int, len(fgs))}
+	for i, g := range fgs {
+		whole.hosts[i] = g.Count()
+	}
+	// Rules that declare the same facts share their groups, each found
+	// once, workers at a time.
+	regrouped := map[string]*unit{}
+	var keys []string
+	var firsts []*policies.Rule
+	can := make([]bool, len(rules))
+	for i, r := range rules {
+		can[i] = !s.wholeGroups && regroups(fq, r)
+		if k := factsKey(r); can[i] {
+			if _, ok := regrouped[k]; !ok {
+				regrouped[k] = nil
+				keys, firsts = append(keys, k), append(firsts, r)
+			}
+		}
+	}
+	found := make([]*unit, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, r := range firsts {
+		g.Go(func() error {
+			if gctx.Err() == nil {
+				found[i] = s.regroup(r, fgs)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		regrouped[k] = found[i]
+	}
+	units := make([]*unit, len(rules))
+	for i, r := range rules {
+		units[i] = whole
+		if u := regrouped[factsKey(r)]; u != nil && can[i] {
+			units[i] = u
+		}
+	}
+	// Inputs one at a time: making one settles terms groups share.
+	for _, u := range units {
+		if u.in != nil {
+			continue
+		}
+		in, err := s.e.NewGroupInput(fleet, u.groups)
+		if err != nil {
+			return nil, err
+		}
+		u.in = in
+	}
+	return units, nil
 }
 
 // TimeoutError is a fleet's Failure for fleet-wide rules that did not
@@ -216,7 +386,7 @@ func (a *Audit) sorted() []int32 {
 }
 
 // group returns host i's fleet group, or nil.
-func (a *Audit) group(i int32) *policies.FleetGroup {
+func (a *Audit) group(i int32) *group {
 	if g := a.hosts[i].group; g > 0 {
 		return a.groups[g-1]
 	}
@@ -238,8 +408,8 @@ func (a *Audit) Findings() []policies.Finding {
 	}
 	for _, i := range a.sorted() {
 		if g := a.group(i); g != nil {
-			for j := range g.Findings() {
-				out = append(out, policies.ForHost(&g.Findings()[j], a.host(i)))
+			for _, f := range g.findings {
+				out = append(out, policies.ForHost(&f.Finding, a.host(i)))
 			}
 		}
 	}
@@ -306,10 +476,9 @@ func (a *Audit) Each(yield func(f *policies.Finding, shared *policies.Finding) b
 					if grp == nil {
 						continue
 					}
-					gf := grp.Findings()
-					for j := range gf {
-						if f := &gf[j]; policies.SeverityRank(f.Severity) == rank {
-							items = append(items, item{f, grp.Count() > 1 && !citesHost(f)})
+					for _, gf := range grp.findings {
+						if f := &gf.Finding; policies.SeverityRank(f.Severity) == rank {
+							items = append(items, item{f, gf.hosts > 1 && !citesHost(f)})
 						}
 					}
 				}

@@ -89,8 +89,13 @@ type runState struct {
 	// projs are the fleet projections seen so far, by content.
 	pmu   sync.Mutex
 	projs map[digest]*policies.Projection
+	// parts are their member parts (regroup.go).
+	parts map[*policies.Projection]memberParts
 
 	sections *sectionCache
+
+	// wholeGroups keeps every fleet rule on the fleet's groups (tests).
+	wholeGroups bool
 }
 
 // worker is one worker's scratch space.
@@ -121,7 +126,7 @@ type Audit struct {
 	names *hostNames
 	// groups are the fleet-wide pass's groups of hosts, with their
 	// findings (hostRecord.group).
-	groups []*policies.FleetGroup
+	groups []*group
 }
 
 // Run audits the hosts with e and returns every finding at once: host
@@ -145,7 +150,7 @@ func Run(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opt
 // collection-error finding for it. RunAudit returns an error only when ctx
 // ends.
 func RunAudit(ctx context.Context, e *policies.Engine, hosts iter.Seq[HostInput], opts RunOptions) (*Audit, error) {
-	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded,
+	s := &runState{e: e, fleetOf: opts.FleetOf, budget: opts.HostTimeout, loaded: opts.Loaded, wholeGroups: opts.wholeGroups,
 		classes: newClassTable(), results: map[string][]any{}, sections: newSectionCache()}
 	if s.fleetOf == nil {
 		s.fleetOf = func(string, map[string]any) string { return "" }

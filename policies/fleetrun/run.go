@@ -94,6 +94,10 @@ type RunOptions struct {
 	// (a failure for the fleet), and the findings of the other rules are
 	// kept. 0 means DefaultHostTimeout; negative means no limit.
 	HostTimeout time.Duration
+
+	// wholeGroups keeps every fleet rule on the fleet's groups, none on
+	// groups of its own facts (tests).
+	wholeGroups bool
 }
 
 // DefaultHostTimeout is RunOptions.HostTimeout when it is 0.

@@ -294,7 +294,7 @@ func (sec *section) projectionDigest(e *policies.Engine) (digest, bool) {
 // apart from the others when no member's name holds a dot.
 func projectMember(e *policies.Engine, name string, v any) (any, bool) {
 	switch {
-	case name == "labels" || name == "errors" || name == "sources" || e.FactsUnder(name):
+	case name == "labels" || name == "errors" || name == "source" || name == "sources" || e.FactsUnder(name):
 	default:
 		// A name without a dot is projected only as one of these.
 		return nil, false

@@ -6,7 +6,10 @@
 #   input.count            how many hosts of the fleet were read
 #   input.groups[i]        the hosts that share every fact the fleet's rules
 #                          read: "group" (i), "count" (how many hosts), their
-#                          labels, errors and the facts rules declare
+#                          labels, errors and the facts rules declare (a
+#                          built-in rule's groups split the hosts by its own
+#                          facts only: weigh groups by "count", never by how
+#                          many there are)
 # A rule maps groups to values ({group: value}, leaving out groups without
 # the fact) and names a group in each finding; the engine reports the
 # finding for every host of that group, so the work grows with the
