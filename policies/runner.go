@@ -195,8 +195,8 @@ func AppendRuleFindings(out []Finding, r *Rule, values []any, host string, doc m
 // between goroutines.
 func Settle(v ast.Value) { settle(v) }
 
-// InternValue is a copy of v with its strings interned.
-func InternValue(v any) any { return internValue(v) }
+// CopyValue is a deep copy of v's objects and lists.
+func CopyValue(v any) any { return copyValue(v) }
 
 // CitedValue is the value a finding cites for fact, given its value v.
 func CitedValue(fact string, v any) any { return citedValue(fact, v) }
