@@ -86,6 +86,9 @@ func (fq *Queries) Shareable() bool { return fq.shareable }
 // into vals[idx[j]]. On an error (the budget ran out, a rule failed) it
 // puts nothing: evaluate each rule alone (EvalAlone) to tell which.
 func (fq *Queries) EvalRules(ctx context.Context, idx []int, input ast.Value, budget time.Duration, vals [][]any) error {
+	if len(idx) == 0 {
+		return nil
+	}
 	ps, err := fq.subset(ctx, idx)
 	if err != nil {
 		return err

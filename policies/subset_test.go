@@ -104,7 +104,7 @@ func TestEvalRulesIsEachAlone(t *testing.T) {
 	for i := range all {
 		all[i] = i
 	}
-	for _, idx := range [][]int{pairs[0], all} {
+	for _, idx := range [][]int{nil, pairs[0], all} {
 		if err := fq.EvalRules(ctx, idx, input, 0, make([][]any, len(rules))); err != nil {
 			t.Errorf("rules %v, past the bound: %v", idx, err)
 		}
