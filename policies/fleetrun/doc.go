@@ -47,11 +47,11 @@
 //     (Engine.RuleInputSections): in one query (Queries.EvalRules, one
 //     prepared per set of rules), or, when that fails or runs out of the
 //     rule budget (RunOptions.HostTimeout), each alone (Queries.EvalAlone)
-//     within it; a rule over it becomes the host's overBudget finding. policies.AppendRuleFindings turns raw results
-//     into Findings with the host's own evidence (docSections.evidence)
-//     and coverage. The host's findings, skipped rules and projection form
-//     a template, shared by its class; hostNames.record keeps one
-//     hostRecord per host.
+//     within it; a rule over it becomes the host's overBudget finding.
+//     policies.AppendRuleFindings turns raw results into Findings with the
+//     host's own evidence (docSections.evidence) and coverage. The host's
+//     findings, skipped rules and projection form a template, shared by its
+//     class; hostNames.record keeps one hostRecord per host.
 //  8. Group (fleetpass.go). Each host's fleet projection
 //     (runState.fleetProjection: policies.Engine.Project's, made from
 //     sections by projectSections) is interned by content; runState.fleetPass
