@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,50 @@ type fleetQueries struct {
 	store    storage.Store
 	mu       sync.Mutex
 	singles  map[string]*preparedScope
+	// subsets are the prepared queries of sets of host rules, by set
+	// (subset); at most maxSubsets.
+	subsets map[string]*preparedScope
+}
+
+// maxSubsets bounds the sets of host rules a fleet prepares a query for: a
+// fleet's hosts differ in a few ways, each a set of rules whose input is
+// new; a set beyond the bound is refused (its rules run alone).
+const maxSubsets = 64
+
+var errTooManySubsets = errors.New("too many sets of rules to prepare a query for each")
+
+// subset returns the prepared query of the host rules at indexes idx
+// (ascending): the fleet's own for all of them, else one prepared on first
+// use.
+func (fq *fleetQueries) subset(ctx context.Context, idx []int) (*preparedScope, error) {
+	if len(idx) == len(fq.host.rules) {
+		return fq.host, nil
+	}
+	key := make([]byte, 0, 2*len(idx))
+	for _, i := range idx {
+		key = binary.AppendUvarint(key, uint64(i))
+	}
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	if ps, ok := fq.subsets[string(key)]; ok {
+		return ps, nil
+	}
+	if len(fq.subsets) >= maxSubsets {
+		return nil, errTooManySubsets
+	}
+	rules := make([]*Rule, len(idx))
+	for j, i := range idx {
+		rules[j] = fq.host.rules[i]
+	}
+	ps, err := prepare(ctx, fq.compiler, fq.caps, fq.store, rules)
+	if err != nil {
+		return nil, err
+	}
+	if fq.subsets == nil {
+		fq.subsets = map[string]*preparedScope{}
+	}
+	fq.subsets[string(key)] = ps
+	return ps, nil
 }
 
 // single returns the prepared query of one rule alone, prepared on first use.

@@ -263,12 +263,11 @@ func (r *Rule) finding(v any, of hostOf, fleet string, ev evidenceFunc) (Finding
 // that has one, else to the sources of the facts below it (a rule citing
 // "boot.running.params" as a whole: each param has its own source).
 func evidence(doc map[string]any, fact string) Evidence {
-	// A copy with interned strings: findings outlive the snapshot they came
-	// from, and should not keep its decoded subtrees (or their many copies
-	// of the same names and values) alive until the report is written.
+	// A copy: findings outlive the snapshot they came from, whose values
+	// documents share.
 	v, _ := snapshot.Lookup(doc, fact)
 	sources, _ := doc["sources"].(map[string]any)
-	return Evidence{Fact: fact, Value: internValue(citedValue(fact, v)), Source: evidenceSource(sources, fact)}
+	return Evidence{Fact: fact, Value: copyValue(citedValue(fact, v)), Source: evidenceSource(sources, fact)}
 }
 
 // evidenceFunc resolves a cited fact path in a document.

@@ -3,7 +3,6 @@ package policies
 import (
 	"strconv"
 	"strings"
-	"unique"
 )
 
 func splitPath(p string) []string { return strings.Split(p, ".") }
@@ -57,7 +56,7 @@ func (e *Engine) Project(doc map[string]any) map[string]any {
 		}
 		out["sources"] = kept
 	}
-	return internValue(out).(map[string]any)
+	return copyValue(out).(map[string]any)
 }
 
 // relatedFact reports whether fact path k lies on, above or below a fact
@@ -87,22 +86,20 @@ func pathPrefix(p, q string) bool {
 	return len(q) > len(p) && q[len(p)] == '.' && strings.HasPrefix(q, p)
 }
 
-// internValue deep-copies a JSON value with every string, keys included,
-// replaced by its canonical copy.
-func internValue(v any) any {
+// copyValue deep-copies a JSON value's objects and lists; strings are
+// shared (the decoder already shares repeated ones).
+func copyValue(v any) any {
 	switch v := v.(type) {
-	case string:
-		return unique.Make(v).Value()
 	case map[string]any:
 		m := make(map[string]any, len(v))
 		for k, x := range v {
-			m[unique.Make(k).Value()] = internValue(x)
+			m[k] = copyValue(x)
 		}
 		return m
 	case []any:
 		l := make([]any, len(v))
 		for i, x := range v {
-			l[i] = internValue(x)
+			l[i] = copyValue(x)
 		}
 		return l
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // What the runner (policies/fleetrun) uses of the engine core, and nothing
@@ -143,14 +142,30 @@ func (fq *Queries) Severity() map[string]string { return fq.severity }
 // that differ only in name share one evaluation.
 func (fq *Queries) Shareable() bool { return fq.shareable }
 
-// EvalHostRules evaluates every host rule in one query within budget.
-func (fq *Queries) EvalHostRules(ctx context.Context, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
-	return evalBudget(ctx, fq.host, input, budget)
-}
-
-// HostBindings puts each host rule's raw findings of rs into vals.
-func (fq *Queries) HostBindings(rs rego.ResultSet, vals [][]any) error {
-	return fq.host.bindings(rs, vals)
+// EvalRules evaluates the host rules at indexes idx (of HostRules,
+// ascending) in one query within budget and puts rule idx[j]'s raw findings
+// into vals[idx[j]]. On an error (the budget ran out, a rule failed) it
+// puts nothing: evaluate each rule alone (EvalAlone) to tell which.
+func (fq *Queries) EvalRules(ctx context.Context, idx []int, input ast.Value, budget time.Duration, vals [][]any) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	ps, err := fq.subset(ctx, idx)
+	if err != nil {
+		return err
+	}
+	rs, err := evalBudget(ctx, ps, input, budget)
+	if err != nil {
+		return err
+	}
+	out := make([][]any, len(idx))
+	if err := ps.bindings(rs, out); err != nil {
+		return err
+	}
+	for j, i := range idx {
+		vals[i] = out[j]
+	}
+	return nil
 }
 
 // EvalAlone evaluates rule r alone within budget and returns its raw
@@ -241,8 +256,8 @@ func AppendRuleFindings(out []Finding, r *Rule, values []any, host string, doc m
 // between goroutines.
 func Settle(v ast.Value) { settle(v) }
 
-// InternValue is a copy of v with its strings interned.
-func InternValue(v any) any { return internValue(v) }
+// CopyValue is a deep copy of v's objects and lists.
+func CopyValue(v any) any { return copyValue(v) }
 
 // CitedValue is the value a finding cites for fact, given its value v.
 func CitedValue(fact string, v any) any { return citedValue(fact, v) }

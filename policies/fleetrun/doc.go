@@ -43,16 +43,15 @@
 //     included). A key already in runState.results reuses that rule's raw
 //     result.
 //  7. Result (fleetrun.go). runState.evalMissing evaluates the rules
-//     without a result: all in one query when none is known (a fleet's
-//     first host: Queries.EvalHostRules), else each alone
-//     (Queries.EvalAlone) on the sections it reads
-//     (Engine.RuleInputSections), each within the rule budget
-//     (RunOptions.HostTimeout); a rule over it becomes the host's
-//     overBudget finding. policies.AppendRuleFindings turns raw results
-//     into Findings with the host's own evidence (docSections.evidence)
-//     and coverage. The host's findings, skipped rules and projection form
-//     a template, shared by its class; hostNames.record keeps one
-//     hostRecord per host.
+//     without a result on the sections they read
+//     (Engine.RuleInputSections): in one query (Queries.EvalRules, one
+//     prepared per set of rules), or, when that fails or runs out of the
+//     rule budget (RunOptions.HostTimeout), each alone (Queries.EvalAlone)
+//     within it; a rule over it becomes the host's overBudget finding.
+//     policies.AppendRuleFindings turns raw results into Findings with the
+//     host's own evidence (docSections.evidence) and coverage. The host's
+//     findings, skipped rules and projection form a template, shared by its
+//     class; hostNames.record keeps one hostRecord per host.
 //  8. Group (fleetpass.go, regroup.go). Each host's fleet projection
 //     (runState.fleetProjection: policies.Engine.Project's, made from
 //     sections by projectSections) is interned by content, with a digest

@@ -483,28 +483,13 @@ func (s *runState) evalRules(ctx context.Context, fq *policies.Queries, run Host
 	return out, slow, errors.Join(errs...)
 }
 
-// evalMissing evaluates the rules at indexes missing into vals: all in one
-// query when none is known (the first host of a fleet), else each alone on
-// the sections it reads. Rules that run out of the budget are returned.
+// evalMissing evaluates the rules at indexes missing into vals, on the
+// sections they read: in one query (Queries.EvalRules), or each alone when
+// that one fails or runs out of the budget. Rules that run out of the
+// budget alone are returned.
 func (s *runState) evalMissing(ctx context.Context, fq *policies.Queries, doc map[string]any, missing []int, vals [][]any, secs *docSections) ([]string, error) {
 	e := s.e
 	rules := fq.HostRules()
-	if len(missing) == len(rules) {
-		input, err := e.RuleInputSections(doc, nil, secs)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot as Rego input: %w", err)
-		}
-		rs, err := fq.EvalHostRules(ctx, input, s.budget)
-		if err == nil {
-			return nil, fq.HostBindings(rs, vals)
-		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		// Out of budget or a rule failed: each rule alone, below, as
-		// the core's evalWithin does, so a host's findings do not depend on
-		// whether it was its fleet's first.
-	}
 	var sections map[string]bool
 	for _, i := range missing {
 		reads := fq.Reads(i)
@@ -524,6 +509,15 @@ func (s *runState) evalMissing(ctx context.Context, fq *policies.Queries, doc ma
 	input, err := e.RuleInputSections(doc, sections, secs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot as Rego input: %w", err)
+	}
+	if len(missing) > 1 {
+		err := fq.EvalRules(ctx, missing, input, s.budget, vals)
+		if err == nil || ctx.Err() != nil {
+			return nil, err
+		}
+		// Out of budget or a rule failed: each rule alone, below, as
+		// the core's evalWithin does, so a host's findings do not depend on
+		// which of its rules' inputs were new to the run.
 	}
 	var slow []string
 	var errs []error

@@ -302,7 +302,7 @@ func projectMember(e *policies.Engine, name string, v any) (any, bool) {
 	if name == "labels" || name == "errors" {
 		// Project hands these on and may project facts into them: a copy,
 		// the value is shared.
-		v = cloneValue(v)
+		v = policies.CopyValue(v)
 	}
 	p := e.Project(map[string]any{name: v})
 	out, ok := p[name]
@@ -315,7 +315,7 @@ func projectSections(e *policies.Engine, doc map[string]any, d *docSections) map
 		return e.Project(doc)
 	}
 	out := make(map[string]any, len(doc))
-	out["host"] = policies.InternValue(doc["host"])
+	out["host"] = policies.CopyValue(doc["host"])
 	for name, v := range doc {
 		if name == "host" {
 			continue
@@ -334,25 +334,6 @@ func projectSections(e *policies.Engine, doc map[string]any, d *docSections) map
 	return out
 }
 
-// cloneValue deep-copies a document value's objects and lists.
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, x := range v {
-			m[k] = cloneValue(x)
-		}
-		return m
-	case []any:
-		l := make([]any, len(v))
-		for i, x := range v {
-			l[i] = cloneValue(x)
-		}
-		return l
-	}
-	return v
-}
-
 // evidence is evidence(doc, fact) with the value and source of each fact
 // resolved once per section.
 func (d *docSections) evidence(doc map[string]any, fact string) policies.Evidence {
@@ -367,7 +348,7 @@ func (d *docSections) evidence(doc map[string]any, fact string) policies.Evidenc
 		// No member name holds a dot: the fact is in this member or
 		// nowhere, as Lookup finds it in the document.
 		v, _ := snapshot.Lookup(doc, fact)
-		ev.Value = policies.InternValue(policies.CitedValue(fact, v))
+		ev.Value = policies.CopyValue(policies.CitedValue(fact, v))
 	}
 	if src := d.of("sources"); src != nil {
 		ev.Source = src.evidenceSource(fact)
@@ -378,7 +359,7 @@ func (d *docSections) evidence(doc map[string]any, fact string) policies.Evidenc
 	return ev
 }
 
-// evidenceValue is the interned value at fact (rest: fact below the
+// evidenceValue is a copy of the value at fact (rest: fact below the
 // section), computed once.
 func (sec *section) evidenceValue(fact, rest string) any {
 	sec.mu.Lock()
@@ -388,7 +369,7 @@ func (sec *section) evidenceValue(fact, rest string) any {
 		return v
 	}
 	v, _ = snapshot.Lookup(sec.Value, rest)
-	v = policies.InternValue(policies.CitedValue(fact, v))
+	v = policies.CopyValue(policies.CitedValue(fact, v))
 	sec.mu.Lock()
 	if sec.values == nil {
 		sec.values = map[string]any{}
