@@ -25,6 +25,15 @@ func TestBuiltinRulesReadOnlyWhatTheyJudge(t *testing.T) {
 		{"hugetlb-cma-on-gpu",
 			[]string{"boot.running.params.root", "boot.configured.params.root", "boot.running.cmdline"},
 			[]string{"boot.running.params.hugetlb_cma", "boot.running.params.cma", "boot.configured.params.hugetlb_cma", "boot.configured.params.cma", "memory.cma_total_kb"}},
+		{"max-map-count-low",
+			[]string{"sysctl.running.vm.swappiness"},
+			[]string{`sysctl.running["vm.max_map_count"]`}},
+		{"numa-balancing-enabled",
+			[]string{"sysctl.running.vm.swappiness"},
+			[]string{`sysctl.running["kernel.numa_balancing"]`}},
+		{"mitigations-off",
+			[]string{"boot.running.params.root", "boot.configured.params.root", "boot.running.cmdline"},
+			[]string{"boot.running.params.mitigations", "boot.configured.params.mitigations", "boot.configured.present"}},
 		// Every host's own sysctls leave sysctl-invalid shared: it reads the
 		// congestion-control pair, not the sysctl maps whole.
 		{"sysctl-invalid",

@@ -11,7 +11,8 @@ default somaxconn_min := 4096
 
 somaxconn_min := data.fleetaudit.params.somaxconn_min
 
-running(key) := input.sysctl.running[key]
+# Rules name the running keys they judge in their refs, so each reads that
+# key only: hosts whose other sysctls differ share its result.
 
 # METADATA
 # title: Automatic NUMA balancing on a training host
@@ -33,7 +34,7 @@ running(key) := input.sysctl.running[key]
 #   facts:
 #   - sysctl.running.kernel.numa_balancing
 numa_balancing_enabled contains f if {
-	running("kernel.numa_balancing") == "1"
+	input.sysctl.running["kernel.numa_balancing"] == "1"
 	f := {
 		"msg": "kernel.numa_balancing is 1: NUMA hinting faults on pinned training jobs",
 		"evidence": ["sysctl.running.kernel.numa_balancing"],
@@ -59,7 +60,7 @@ numa_balancing_enabled contains f if {
 #   facts:
 #   - sysctl.running.vm.max_map_count
 max_map_count_low contains f if {
-	v := to_number(running("vm.max_map_count"))
+	v := to_number(input.sysctl.running["vm.max_map_count"])
 	v < max_map_count_min
 	f := {
 		"msg": sprintf("vm.max_map_count is %d, below %d", [v, max_map_count_min]),
