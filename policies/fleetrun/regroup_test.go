@@ -54,6 +54,12 @@ func TestRegroupedIsWholeGroups(t *testing.T) {
 		for _, e := range []*policies.Engine{builtin, adv} {
 			skews := map[string]bool{}
 			for _, workers := range []int{1, 2} {
+				if workers == 1 && f.name != "unique" {
+					// One worker changes only the order fleet rules run
+					// in: one fleet shows it, and the test stays cheap
+					// under -race.
+					continue
+				}
 				var reports [2][]byte
 				for i, whole := range []bool{false, true} {
 					rep, err := Run(context.Background(), e, SnapshotFiles(f.files), RunOptions{FleetOf: fleetOfGen, Workers: workers, wholeGroups: whole})
