@@ -2,33 +2,11 @@ package policies
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"github.com/open-policy-agent/opa/v1/rego"
 )
-
-// benchHost is a GPU node with a snapshot of realistic size (about 20 KB:
-// a few hundred running sysctls) and a few findings.
-func benchHost(i int) host {
-	h := host{
-		Name:    fmt.Sprintf("gpu-%05d", i),
-		Labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
-		NCCL:    []string{"2.20.5"},
-		Driver:  "550.90.07",
-		RDMA:    8,
-		Sysctls: 300,
-	}
-	switch i % 10 {
-	case 0:
-		h.HugetlbCMA, h.Driver = "6G", "535.104.05"
-	case 1:
-		h.RemoveIPC, h.Errors = "yes", 2
-	case 2:
-		h.NCCL = []string{"2.18.3", "2.20.5"}
-	}
-	return h
-}
 
 // BenchmarkEvalHost measures one host's evaluation against the built-in
 // library, over a mix of ten hosts (one with the CMA hazard, one with
@@ -41,7 +19,7 @@ func BenchmarkEvalHost(b *testing.B) {
 	ctx := context.Background()
 	docs := make([]map[string]any, 10)
 	for i := range docs {
-		docs[i] = benchHost(i).Doc(b)
+		docs[i] = testhost.Bench(i).Doc(b)
 	}
 
 	b.Run("parsed-input", func(b *testing.B) {

@@ -7,14 +7,12 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unique"
 
 	"github.com/fleetaudit/fleetaudit/snapshot"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"golang.org/x/sync/errgroup"
 )
 
 // evalWithin evaluates a scope's rules in one query within budget (0:
@@ -51,58 +49,6 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 		if err != nil {
 			errs = append(errs, err)
 		}
-	}
-	return out, slow, errors.Join(errs...)
-}
-
-// evalParallel evaluates a scope's rules each alone, workers at a time, on
-// one input (read-only, as OPA shares its store's values between
-// evaluations), each within budget (0: none). Findings come in rule order,
-// as from evalWithin; of and admit are called from one goroutine at a time.
-func (fq *fleetQueries) evalParallel(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc, workers int) ([]Finding, []string, error) {
-	type outcome struct {
-		findings []Finding
-		slow     bool
-		err      error
-	}
-	outs := make([]outcome, len(ps.rules))
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for i, r := range ps.rules {
-		g.Go(func() error {
-			one, rs, timedOut, err := fq.evalAlone(gctx, r, input, budget)
-			switch {
-			case gctx.Err() != nil:
-				return gctx.Err()
-			case timedOut:
-				outs[i].slow = true
-				return nil
-			case err != nil:
-				outs[i].err = err
-				return nil
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			outs[i].findings, outs[i].err = one.findings(rs, of, fleet, fq.severity, admit)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	var out []Finding
-	var slow []string
-	var errs []error
-	for i, o := range outs {
-		out = append(out, o.findings...)
-		if o.slow {
-			slow = append(slow, ps.rules[i].ID)
-		}
-		errs = append(errs, o.err)
 	}
 	return out, slow, errors.Join(errs...)
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -59,44 +58,34 @@ var (
 	countTerm = ast.StringTerm("count")
 )
 
-// evalGroups evaluates the fleet-wide rules of fleet over its groups with
-// an evaluation budget (0: none) per rule, and puts each group's findings
-// in it; it returns the rules that did not finish within the budget. With
-// workers > 1 the rules are evaluated that many at a time.
-func (e *Engine) evalGroups(ctx context.Context, fleet string, groups []*fleetGroup, budget time.Duration, workers int) ([]string, error) {
+// evalGroups evaluates the fleet-wide rules of fleet over its groups in
+// one query (the oracle's plain evaluation; the runner evaluates each rule
+// alone, fleetrun/fleetpass.go) and puts each group's findings in it.
+func (e *Engine) evalGroups(ctx context.Context, fleet string, groups []*fleetGroup) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	fq, ok := e.fleets[fleet]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
+		return fmt.Errorf("%w: %q", ErrUnknownFleet, fleet)
 	}
 	if fq.fleet == nil || len(groups) == 0 {
-		return nil, nil
+		return nil
 	}
 	in, err := e.newGroupInput(fleet, groups)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	input, of, admit := in.value, in.of, in.admit
-	var findings []Finding
-	var slow []string
-	if workers > 1 && len(fq.fleet.rules) > 1 {
-		// The rules evaluate at once on one input.
-		settle(input)
-		findings, slow, err = fq.evalParallel(ctx, fq.fleet, input, budget, of, fleet, admit, workers)
-	} else {
-		findings, slow, err = fq.evalWithin(ctx, fq.fleet, input, budget, of, fleet, admit)
-	}
+	findings, _, err := fq.evalWithin(ctx, fq.fleet, in.value, 0, in.of, fleet, in.admit)
 	if err != nil {
-		return slow, err
+		return err
 	}
 	for _, f := range findings {
 		g, _ := strconv.Atoi(f.Host)
 		f.Host = ""
 		groups[g].findings = append(groups[g].findings, f)
 	}
-	return slow, nil
+	return nil
 }
 
 // groupInput is the fleet-wide rules' input made of groups, numbered in

@@ -62,7 +62,7 @@ func (e *Engine) EvalFleet(ctx context.Context, fleet string, hosts []map[string
 		delete(doc, "host")
 		groups[i] = &fleetGroup{proj: &projection{doc: doc}, count: 1}
 	}
-	if _, err := e.evalGroups(ctx, fleet, groups, 0, 1); err != nil {
+	if err := e.evalGroups(ctx, fleet, groups); err != nil {
 		return nil, err
 	}
 	order := make([]int, len(hosts))

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 )
 
 // Rules evaluated together in one query (EvalRules, as the runner does with
@@ -19,7 +21,7 @@ func TestEvalRulesIsEachAlone(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 8))
 	found := 0
 	for h := range 10 {
-		doc := benchHost(h).Doc(t)
+		doc := testhost.Bench(h).Doc(t)
 		input, err := e.RuleInputSections(doc, nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +98,7 @@ func TestEvalRulesIsEachAlone(t *testing.T) {
 	if len(fq.subsets) != maxSubsets {
 		t.Errorf("%d sets prepared, want the bound %d", len(fq.subsets), maxSubsets)
 	}
-	input, err := e.RuleInputSections(benchHost(1).Doc(t), nil, nil)
+	input, err := e.RuleInputSections(testhost.Bench(1).Doc(t), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

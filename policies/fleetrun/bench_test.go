@@ -2,9 +2,9 @@ package fleetrun
 
 import (
 	"context"
-	"fmt"
-	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"testing"
+
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 
 	"github.com/fleetaudit/fleetaudit/policies"
 )
@@ -18,7 +18,7 @@ func BenchmarkRun1k(b *testing.B) {
 func benchmarkRun(b *testing.B, n int) {
 	hosts := make([]host, n)
 	for i := range hosts {
-		hosts[i] = benchHost(i)
+		hosts[i] = testhost.Bench(i)
 	}
 	files := testhost.WriteSnapshots(b, b.TempDir(), hosts...)
 	e := newEngine(b, policies.Options{Fleets: gpuFleets()})
@@ -31,26 +31,4 @@ func benchmarkRun(b *testing.B, n int) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "hosts/s")
-}
-
-// benchHost is a GPU node with a snapshot of realistic size (about 20 KB:
-// a few hundred running sysctls) and a few findings.
-func benchHost(i int) host {
-	h := host{
-		Name:    fmt.Sprintf("gpu-%05d", i),
-		Labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
-		NCCL:    []string{"2.20.5"},
-		Driver:  "550.90.07",
-		RDMA:    8,
-		Sysctls: 300,
-	}
-	switch i % 10 {
-	case 0:
-		h.HugetlbCMA, h.Driver = "6G", "535.104.05"
-	case 1:
-		h.RemoveIPC, h.Errors = "yes", 2
-	case 2:
-		h.NCCL = []string{"2.18.3", "2.20.5"}
-	}
-	return h
 }

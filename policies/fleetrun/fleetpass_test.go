@@ -3,10 +3,11 @@ package fleetrun
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fleetaudit/fleetaudit/policies/internal/testhost"
 
 	"github.com/fleetaudit/fleetaudit/policies"
 	"github.com/fleetaudit/fleetaudit/snapshot"
@@ -142,7 +143,7 @@ bad_group contains {"msg": "m", "evidence": [], "group": 7}
 }
 
 // BenchmarkFleetPass measures the fleet-wide pass alone over 100,000 hosts
-// of 40 configurations (benchHost: racks and findings vary): the groups
+// of 40 configurations (testhost.Bench: racks and findings vary): the groups
 // are evaluated once each, the hosts cost a group index.
 func BenchmarkFleetPass(b *testing.B) {
 	e := newEngine(b, policies.Options{Fleets: gpuFleets()})
@@ -151,7 +152,7 @@ func BenchmarkFleetPass(b *testing.B) {
 	projs := make([]*policies.Projection, configs)
 	tmpls := make([]*template, configs)
 	for i := range tmpls {
-		projs[i] = s.fleetProjection(benchHost(i).Doc(b), new(docSections))
+		projs[i] = s.fleetProjection(testhost.Bench(i).Doc(b), new(docSections))
 		tmpls[i] = new(template)
 	}
 	names := make([]string, n)
@@ -213,9 +214,9 @@ func TestProjectionKeyAcrossSections(t *testing.T) {
 		}
 		return k
 	}
-	a, b := benchHost(1), benchHost(1)
+	a, b := testhost.Bench(1), testhost.Bench(1)
 	b.Name = "other-name"
-	c := benchHost(1)
+	c := testhost.Bench(1)
 	c.Driver = "535.104.05"
 	ka := key(raw(a), true)
 	if kb := key(raw(b), true); kb != ka {

@@ -142,3 +142,25 @@ func WriteSnapshots(t testing.TB, dir string, hosts ...Host) []string {
 	}
 	return files
 }
+
+// Bench is GPU node i of the benchmarks: a snapshot of realistic size
+// (about 20 KB: a few hundred running sysctls) and a few findings.
+func Bench(i int) Host {
+	h := Host{
+		Name:    fmt.Sprintf("gpu-%05d", i),
+		Labels:  map[string]string{"fleet": "gpu-training", "rack": fmt.Sprintf("r%02d", i%40)},
+		NCCL:    []string{"2.20.5"},
+		Driver:  "550.90.07",
+		RDMA:    8,
+		Sysctls: 300,
+	}
+	switch i % 10 {
+	case 0:
+		h.HugetlbCMA, h.Driver = "6G", "535.104.05"
+	case 1:
+		h.RemoveIPC, h.Errors = "yes", 2
+	case 2:
+		h.NCCL = []string{"2.18.3", "2.20.5"}
+	}
+	return h
+}
