@@ -141,6 +141,20 @@ type docSections struct {
 	hostStart, hostEnd int
 	members            []snapshot.RawMember
 	secs               []*section
+	// last is the shared section this worker last found under each
+	// member name: the next file most likely holds it too, and a file's
+	// member equal to it is found without hashing it (SplitKnown).
+	last map[string]*section
+}
+
+// maxLastSections bounds docSections.last for files of many member names.
+const maxLastSections = 256
+
+func (d *docSections) lastRaw(name string) []byte {
+	if sec := d.last[name]; sec != nil {
+		return sec.raw
+	}
+	return nil
 }
 
 func (d *docSections) reset() {
@@ -172,7 +186,10 @@ func (d *docSections) of(name string) *section {
 func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	d := &w.sections
 	d.reset()
-	members, ok := snapshot.SplitMembers(raw, d.members)
+	if d.last == nil || len(d.last) > maxLastSections {
+		d.last = map[string]*section{}
+	}
+	members, ok := snapshot.SplitKnown(raw, d.members, d.lastRaw)
 	if !ok {
 		return w.dec.Document(raw)
 	}
@@ -188,7 +205,9 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 		var sec *section
 		var k uint64
 		shared := len(m.Value) >= minSectionBytes
-		if shared {
+		if m.Known {
+			sec = d.last[m.Name]
+		} else if shared {
 			k = s.sections.key(m.Value)
 			sec = s.sections.get(k, m.Name, m.Value)
 		}
@@ -203,6 +222,9 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 				sec.raw = bytes.Clone(m.Value)
 				sec = s.sections.put(k, sec)
 			}
+		}
+		if sec.raw != nil {
+			d.last[m.Name] = sec
 		}
 		if len(sec.Bad) > 0 {
 			anyBad = true
