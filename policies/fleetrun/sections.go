@@ -145,6 +145,8 @@ type docSections struct {
 	// member name: the next file most likely holds it too, and a file's
 	// member equal to it is found without hashing it (SplitKnown).
 	last map[string]*section
+	// conv converts the sections this worker is first to need as Rego.
+	conv policies.Converter
 }
 
 // maxLastSections bounds docSections.last for files of many member names.
@@ -252,10 +254,11 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	return doc, nil
 }
 
-// value is the section as Rego input, converted once.
-func (sec *section) value() (ast.Value, error) {
+// value is the section as Rego input, converted once (by c, the calling
+// worker's).
+func (sec *section) value(c *policies.Converter) (ast.Value, error) {
 	sec.astOnce.Do(func() {
-		sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value)
+		sec.astVal, sec.astErr = c.Value(sec.Value)
 		if sec.astErr == nil {
 			policies.Settle(sec.astVal)
 		}
@@ -437,8 +440,8 @@ func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) []
 		}
 		var t *ast.Term
 		if sec := d.of(k); sec != nil {
-			t = sec.projectionTerm()
-		} else if x, err := ast.InterfaceToValue(v); err == nil {
+			t = sec.projectionTerm(&d.conv)
+		} else if x, err := d.conv.Value(v); err == nil {
 			t = ast.NewTerm(x)
 		}
 		if t == nil {
@@ -454,9 +457,9 @@ func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) []
 }
 
 // projectionTerm is the section's projection part as Rego, or nil.
-func (sec *section) projectionTerm() *ast.Term {
+func (sec *section) projectionTerm(c *policies.Converter) *ast.Term {
 	sec.projTermOnce.Do(func() {
-		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
+		if x, err := c.Value(sec.proj); err == nil {
 			policies.Settle(x)
 			sec.projTerm = ast.NewTerm(x)
 		}
@@ -471,6 +474,6 @@ func (d *docSections) ConvertedMember(name string) (ast.Value, bool, error) {
 	if sec == nil {
 		return nil, false, nil
 	}
-	v, err := sec.value()
+	v, err := sec.value(&d.conv)
 	return v, true, err
 }
