@@ -20,8 +20,10 @@ import (
 // bytes) is decoded and validated once per run and shared by the documents
 // that hold it, with what depends on it alone computed once too: its Rego
 // value, the digests of the input paths rules read below it, its part of
-// the fleet projection. Only a new member costs a decode. Documents built
-// this way are the ones Decoder.Document makes of the file (Assemble).
+// the fleet projection. Only a new member costs a decode. A member equal
+// to the one the worker last saw under its name is found without scanning
+// or hashing it (snapshot.SplitKnown). Documents built this way are the
+// ones Decoder.Document makes of the file (Assemble).
 
 // minSectionBytes: a member shorter than this (the host name, the
 // collection time, the schema) is decoded for its document alone; sharing
@@ -146,7 +148,7 @@ type docSections struct {
 	// member equal to it is found without hashing it (SplitKnown).
 	last map[string]*section
 	// conv converts the sections this worker is first to need as Rego.
-	conv policies.Converter
+	conv converter
 }
 
 // maxLastSections bounds docSections.last for files of many member names.
@@ -256,7 +258,7 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 
 // value is the section as Rego input, converted once (by c, the calling
 // worker's).
-func (sec *section) value(c *policies.Converter) (ast.Value, error) {
+func (sec *section) value(c *converter) (ast.Value, error) {
 	sec.astOnce.Do(func() {
 		sec.astVal, sec.astErr = c.Value(sec.Value)
 		if sec.astErr == nil {
@@ -457,7 +459,7 @@ func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) []
 }
 
 // projectionTerm is the section's projection part as Rego, or nil.
-func (sec *section) projectionTerm(c *policies.Converter) *ast.Term {
+func (sec *section) projectionTerm(c *converter) *ast.Term {
 	sec.projTermOnce.Do(func() {
 		if x, err := c.Value(sec.proj); err == nil {
 			policies.Settle(x)

@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"encoding/json"
@@ -6,25 +6,25 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// A Converter makes Rego values of decoded documents as
+// A converter makes Rego values of decoded documents as
 // ast.InterfaceToValue does (values Equal to its), allocating less: a
 // fleet's documents repeat their keys and short strings, so it keeps one
 // term per key and one value per short string, shared by every value it
-// makes. Values it made are immutable and may be shared; the Converter
+// makes. Values it made are immutable and may be shared; the converter
 // itself is for one goroutine.
-type Converter struct {
+type converter struct {
 	keys map[string]*ast.Term
 	strs map[string]ast.Value
 }
 
-// Bounds on what a Converter keeps: the strings it shares and their length.
+// Bounds on what a converter keeps: the strings it shares and their length.
 const (
 	maxConverterStrings = 1 << 15
 	maxConverterLen     = 48
 )
 
 // Value is ast.InterfaceToValue(v).
-func (c *Converter) Value(v any) (ast.Value, error) {
+func (c *converter) Value(v any) (ast.Value, error) {
 	switch x := v.(type) {
 	case string:
 		return c.str(x), nil
@@ -52,7 +52,7 @@ func (c *Converter) Value(v any) (ast.Value, error) {
 	return ast.InterfaceToValue(v)
 }
 
-func (c *Converter) object(m map[string]any) (ast.Value, error) {
+func (c *converter) object(m map[string]any) (ast.Value, error) {
 	terms := make([]ast.Term, len(m))
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
@@ -67,7 +67,7 @@ func (c *Converter) object(m map[string]any) (ast.Value, error) {
 	return ast.NewObject(items...), nil
 }
 
-func (c *Converter) key(k string) *ast.Term {
+func (c *converter) key(k string) *ast.Term {
 	if t, ok := c.keys[k]; ok {
 		return t
 	}
@@ -81,7 +81,7 @@ func (c *Converter) key(k string) *ast.Term {
 	return t
 }
 
-func (c *Converter) str(s string) ast.Value {
+func (c *converter) str(s string) ast.Value {
 	if len(s) > maxConverterLen {
 		return ast.String(s)
 	}

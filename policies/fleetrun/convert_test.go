@@ -1,4 +1,4 @@
-package policies
+package fleetrun
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 
 // sameAsInterfaceToValue fails t unless c converts v to a value Equal to
 // ast.InterfaceToValue's, or fails as it does.
-func sameAsInterfaceToValue(t *testing.T, c *Converter, what string, v any) ast.Value {
+func sameAsInterfaceToValue(t *testing.T, c *converter, what string, v any) ast.Value {
 	t.Helper()
 	want, wantErr := ast.InterfaceToValue(v)
 	got, err := c.Value(v)
@@ -34,7 +34,7 @@ func sameAsInterfaceToValue(t *testing.T, c *Converter, what string, v any) ast.
 
 func converterSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
-	for _, glob := range []string{"../collectors/testdata/golden/*.json", "../examples/fleet/snapshots/*.json", "../examples/snapshots/*.json"} {
+	for _, glob := range []string{"../../collectors/testdata/golden/*.json", "../../examples/fleet/snapshots/*.json", "../../examples/snapshots/*.json"} {
 		files, _ := filepath.Glob(glob)
 		for _, file := range files {
 			b, err := os.ReadFile(file)
@@ -50,11 +50,11 @@ func converterSeeds(tb testing.TB) [][]byte {
 	return out
 }
 
-// The Converter's values are InterfaceToValue's for real snapshots as the
-// runner decodes them, one Converter sharing its terms between them all,
+// The converter's values are InterfaceToValue's for real snapshots as the
+// runner decodes them, one converter sharing its terms between them all,
 // and stay so once it has converted the others.
 func TestConverterIsInterfaceToValue(t *testing.T) {
-	var c Converter
+	var c converter
 	dec := new(snapshot.Decoder)
 	var docs []any
 	var made []ast.Value
@@ -89,7 +89,7 @@ func TestConverterIsInterfaceToValue(t *testing.T) {
 // not make.
 func TestConverterGenerated(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var c Converter
+	var c converter
 	for i := range 2000 {
 		sameAsInterfaceToValue(t, &c, fmt.Sprint("value ", i), genValue(r, 4))
 	}
@@ -154,7 +154,7 @@ func FuzzConverter(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1.5,"x",null,true,{}],"c":{"a":"a"}}`, `[1e400]`, `-0`, `"s"`, `{"a":{"a":{"a":[]}}}`} {
 		f.Add([]byte(s))
 	}
-	var c Converter
+	var c converter
 	dec := new(snapshot.Decoder)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var v any
@@ -168,9 +168,9 @@ func FuzzConverter(f *testing.F) {
 }
 
 // BenchmarkConvert converts a GPU node's snapshot with InterfaceToValue and
-// with a Converter that converted it before (its keys and strings held).
+// with a converter that converted it before (its keys and strings held).
 func BenchmarkConvert(b *testing.B) {
-	raw, err := os.ReadFile("../collectors/testdata/golden/gpu-node.json")
+	raw, err := os.ReadFile("../../collectors/testdata/golden/gpu-node.json")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,8 +186,8 @@ func BenchmarkConvert(b *testing.B) {
 			}
 		}
 	})
-	b.Run("Converter", func(b *testing.B) {
-		var c Converter
+	b.Run("converter", func(b *testing.B) {
+		var c converter
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := c.Value(doc); err != nil {
