@@ -18,6 +18,8 @@ type RawMember struct {
 	// Value is the member's JSON value as it is in the file, at Offset.
 	Value  []byte
 	Offset int
+	// Known: Value is the bytes known gave for Name (SplitKnown).
+	Known bool
 }
 
 // SplitMembers appends the top-level members of a snapshot file to into,
@@ -27,6 +29,15 @@ type RawMember struct {
 // is checked (brackets balance, strings close). Decode a file that does not
 // split with Decoder.Document, which judges it whole.
 func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
+	return SplitKnown(b, into, nil)
+}
+
+// SplitKnown is SplitMembers where known, when not nil, may give for a
+// member name the bytes of an object, list or string value seen before
+// (one SplitMembers took whole): a file whose value there starts with
+// them holds that value, taken without scanning it again and marked
+// Known. Most members of a fleet's files repeat one another's.
+func SplitKnown(b []byte, into []RawMember, known func(name string) []byte) (members []RawMember, ok bool) {
 	members = into[:0]
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -55,14 +66,26 @@ func SplitMembers(b []byte, into []RawMember) (members []RawMember, ok bool) {
 			return nil, false
 		}
 		i = SkipSpace(b, i+1)
-		vEnd := ValueEnd(b, i)
-		if vEnd < 0 {
-			return nil, false
-		}
 		if slices.ContainsFunc(members, func(m RawMember) bool { return m.Name == string(key) }) {
 			return nil, false
 		}
-		members = append(members, RawMember{Name: string(key), Value: b[i:vEnd], Offset: i})
+		m := RawMember{Name: string(key), Offset: i}
+		if known != nil {
+			// A value that is an object, list or string ends where it
+			// did in the file known's bytes came from.
+			if v := known(m.Name); len(v) > 0 && (v[0] == '{' || v[0] == '[' || v[0] == '"') && bytes.HasPrefix(b[i:], v) {
+				m.Value, m.Known = b[i:i+len(v)], true
+			}
+		}
+		if !m.Known {
+			vEnd := ValueEnd(b, i)
+			if vEnd < 0 {
+				return nil, false
+			}
+			m.Value = b[i:vEnd]
+		}
+		vEnd := i + len(m.Value)
+		members = append(members, m)
 		i = SkipSpace(b, vEnd)
 		if i >= len(b) {
 			return nil, false

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -116,6 +117,61 @@ func BenchmarkDecode(b *testing.B) {
 			var ok bool
 			if into, ok = SplitMembers(raw, into); !ok {
 				b.Fatal("no split")
+			}
+		}
+	})
+}
+
+// FuzzSplitKnown: a file split with the members of another file known
+// splits as SplitMembers splits it, each member equal to the known one
+// marked Known.
+func FuzzSplitKnown(f *testing.F) {
+	files, _ := filepath.Glob("../collectors/testdata/golden/*.json")
+	var prev []byte
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(prev, b)
+		f.Add(b, b)
+		prev = b
+	}
+	for _, s := range [][2]string{
+		{`{"a":{"x":1},"b":"s"}`, `{"a":{"x":1},"b":"s"}`},
+		{`{"a":{"x":1}}`, `{"a":{"x":1}1}`},
+		{`{"a":{"x":1}}`, `{"a":{"x":12}}`},
+		{`{"a":"s"}`, `{"a":"s\"}`},
+		{`{"a":"s\\"}`, `{"a":"s\\" }`},
+		{`{"a":1}`, `{"a":12}`},
+		{`{"a":[1]}`, `{"a":[1],"a":[1]}`},
+		{`{"a":[1],"b":[1]}`, `{"b":[1],"a":[1 }`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, before, b []byte) {
+		seen, _ := SplitMembers(before, nil)
+		known := func(name string) []byte {
+			for _, m := range seen {
+				if m.Name == name {
+					return m.Value
+				}
+			}
+			return nil
+		}
+		got, gotOK := SplitKnown(b, nil, known)
+		want, wantOK := SplitMembers(b, nil)
+		if gotOK != wantOK || len(got) != len(want) {
+			t.Fatalf("split %v %v, want %v %v", gotOK, got, wantOK, want)
+		}
+		for i, m := range got {
+			w := want[i]
+			if m.Name != w.Name || m.Offset != w.Offset || string(m.Value) != string(w.Value) {
+				t.Fatalf("member %d: %q at %d = %q, want %q at %d = %q", i, m.Name, m.Offset, m.Value, w.Name, w.Offset, w.Value)
+			}
+			k := known(m.Name)
+			if wantKnown := len(k) > 0 && strings.IndexByte(`{["`, k[0]) >= 0 && string(k) == string(m.Value); m.Known != wantKnown {
+				t.Fatalf("member %q: known %v, want it where it is the known object, list or string", m.Name, m.Known)
 			}
 		}
 	})

@@ -23,9 +23,11 @@
 //     the host name (policies.Queries.Shareable), takes that class's
 //     template for its fleet and is never decoded.
 //  3. Sections (sections.go). runState.decode splits the file into its
-//     top-level members (snapshot.SplitMembers); each distinct member is
-//     decoded once per run into a section held in the sectionCache, with
-//     what depends on it alone computed once (section.value, its path
+//     top-level members (snapshot.SplitKnown, a member equal to the one the
+//     worker last saw under its name taken as that section); each distinct
+//     member is decoded once per run into a section held in the
+//     sectionCache, with what depends on it alone computed once
+//     (section.value, made by the worker's converter, its path
 //     digests, its projection part). docSections records which section
 //     each member of the document is.
 //  4. Document. snapshot.Assemble joins the sections into the document, the

@@ -737,6 +737,17 @@ func TestRunAuditIsTheOracleOnBrokenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostAt := bytes.Index(good, []byte(`"host":`))
+	// A member whose value a worker knows from the file before, then more.
+	var limits []byte
+	members, _ := snapshot.SplitMembers(good, nil)
+	for _, m := range members {
+		if m.Name == "limits" {
+			limits = m.Value
+		}
+	}
+	if limits == nil {
+		t.Fatal("no limits member")
+	}
 	broken := map[string]string{
 		"truncated":     string(good[:len(good)/2]),
 		"array":         `[]`,
@@ -751,6 +762,8 @@ func TestRunAuditIsTheOracleOnBrokenFiles(t *testing.T) {
 		"host-first":    `{"host":"gpu-first",` + string(good[1:hostAt]) + string(good[hostAt+bytes.IndexByte(good[hostAt:], ',')+1:]),
 		"labels-string": strings.Replace(string(good), `"labels":{`, `"labels":"red","x-labels":{`, 1),
 		"null-section":  strings.Replace(string(good), `"limits":{`, `"limits":null,"x-limits":{`, 1),
+		"known-then":    strings.Replace(string(good), `"limits":`, `"limits":`+string(limits)+` `, 1),
+		"known-twice":   strings.Replace(string(good), `"limits":`, `"limits":`+string(limits)+`,"limits":`, 1),
 	}
 	for name, content := range broken {
 		for _, twin := range []string{"gpu-" + name, "gpu-" + name + "-twin"} {

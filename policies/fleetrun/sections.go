@@ -20,8 +20,10 @@ import (
 // bytes) is decoded and validated once per run and shared by the documents
 // that hold it, with what depends on it alone computed once too: its Rego
 // value, the digests of the input paths rules read below it, its part of
-// the fleet projection. Only a new member costs a decode. Documents built
-// this way are the ones Decoder.Document makes of the file (Assemble).
+// the fleet projection. Only a new member costs a decode. A member equal
+// to the one the worker last saw under its name is found without scanning
+// or hashing it (snapshot.SplitKnown). Documents built this way are the
+// ones Decoder.Document makes of the file (Assemble).
 
 // minSectionBytes: a member shorter than this (the host name, the
 // collection time, the schema) is decoded for its document alone; sharing
@@ -141,6 +143,22 @@ type docSections struct {
 	hostStart, hostEnd int
 	members            []snapshot.RawMember
 	secs               []*section
+	// last is the shared section this worker last found under each
+	// member name: the next file most likely holds it too, and a file's
+	// member equal to it is found without hashing it (SplitKnown).
+	last map[string]*section
+	// conv converts the sections this worker is first to need as Rego.
+	conv converter
+}
+
+// maxLastSections bounds docSections.last for files of many member names.
+const maxLastSections = 256
+
+func (d *docSections) lastRaw(name string) []byte {
+	if sec := d.last[name]; sec != nil {
+		return sec.raw
+	}
+	return nil
 }
 
 func (d *docSections) reset() {
@@ -172,7 +190,10 @@ func (d *docSections) of(name string) *section {
 func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	d := &w.sections
 	d.reset()
-	members, ok := snapshot.SplitMembers(raw, d.members)
+	if d.last == nil || len(d.last) > maxLastSections {
+		d.last = map[string]*section{}
+	}
+	members, ok := snapshot.SplitKnown(raw, d.members, d.lastRaw)
 	if !ok {
 		return w.dec.Document(raw)
 	}
@@ -188,7 +209,9 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 		var sec *section
 		var k uint64
 		shared := len(m.Value) >= minSectionBytes
-		if shared {
+		if m.Known {
+			sec = d.last[m.Name]
+		} else if shared {
 			k = s.sections.key(m.Value)
 			sec = s.sections.get(k, m.Name, m.Value)
 		}
@@ -203,6 +226,9 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 				sec.raw = bytes.Clone(m.Value)
 				sec = s.sections.put(k, sec)
 			}
+		}
+		if sec.raw != nil {
+			d.last[m.Name] = sec
 		}
 		if len(sec.Bad) > 0 {
 			anyBad = true
@@ -230,10 +256,11 @@ func (s *runState) decode(raw []byte, w *worker) (map[string]any, error) {
 	return doc, nil
 }
 
-// value is the section as Rego input, converted once.
-func (sec *section) value() (ast.Value, error) {
+// value is the section as Rego input, converted once (by c, the calling
+// worker's).
+func (sec *section) value(c *converter) (ast.Value, error) {
 	sec.astOnce.Do(func() {
-		sec.astVal, sec.astErr = ast.InterfaceToValue(sec.Value)
+		sec.astVal, sec.astErr = c.Value(sec.Value)
 		if sec.astErr == nil {
 			policies.Settle(sec.astVal)
 		}
@@ -415,8 +442,8 @@ func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) []
 		}
 		var t *ast.Term
 		if sec := d.of(k); sec != nil {
-			t = sec.projectionTerm()
-		} else if x, err := ast.InterfaceToValue(v); err == nil {
+			t = sec.projectionTerm(&d.conv)
+		} else if x, err := d.conv.Value(v); err == nil {
 			t = ast.NewTerm(x)
 		}
 		if t == nil {
@@ -432,9 +459,9 @@ func projectionItems(e *policies.Engine, proj map[string]any, d *docSections) []
 }
 
 // projectionTerm is the section's projection part as Rego, or nil.
-func (sec *section) projectionTerm() *ast.Term {
+func (sec *section) projectionTerm(c *converter) *ast.Term {
 	sec.projTermOnce.Do(func() {
-		if x, err := ast.InterfaceToValue(sec.proj); err == nil {
+		if x, err := c.Value(sec.proj); err == nil {
 			policies.Settle(x)
 			sec.projTerm = ast.NewTerm(x)
 		}
@@ -449,6 +476,6 @@ func (d *docSections) ConvertedMember(name string) (ast.Value, bool, error) {
 	if sec == nil {
 		return nil, false, nil
 	}
-	v, err := sec.value()
+	v, err := sec.value(&d.conv)
 	return v, true, err
 }
