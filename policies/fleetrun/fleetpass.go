@@ -504,3 +504,38 @@ func (a *Audit) Each(yield func(f *policies.Finding, shared *policies.Finding) b
 		lo = hi
 	}
 }
+
+// Tally calls add once for each distinct finding Each yields, with the
+// number of hosts it is yielded for, in no set order: what counts the
+// findings of a large fleet without making each host's copy or sorting.
+func (a *Audit) Tally(add func(f *policies.Finding, hosts int)) {
+	tmpls := make([]int, len(a.names.tmpls))
+	groups := make([]int, len(a.groups))
+	for i := range a.hosts {
+		h := &a.hosts[i]
+		if h.tmpl == 0 {
+			continue
+		}
+		tmpls[h.tmpl-1]++
+		if h.group > 0 {
+			groups[h.group-1]++
+		}
+	}
+	for i, n := range tmpls {
+		if n == 0 {
+			continue
+		}
+		t := a.names.tmpls[i]
+		for j := range t.findings {
+			add(&t.findings[j], n)
+		}
+	}
+	for i, n := range groups {
+		if n == 0 {
+			continue
+		}
+		for _, gf := range a.groups[i].findings {
+			add(&gf.Finding, n)
+		}
+	}
+}
