@@ -339,10 +339,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Hosts = slices.Collect(rep.Hosts())
 		res.audit = nil
 	}
-	for f := range res.All() {
-		count(&res.Summary, f)
-		if len(unread) > 0 && f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
-			res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
+	if res.audit != nil && len(unread) == 0 {
+		// Counted without making each host's copy: a large fleet's
+		// findings are read once more, to write them.
+		res.audit.Tally(func(f *policies.Finding, hosts int) { countN(&res.Summary, f, hosts) })
+	} else {
+		for f := range res.All() {
+			count(&res.Summary, f)
+			if len(unread) > 0 && f.Rule == "collection-error" && unread[[2]string{f.Fleet, f.Host}] {
+				res.Errors = append(res.Errors, HostError{Host: f.Host, Fleet: f.Fleet, Error: f.Message})
+			}
 		}
 	}
 	res.ManifestErrors = unreadable.sorted()

@@ -72,11 +72,14 @@ func fleetSummary(s *Summary, name string) FleetSummary {
 }
 
 // count adds one finding to the summary.
-func count(s *Summary, f *policies.Finding) {
-	s.Findings++
-	s.BySeverity[f.Severity]++
+func count(s *Summary, f *policies.Finding) { countN(s, f, 1) }
+
+// countN adds a finding of n hosts to the summary.
+func countN(s *Summary, f *policies.Finding, n int) {
+	s.Findings += n
+	s.BySeverity[f.Severity] += n
 	fs := fleetSummary(s, f.Fleet)
-	fs.BySeverity[f.Severity]++
+	fs.BySeverity[f.Severity] += n
 	s.Fleets[f.Fleet] = fs
 }
 

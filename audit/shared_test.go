@@ -107,6 +107,9 @@ func TestSharedEvaluationIsPerHostEvaluation(t *testing.T) {
 			if i != len(want) || streamed.Summary.Findings != len(want) {
 				t.Errorf("streamed %d findings, summary %d, want %d", i, streamed.Summary.Findings, len(want))
 			}
+			if !equalJSON(streamed.Summary, res.Summary) {
+				t.Errorf("streamed summary %+v, collected %+v", streamed.Summary, res.Summary)
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fleetaudit/fleetaudit/audit"
 	"github.com/fleetaudit/fleetaudit/configrepo"
@@ -50,25 +51,71 @@ func (jsonFormat) Render(w io.Writer, r *audit.Result, _ Options) error {
 }
 
 // jsonFindings writes the findings array as jsonArray would. Findings are
-// encoded a batch at a time on every CPU and written in order: the report
-// of a large fleet is written after its audit, and one core encoding it
-// alone was a tenth of the run.
+// encoded a batch at a time on every CPU and written in order, while the
+// next batches are read and the batch before is written: the report of a
+// large fleet is written after its audit, and one core reading, encoding
+// or writing it alone was a tenth of the run. At most jsonBatches batches
+// are in memory.
 func jsonFindings(jw *jsonWriter, r *audit.Result) {
-	// Encodings of shared findings, split where the host goes.
-	split := map[*policies.Finding][2][]byte{}
-	batch := make([]jsonItem, 0, jsonBatch)
-	n := 0
-	for f, shared := range r.All() {
-		if jw.err != nil {
-			return
+	workers := runtime.GOMAXPROCS(0)
+	free := make(chan *jsonBatchBuf, jsonBatches)
+	for range jsonBatches {
+		b := &jsonBatchBuf{items: make([]jsonItem, 0, jsonBatch), bufs: make([][]byte, workers)}
+		for range workers {
+			b.encs = append(b.encs, newFindingEncoder("    "))
 		}
-		batch = append(batch, jsonItem{f: *f, shared: shared})
-		if len(batch) == jsonBatch {
-			n = jw.findings(batch, split, n)
-			batch = batch[:0]
+		free <- b
+	}
+	// Batches in order, each written once encoded, by one goroutine.
+	pending := make(chan *jsonBatchBuf, jsonBatches)
+	var failed atomic.Bool
+	n := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Encodings of shared findings, split where the host goes.
+		split := map[*policies.Finding][2][]byte{}
+		for b := range pending {
+			b.wg.Wait()
+			if jw.err == nil {
+				n = jw.writeBatch(b.items, split, n)
+				if jw.err != nil {
+					failed.Store(true)
+				}
+			}
+			b.items = b.items[:0]
+			free <- b
+		}
+	}()
+	// The shared findings an item of a batch already splits.
+	claimed := map[*policies.Finding]bool{}
+	send := func(b *jsonBatchBuf) {
+		for i := range b.items {
+			it := &b.items[i]
+			if it.shared != nil && !claimed[it.shared] {
+				claimed[it.shared] = true
+				it.owner = true
+			}
+		}
+		b.encode(workers)
+		pending <- b
+	}
+	b := <-free
+	for f, shared := range r.All() {
+		if failed.Load() {
+			break
+		}
+		b.items = append(b.items, jsonItem{f: *f, shared: shared})
+		if len(b.items) == jsonBatch {
+			send(b)
+			b = <-free
 		}
 	}
-	n = jw.findings(batch, split, n)
+	if len(b.items) > 0 && !failed.Load() {
+		send(b)
+	}
+	close(pending)
+	<-done
 	if jw.err != nil {
 		return
 	}
@@ -79,12 +126,16 @@ func jsonFindings(jw *jsonWriter, r *audit.Result) {
 	jw.printf("\n  ]")
 }
 
-// jsonBatch is how many findings are encoded together.
-const jsonBatch = 512
+// jsonBatch is how many findings are encoded together, and jsonBatches
+// how many batches are read, encoded or written at once.
+const (
+	jsonBatch   = 512
+	jsonBatches = 4
+)
 
 // jsonItem is one finding of a batch and its encodings: the whole finding,
 // or the host's name where its shared finding's split encoding (parts,
-// when this item is the first of the batch to need them) goes.
+// when this item is the first to need them) goes.
 type jsonItem struct {
 	f      policies.Finding
 	shared *policies.Finding
@@ -97,47 +148,36 @@ type jsonItem struct {
 	start, end int
 }
 
-// findings encodes a batch (n findings written before it) and writes it,
-// returning the findings written.
-func (jw *jsonWriter) findings(batch []jsonItem, split map[*policies.Finding][2][]byte, n int) int {
-	if len(batch) == 0 || jw.err != nil {
-		return n
-	}
-	// The first item of each shared finding not split yet splits it.
-	owned := map[*policies.Finding]bool{}
-	for i := range batch {
-		it := &batch[i]
-		if it.shared == nil {
-			continue
-		}
-		if _, ok := split[it.shared]; !ok && !owned[it.shared] {
-			owned[it.shared] = true
-			it.owner = true
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(batch))
-	for len(jw.bufs) < workers {
-		jw.bufs = append(jw.bufs, nil)
-		jw.encs = append(jw.encs, newFindingEncoder("    "))
-	}
-	var wg sync.WaitGroup
+// jsonBatchBuf is a batch and its workers' encoders and buffers, reused
+// for a later batch once written.
+type jsonBatchBuf struct {
+	items []jsonItem
+	encs  []*findingEncoder
+	bufs  [][]byte
+	wg    sync.WaitGroup
+}
+
+// encode starts encoding the batch, workers at once; b.wg is done when it
+// is encoded.
+func (b *jsonBatchBuf) encode(workers int) {
+	workers = min(workers, len(b.items))
+	b.wg.Add(workers)
 	for w := range workers {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer b.wg.Done()
 			// The batch's encodings go to one buffer per worker, kept
 			// for the next batch.
-			enc, buf := jw.encs[w], jw.bufs[w][:0]
-			for i := w; i < len(batch); i += workers {
-				it := &batch[i]
+			enc, buf := b.encs[w], b.bufs[w][:0]
+			for i := w; i < len(b.items); i += workers {
+				it := &b.items[i]
 				it.start = len(buf)
 				if it.shared == nil {
-					b, err := enc.finding(buf, &it.f)
+					out, err := enc.finding(buf, &it.f)
 					if err != nil {
 						it.err = err
 						continue
 					}
-					buf = b
+					buf = out
 				} else {
 					if it.owner {
 						it.parts = splitFinding(enc, it.shared)
@@ -146,8 +186,8 @@ func (jw *jsonWriter) findings(batch []jsonItem, split map[*policies.Finding][2]
 				}
 				it.end = len(buf)
 			}
-			for i := w; i < len(batch); i += workers {
-				it := &batch[i]
+			for i := w; i < len(b.items); i += workers {
+				it := &b.items[i]
 				if it.err != nil {
 					continue
 				}
@@ -157,13 +197,17 @@ func (jw *jsonWriter) findings(batch []jsonItem, split map[*policies.Finding][2]
 					it.host = buf[it.start:it.end]
 				}
 			}
-			jw.bufs[w] = buf
+			b.bufs[w] = buf
 		}()
 	}
-	wg.Wait()
+}
+
+// writeBatch writes an encoded batch (n findings written before it),
+// returning the findings written. split holds the encodings of the shared
+// findings split so far; it gains those the batch split.
+func (jw *jsonWriter) writeBatch(batch []jsonItem, split map[*policies.Finding][2][]byte, n int) int {
 	for i := range batch {
-		it := &batch[i]
-		if it.owner {
+		if it := &batch[i]; it.owner {
 			split[it.shared] = it.parts
 		}
 	}
@@ -247,9 +291,6 @@ type jsonWriter struct {
 	w   io.Writer
 	buf bytes.Buffer
 	err error
-	// The findings' encoders and buffers, one per worker.
-	encs []*findingEncoder
-	bufs [][]byte
 }
 
 func (jw *jsonWriter) printf(format string, args ...any) {

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -300,5 +301,43 @@ func TestJSONReportIsEncodingJSON(t *testing.T) {
 	res.Findings[jsonBatch+3].Evidence = []policies.Evidence{{Fact: "f", Value: math.NaN()}}
 	if err := (jsonFormat{}).Render(io.Discard, res, Options{}); err == nil {
 		t.Fatal("a NaN in evidence was written")
+	}
+}
+
+// failAfter fails every write after its first n bytes.
+type failAfter struct{ n int }
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		k := w.n
+		w.n = 0
+		return k, errDiskFull
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// A write error in the middle of the findings, while later batches are
+// read and encoded, ends the report with that error, for a failure in any
+// batch.
+func TestJSONReportStopsAtAWriteError(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 26))
+	res := &audit.Result{Schema: "fleetaudit.findings/v1", Errors: []audit.HostError{}}
+	for len(res.Findings) < 3*jsonBatches*jsonBatch {
+		f := randFinding(r)
+		if _, err := encodeIndented(&f, ""); err == nil {
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	var full bytes.Buffer
+	if err := (jsonFormat{}).Render(&full, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 100, full.Len() / 3, full.Len() - 10} {
+		if err := (jsonFormat{}).Render(&failAfter{n: n}, res, Options{}); !errors.Is(err, errDiskFull) {
+			t.Errorf("writer failing after %d of %d bytes: %v", n, full.Len(), err)
+		}
 	}
 }

@@ -67,6 +67,7 @@
 //     Audit.Hosts yields each HostRun, Audit.Each yields every finding in
 //     report order, a group's findings given to each of its hosts
 //     (policies.ForHost; Audit.Findings returns them all at once, in input
-//     order); audit.Result.All streams them to the reports, a finding
-//     every host of a group (or of a rule's group) has marked as shared.
+//     order; Audit.Tally counts them without making them); audit.Result.All
+//     streams them to the reports, a finding every host of a group (or of a
+//     rule's group) has marked as shared.
 package fleetrun

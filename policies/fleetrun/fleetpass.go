@@ -254,9 +254,24 @@ func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.
 	outs := make([]outcome, len(rules))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for i, r := range rules {
+	// Each unit's rules start as soon as its input is made, the unit of
+	// the most groups (the slowest rules) first.
+	order := make([]int, len(rules))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(len(units[j].groups), len(units[i].groups)) })
+	var inErr error
+	for _, i := range order {
+		u, r := units[i], rules[i]
+		if u.in == nil {
+			if u.in, inErr = s.e.NewGroupInput(fleet, u.groups); inErr != nil {
+				break
+			}
+		}
+		in := u.in
 		g.Go(func() error {
-			fs, slow, err := fq.EvalGroupRule(gctx, r, units[i].in, s.budget)
+			fs, slow, err := fq.EvalGroupRule(gctx, r, in, s.budget)
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
@@ -266,6 +281,9 @@ func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if inErr != nil {
+		return nil, inErr
 	}
 	var slow []string
 	var errs []error
@@ -295,7 +313,9 @@ func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.
 }
 
 // units are the units each fleet rule is evaluated on: its facts' own
-// groups (regroup) where fewer, else the fleet's groups.
+// groups (regroup) where fewer, else the fleet's groups. Only the fleet's
+// groups' input is made: evalFleet makes the others, one at a time (making
+// one settles terms groups share).
 func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries, fgs []*policies.FleetGroup, workers int) ([]*unit, error) {
 	rules := fq.FleetRules()
 	whole := &unit{groups: fgs, hosts: make([]int, len(fgs))}
@@ -317,20 +337,43 @@ func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries
 			}
 		}
 	}
+	// The fleet's groups' input is made as soon as a rule is known to
+	// need it, while the other rules' groups are found: it is the largest.
+	var wholeOnce sync.Once
+	var wholeErr error
+	wholeDone := make(chan struct{})
+	needWhole := func() {
+		wholeOnce.Do(func() {
+			go func() {
+				defer close(wholeDone)
+				whole.in, wholeErr = s.e.NewGroupInput(fleet, fgs)
+			}()
+		})
+	}
+	if slices.Contains(can, false) {
+		needWhole()
+	}
 	found := make([]*unit, len(keys))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, r := range firsts {
 		g.Go(func() error {
 			if gctx.Err() == nil {
-				found[i] = s.regroup(r, fgs)
+				if found[i] = s.regroup(r, fgs); found[i] == nil {
+					needWhole()
+				}
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
+	wholeOnce.Do(func() { close(wholeDone) })
+	<-wholeDone
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if wholeErr != nil {
+		return nil, wholeErr
 	}
 	for i, k := range keys {
 		regrouped[k] = found[i]
@@ -341,17 +384,6 @@ func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries
 		if u := regrouped[factsKey(r)]; u != nil && can[i] {
 			units[i] = u
 		}
-	}
-	// Inputs one at a time: making one settles terms groups share.
-	for _, u := range units {
-		if u.in != nil {
-			continue
-		}
-		in, err := s.e.NewGroupInput(fleet, u.groups)
-		if err != nil {
-			return nil, err
-		}
-		u.in = in
 	}
 	return units, nil
 }
@@ -502,5 +534,40 @@ func (a *Audit) Each(yield func(f *policies.Finding, shared *policies.Finding) b
 			}
 		}
 		lo = hi
+	}
+}
+
+// Tally calls add once for each distinct finding Each yields, with the
+// number of hosts it is yielded for, in no set order: what counts the
+// findings of a large fleet without making each host's copy or sorting.
+func (a *Audit) Tally(add func(f *policies.Finding, hosts int)) {
+	tmpls := make([]int, len(a.names.tmpls))
+	groups := make([]int, len(a.groups))
+	for i := range a.hosts {
+		h := &a.hosts[i]
+		if h.tmpl == 0 {
+			continue
+		}
+		tmpls[h.tmpl-1]++
+		if h.group > 0 {
+			groups[h.group-1]++
+		}
+	}
+	for i, n := range tmpls {
+		if n == 0 {
+			continue
+		}
+		t := a.names.tmpls[i]
+		for j := range t.findings {
+			add(&t.findings[j], n)
+		}
+	}
+	for i, n := range groups {
+		if n == 0 {
+			continue
+		}
+		for _, gf := range a.groups[i].findings {
+			add(&gf.Finding, n)
+		}
 	}
 }

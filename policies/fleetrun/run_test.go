@@ -254,3 +254,45 @@ func TestRunLoadsLazily(t *testing.T) {
 		t.Errorf("%d hosts; loaded ahead of the workers: %v", len(rep.Hosts), early)
 	}
 }
+
+// Tally counts what Each yields, by fleet, severity and rule: on a run of
+// hosts sharing templates and fleet groups, a host name given twice, an
+// unreadable file and hosts of several fleets and none.
+func TestTallyCountsEach(t *testing.T) {
+	dir := t.TempDir()
+	gpu := map[string]string{"fleet": "gpu-training"}
+	var hosts []host
+	for i := range 30 {
+		h := host{Name: fmt.Sprintf("gpu-%02d", i), Labels: gpu, NCCL: []string{"2.20.5"}}
+		if i%4 == 0 {
+			h.NCCL, h.HugetlbCMA, h.RDMA = []string{"2.18.3"}, "6G", 8
+		}
+		hosts = append(hosts, h)
+	}
+	hosts = append(hosts,
+		host{Name: "web-1", Labels: map[string]string{"fleet": "web-serving"}, HugetlbCMA: "6G", RemoveIPC: "yes"},
+		host{Name: "web-2", Labels: map[string]string{"fleet": "web-serving"}, RemoveIPC: "yes"},
+		host{Name: "stray", RemoveIPC: "yes"})
+	files := testhost.WriteSnapshots(t, dir, hosts...)
+	files = append(files, writeFile(t, dir, "gpu-broken.json", `{"schema": "fleetaudit.snapshot/v1", "host": `))
+	b, _ := json.Marshal(host{Name: "gpu-01", Labels: gpu, NCCL: []string{"2.18.3"}}.Snapshot())
+	files = append(files, writeFile(t, dir, "gpu-01-again.json", string(b)))
+
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
+	a, err := RunAudit(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(f *policies.Finding) string { return f.Fleet + " " + f.Severity + " " + f.Rule }
+	want, got := map[string]int{}, map[string]int{}
+	for f := range a.Each {
+		want[key(f)]++
+	}
+	a.Tally(func(f *policies.Finding, n int) { got[key(f)] += n })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tally (-Each +Tally):\n%s", diff)
+	}
+	if want["gpu-training high nccl-version-skew"] == 0 || want["gpu-training medium collection-error"] == 0 {
+		t.Errorf("the run has no fleet finding or collection error: %v", want)
+	}
+}
