@@ -83,6 +83,9 @@ type Options struct {
 	// manifests of the hosts it is true for (audit --shard; the command
 	// keeps the inventory's hosts of the shard itself).
 	Shard func(host string) bool
+	// Sized, if set, is told how many hosts the run has found to read
+	// (snapshot files and hosts to collect) before it reads any.
+	Sized func(hosts int)
 	Log   *slog.Logger
 }
 
@@ -232,6 +235,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	kj := newKubeJoin(opts, files, targets, log)
 	if files.Len() == 0 && len(targets) == 0 && (opts.Inventory == nil || len(opts.Inventory.Hosts) == 0) && (opts.Cluster == nil || len(opts.Cluster.Nodes) == 0) && len(opts.Manifests) == 0 {
 		return nil, ErrNoInput
+	}
+	if opts.Sized != nil {
+		opts.Sized(files.Len() + len(targets))
 	}
 	engine, err := fleets.NewEngine(ctx, opts.Fleets, opts.PolicyDirs)
 	if err != nil {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/fleetaudit/fleetaudit/fleets"
 	"github.com/fleetaudit/fleetaudit/inventory"
 	"github.com/fleetaudit/fleetaudit/policies"
+	"github.com/fleetaudit/fleetaudit/policies/fleetrun"
 )
 
 const exampleSnapshots = "../examples/fleet/snapshots"
@@ -80,5 +82,34 @@ func TestFindingsAreOrderedForReading(t *testing.T) {
 		if a.Fleet > b.Fleet || (a.Fleet == b.Fleet && policies.SeverityRank(a.Severity) < policies.SeverityRank(b.Severity)) {
 			t.Fatalf("finding %d (%s %s %s) before %d (%s %s %s)", i-1, a.Fleet, a.Severity, a.Host, i, b.Fleet, b.Severity, b.Host)
 		}
+	}
+}
+
+// Sized is told the hosts a run will read once, before it reads any: the
+// command sets the collector's target from it.
+func TestSizedIsToldTheHostsBeforeTheyAreRead(t *testing.T) {
+	set, _ := fleets.Load(true)
+	files, err := filepath.Glob(filepath.Join(exampleSnapshots, "*.json"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("example snapshots: %v, %v", files, err)
+	}
+	var told, readBefore []int
+	var mu sync.Mutex
+	read := 0
+	_, err = Run(context.Background(), Options{Fleets: set, Snapshots: []string{exampleSnapshots},
+		Sized: func(n int) { told = append(told, n); readBefore = append(readBefore, read) },
+		Loaded: func(fleetrun.HostInput, map[string]any, map[string]any) {
+			mu.Lock()
+			defer mu.Unlock()
+			read++
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 1 || told[0] != len(files) || readBefore[0] != 0 {
+		t.Errorf("Sized told %v after %v hosts read, want once %d before any", told, readBefore, len(files))
+	}
+	if read != len(files) {
+		t.Errorf("%d hosts read, want %d", read, len(files))
 	}
 }

@@ -175,6 +175,7 @@ func (a *app) runAudit(cmd *cobra.Command) error {
 		PolicyDirs: v.GetStringSlice("policies"),
 		Version:    version,
 		Stream:     render.Streams(), // waivers and --record mark and write findings as they are read
+		Sized:      setGCPercent,
 		Log:        a.log,
 	}
 	if spec := v.GetString("shard"); spec != "" {
