@@ -197,6 +197,10 @@ func (r RuleReads) Paths() []InputPath { return r.paths }
 // Names are Paths as text.
 func (r RuleReads) Names() []string { return r.names }
 
+// Less are the keys of the object at Paths()[i] the rule never sees
+// (nil: none): its result does not depend on them.
+func (r RuleReads) Less(i int) []string { return r.lessAt(i) }
+
 // Coverage says which sections of a host were collected.
 type Coverage = coverage
 

@@ -1,7 +1,10 @@
 package fleetrun
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/fleetaudit/fleetaudit/policies"
 )
 
 func TestHostMember(t *testing.T) {
@@ -37,5 +40,47 @@ func TestHostMember(t *testing.T) {
 		if ok && tc.in[start] != '"' || ok && tc.in[end-1] != '"' {
 			t.Errorf("%s: span %d:%d is not the value", tc.in, start, end)
 		}
+	}
+}
+
+// boot-config-pending reads the boot params less the loader's: hosts that
+// differ only in those (each host's own root=UUID=...) get one key and
+// share its result; another param, or a value that is not a map, is a new key.
+func TestRuleKeysLeaveOutKeysRulesNeverSee(t *testing.T) {
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
+	fq, _ := e.Queries("gpu-training")
+	i := slices.IndexFunc(fq.HostRules(), func(r *policies.Rule) bool { return r.ID == "boot-config-pending" })
+	if i < 0 {
+		t.Fatal("no boot-config-pending in gpu-training")
+	}
+	doc := func(running any) map[string]any {
+		return map[string]any{
+			"source": map[string]any{"kind": "local"},
+			"boot": map[string]any{
+				"running":    map[string]any{"present": true, "params": running},
+				"configured": map[string]any{"loader": "grub", "present": true, "params": map[string]any{"quiet": ""}},
+			},
+		}
+	}
+	key := func(d map[string]any) string {
+		var k ruleKeys
+		b, ok := k.appendKey(nil, d, "gpu-training", fq.HostRules()[i], fq.Reads(i), nil)
+		if !ok {
+			t.Fatal("no key")
+		}
+		return string(b)
+	}
+	a := key(doc(map[string]any{"root": "UUID=a", "ro": "", "quiet": ""}))
+	if b := key(doc(map[string]any{"root": "UUID=b", "BOOT_IMAGE": "/boot/vmlinuz", "quiet": ""})); b != a {
+		t.Error("hosts that differ only in loader params have different keys")
+	}
+	if b := key(doc(map[string]any{"root": "UUID=a", "ro": "", "quiet": "", "iommu": "pt"})); b == a {
+		t.Error("a host with another param has the same key")
+	}
+	if b := key(doc(map[string]any{"root": "UUID=a", "ro": "", "quiet": "1"})); b == a {
+		t.Error("a host with another value has the same key")
+	}
+	if b, c := key(doc("quiet")), key(doc([]any{"quiet"})); b == a || b == c {
+		t.Error("params that are not a map share a key")
 	}
 }
