@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -80,6 +81,10 @@ type fleetQueries struct {
 	// differ only in name share one evaluation.
 	reads     readsOf
 	shareable bool
+	// missed counts each host rule's evaluations on inputs new to the run
+	// (Missed); constant marks one found constant in the fleet since.
+	missed   []atomic.Int32
+	constant []atomic.Bool
 
 	// What single needs to prepare one rule's query, when a host's
 	// evaluation ran out of its budget and each rule runs alone.
@@ -277,6 +282,8 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 		if scope == ScopeHost {
 			fq.host = ps
 			fq.shareable = true
+			fq.missed = make([]atomic.Int32, len(rules))
+			fq.constant = make([]atomic.Bool, len(rules))
 			for _, r := range rules {
 				reads := r.reads
 				if reads.readsHost() && constantIn(ctx, c, caps, store, r) {

@@ -31,7 +31,9 @@ import (
 //
 // A rule that partial evaluation with input unknown reduces to a value (in
 // fleet gpu-training, unknown-fleet is the empty set whatever the host)
-// reads nothing in that fleet.
+// reads nothing in that fleet: checked when the engine is made for a rule
+// that reads the host's name, and for any other once it keeps meeting new
+// inputs (Queries.Missed).
 
 // peBudget bounds the partial evaluation of one rule in one fleet.
 const peBudget = 2 * time.Second
@@ -438,7 +440,7 @@ func pathEqual(a, b inputPath) bool {
 
 // constantIn reports whether the prepared single-rule query of r reduces to
 // a value, input unknown, in the fleet whose data store is given: partial
-// evaluation leaves no reference to input. An error means no, and so does
+// evaluation leaves the query r0 = value and nothing else. An error means no, and so does
 // a rule partial evaluation cannot settle within peBudget (a user rule
 // may loop): only sharing is lost.
 func constantIn(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, store storage.Store, r *Rule) bool {
@@ -452,23 +454,29 @@ func constantIn(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, st
 		rego.Capabilities(caps),
 		rego.Unknowns([]string{"input"}),
 	).Partial(ctx)
-	if err != nil || pq == nil || len(pq.Queries) != 1 {
+	if err != nil || pq == nil || len(pq.Queries) != 1 || len(pq.Support) > 0 {
 		return false
 	}
-	uses := false
+	// A value: no reference left, to input or to a rule kept as support
+	// (which may read input: data.partial...boot_param_forbidden's
+	// support reads forbidden_hits), nor a call.
+	refs := false
 	visit := func(t *ast.Term) bool {
-		if isInputRef(t) {
-			uses = true
+		switch t.Value.(type) {
+		case ast.Ref, ast.Call:
+			refs = true
 		}
-		return uses
+		return refs
 	}
-	for _, q := range pq.Queries {
-		ast.WalkTerms(q, visit)
+	for _, e := range pq.Queries[0] {
+		if !e.IsEquality() || e.Negated || len(e.With) > 0 {
+			return false
+		}
+		for _, op := range e.Operands() {
+			ast.WalkTerms(op, visit)
+		}
 	}
-	for _, m := range pq.Support {
-		ast.WalkTerms(m, visit)
-	}
-	return !uses
+	return !refs
 }
 
 // readsOf is the reads of a fleet's host rules, by rule index.

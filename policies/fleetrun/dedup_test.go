@@ -1,6 +1,12 @@
 package fleetrun
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -83,4 +89,51 @@ func TestRuleKeysLeaveOutKeysRulesNeverSee(t *testing.T) {
 	if b, c := key(doc("quiet")), key(doc([]any{"quiet"})); b == a || b == c {
 		t.Error("params that are not a map share a key")
 	}
+}
+
+// Hosts that each have their own boot params meet boot-param-forbidden on a
+// new input each time: once it has met enough, it is found constant in a
+// fleet that forbids nothing and read from one result for the rest, with
+// the oracle's findings.
+func TestConstantRuleSharedAcrossHosts(t *testing.T) {
+	var hosts []host
+	for i := range 80 {
+		hosts = append(hosts, host{Name: fmt.Sprintf("gpu-%d", i), Labels: map[string]string{"fleet": "gpu-training"}, HugetlbCMA: []string{"", "6G"}[i%2]})
+	}
+	dir := t.TempDir()
+	var files []string
+	for i, h := range hosts {
+		doc := h.Snapshot()
+		boot := doc["boot"].(map[string]any)
+		params := maps.Clone(boot["running"].(map[string]any)["params"].(map[string]any))
+		params["root"] = fmt.Sprintf("UUID=%d", i)
+		boot["running"].(map[string]any)["params"] = params
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, h.Name+".json")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	e := newEngine(t, policies.Options{Fleets: gpuFleets()})
+	fq, _ := e.Queries("gpu-training")
+	i := slices.IndexFunc(fq.HostRules(), func(r *policies.Rule) bool { return r.ID == "boot-param-forbidden" })
+	if len(fq.Reads(i).Paths()) == 0 {
+		t.Fatal("boot-param-forbidden reads nothing before the run")
+	}
+	rep, err := Run(context.Background(), e, SnapshotFiles(files), RunOptions{FleetOf: fleetByLabel, Workers: 2})
+	if err != nil || len(rep.Failures) > 0 {
+		t.Fatal(err, rep.Failures)
+	}
+	if len(fq.Reads(i).Paths()) != 0 {
+		t.Error("boot-param-forbidden still reads the boot params after 80 new ones")
+	}
+	want, failed := oracle(t, e, files)
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	sameFindings(t, "run", rep.Findings, want)
 }
