@@ -158,6 +158,8 @@ func (fq *Queries) Missed(ctx context.Context, i int) {
 	if fq.missed[i].Add(1) != constantAfter {
 		return
 	}
+	fq.evalMu.Lock()
+	defer fq.evalMu.Unlock()
 	if constantIn(ctx, fq.compiler, fq.caps, fq.store, fq.host.rules[i]) {
 		fq.constant[i].Store(true)
 	}
@@ -182,7 +184,7 @@ func (fq *Queries) EvalRules(ctx context.Context, idx []int, input ast.Value, bu
 	if err != nil {
 		return err
 	}
-	rs, err := evalBudget(ctx, ps, input, budget)
+	rs, err := fq.evalBudget(ctx, ps, input, budget)
 	if err != nil {
 		return err
 	}
