@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -70,6 +71,11 @@ type Engine struct {
 	params []string
 	// sectionTerms are the Rego terms of snapshot section names (ruleInput).
 	sectionTerms map[string]*ast.Term
+	// evalMu is held for writing by partial evaluation once queries run
+	// (Queries.Missed), and for reading by every query and preparation:
+	// partial evaluation writes into the compiled rules it saves
+	// expressions of (topdown's updateFromQuery).
+	evalMu sync.RWMutex
 }
 
 type fleetQueries struct {
@@ -80,6 +86,10 @@ type fleetQueries struct {
 	// differ only in name share one evaluation.
 	reads     readsOf
 	shareable bool
+	// missed counts each host rule's evaluations on inputs new to the run
+	// (Missed); constant marks one found constant in the fleet since.
+	missed   []atomic.Int32
+	constant []atomic.Bool
 
 	// What single needs to prepare one rule's query, when a host's
 	// evaluation ran out of its budget and each rule runs alone.
@@ -87,6 +97,7 @@ type fleetQueries struct {
 	caps     *ast.Capabilities
 	store    storage.Store
 	mu       sync.Mutex
+	evalMu   *sync.RWMutex
 	singles  map[string]*preparedScope
 	// subsets are the prepared queries of sets of host rules, by set
 	// (subset); at most maxSubsets.
@@ -123,7 +134,9 @@ func (fq *fleetQueries) subset(ctx context.Context, idx []int) (*preparedScope, 
 	for j, i := range idx {
 		rules[j] = fq.host.rules[i]
 	}
+	fq.evalMu.RLock()
 	ps, err := prepare(ctx, fq.compiler, fq.caps, fq.store, rules)
+	fq.evalMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +154,9 @@ func (fq *fleetQueries) single(ctx context.Context, r *Rule) (*preparedScope, er
 	if ps, ok := fq.singles[r.ID]; ok {
 		return ps, nil
 	}
+	fq.evalMu.RLock()
 	ps, err := prepare(ctx, fq.compiler, fq.caps, fq.store, []*Rule{r})
+	fq.evalMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +277,7 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 	if err != nil {
 		return nil, err
 	}
-	fq := &fleetQueries{severity: maps.Clone(fc.Severity), compiler: c, caps: caps, store: store}
+	fq := &fleetQueries{severity: maps.Clone(fc.Severity), compiler: c, caps: caps, store: store, evalMu: &e.evalMu}
 	for _, scope := range []Scope{ScopeHost, ScopeFleet} {
 		var rules []*Rule
 		for _, r := range enabled {
@@ -277,6 +292,8 @@ func (e *Engine) prepareFleet(ctx context.Context, c *ast.Compiler, caps *ast.Ca
 		if scope == ScopeHost {
 			fq.host = ps
 			fq.shareable = true
+			fq.missed = make([]atomic.Int32, len(rules))
+			fq.constant = make([]atomic.Bool, len(rules))
 			for _, r := range rules {
 				reads := r.reads
 				if reads.readsHost() && constantIn(ctx, c, caps, store, r) {

@@ -19,7 +19,7 @@ import (
 // none) and, when the budget runs out or a rule fails, each rule alone
 // within it, returning the rules that still do not finish.
 func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration, of hostOf, fleet string, admit admitFunc) ([]Finding, []string, error) {
-	rs, err := evalBudget(ctx, ps, input, budget)
+	rs, err := fq.evalBudget(ctx, ps, input, budget)
 	if err == nil {
 		findings, err := ps.findings(rs, of, fleet, fq.severity, admit)
 		return findings, nil, err
@@ -59,7 +59,7 @@ func (fq *fleetQueries) evalWithin(ctx context.Context, ps *preparedScope, input
 func (fq *fleetQueries) evalAlone(ctx context.Context, r *Rule, input ast.Value, budget time.Duration) (one *preparedScope, rs rego.ResultSet, timedOut bool, err error) {
 	one, err = fq.single(ctx, r)
 	if err == nil {
-		rs, err = evalBudget(ctx, one, input, budget)
+		rs, err = fq.evalBudget(ctx, one, input, budget)
 	}
 	switch {
 	case err == nil:
@@ -72,7 +72,9 @@ func (fq *fleetQueries) evalAlone(ctx context.Context, r *Rule, input ast.Value,
 
 // evalBudget runs a prepared query within budget (0: none). A query the
 // budget stopped fails with an error wrapping context.DeadlineExceeded.
-func evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
+func (fq *fleetQueries) evalBudget(ctx context.Context, ps *preparedScope, input ast.Value, budget time.Duration) (rego.ResultSet, error) {
+	fq.evalMu.RLock()
+	defer fq.evalMu.RUnlock()
 	if budget <= 0 {
 		return ps.query.Eval(ctx, rego.EvalParsedInput(input))
 	}

@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -20,13 +21,19 @@ import (
 //     calls, transitively, cut at its first non-constant element
 //     (input.sysctl.running[k] reads input.sysctl.running);
 //   - object.get(input..., [constant path], default) reads that path;
+//   - object.remove(input..., keys), keys constant (literal, or a rule whose
+//     value is a constant), reads that path less those keys: a rule that
+//     sees the boot params only less the loader's (root=UUID=..., the
+//     host's own) is shared by hosts that differ there only;
 //   - input used whole (x := input, walk(input), input[k]) reads everything;
 //   - a rule or function reached through data, also by a computed key
 //     (data.lib[k] reaches every rule below data.lib), adds what it reads.
 //
 // A rule that partial evaluation with input unknown reduces to a value (in
 // fleet gpu-training, unknown-fleet is the empty set whatever the host)
-// reads nothing in that fleet.
+// reads nothing in that fleet: checked when the engine is made for a rule
+// that reads the host's name, and for any other once it keeps meeting new
+// inputs (Queries.Missed).
 
 // peBudget bounds the partial evaluation of one rule in one fleet.
 const peBudget = 2 * time.Second
@@ -38,7 +45,11 @@ type inputPath []*ast.Term
 type ruleReads struct {
 	whole bool
 	paths []inputPath
-	// names are the paths as text (ast.Ref's), set by named.
+	// less[i] are the keys of the object at paths[i] the rule never sees
+	// (sorted; nil: it sees all). less is nil when no path has any.
+	less [][]string
+	// names are the paths as text (ast.Ref's, " less " and the keys left
+	// out), set by named.
 	names []string
 }
 
@@ -47,8 +58,19 @@ func (r ruleReads) named() ruleReads {
 	r.names = make([]string, len(r.paths))
 	for i, p := range r.paths {
 		r.names[i] = ast.Ref(p).String()
+		if keys := r.lessAt(i); keys != nil {
+			r.names[i] += " less " + strings.Join(keys, ",")
+		}
 	}
 	return r
+}
+
+// lessAt is the keys path i is read without (nil: none).
+func (r ruleReads) lessAt(i int) []string {
+	if r.less == nil {
+		return nil
+	}
+	return r.less[i]
 }
 
 // readsHost reports whether r's result may depend on the host's name.
@@ -66,25 +88,34 @@ func (r ruleReads) readsHost() bool {
 
 var hostTerm = ast.StringTerm("host")
 
-var objectGet = ast.Ref{ast.VarTerm("object"), ast.StringTerm("get")}
+var (
+	objectGet    = ast.Ref{ast.VarTerm("object"), ast.StringTerm("get")}
+	objectRemove = ast.Ref{ast.VarTerm("object"), ast.StringTerm("remove")}
+	isObject     = ast.Ref{ast.VarTerm("is_object")}
+)
 
 // staticReads finds the input paths rule ref reads in compiler c.
 func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 	var out ruleReads
 	seen := map[*ast.Rule]bool{}
 	work := slices.Clone(c.GetRules(ref))
-	add := func(p inputPath) {
+	// less: the keys of the object at p the read leaves out (nil: none).
+	addLess := func(p inputPath, less []string) {
 		if len(p) == 0 {
 			out.whole = true
 			return
 		}
-		for _, q := range out.paths {
+		for i, q := range out.paths {
 			if pathEqual(q, p) {
+				// Read twice: what either read sees.
+				out.less[i] = intersect(out.less[i], less)
 				return
 			}
 		}
 		out.paths = append(out.paths, p)
+		out.less = append(out.less, less)
 	}
+	add := func(p inputPath) { addLess(p, nil) }
 	for len(work) > 0 {
 		r := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -97,6 +128,9 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 		// (__local__ = input; object.get(__local__, ...)): such a local
 		// read only through object.get reads those paths only.
 		aliases := map[ast.Var]*ast.Term{}
+		// dataAliases are locals bound to a data ref
+		// (__local__ = data.x.keys; object.remove(..., __local__, ...)).
+		dataAliases := map[ast.Var]*ast.Term{}
 		ast.WalkExprs(r, func(e *ast.Expr) bool {
 			if !e.IsEquality() {
 				return false
@@ -108,6 +142,9 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 			if v, ok := x.Value.(ast.Var); ok && isInputRef(y) {
 				aliases[v] = y
 			}
+			if v, ok := x.Value.(ast.Var); ok && isDataRef(y) {
+				dataAliases[v] = y
+			}
 			return false
 		})
 		uses := map[ast.Var]int{}
@@ -118,6 +155,34 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 			return false
 		})
 		aliasPaths := map[ast.Var][]inputPath{}
+		// aliasLess are the keys each object.remove of an alias leaves out;
+		// typeTests count its is_object tests (the guard object.remove
+		// needs), which the digest of the object less keys covers: a value
+		// that is not an object is keyed whole.
+		aliasLess := map[ast.Var][][]string{}
+		typeTests := map[ast.Var]int{}
+		// remove is object.remove(obj, keys): when obj is a constant input
+		// ref (or an alias of one) and keys constant, the rule sees that
+		// path less those keys.
+		remove := func(obj, keys *ast.Term) {
+			if v, ok := keys.Value.(ast.Var); ok && dataAliases[v] != nil {
+				keys = dataAliases[v]
+			}
+			less, ok := constantKeys(c, keys)
+			if !ok {
+				return
+			}
+			if v, ok := obj.Value.(ast.Var); ok && aliases[v] != nil {
+				if _, ok := constPath(aliases[v]); ok {
+					aliasLess[v] = append(aliasLess[v], less)
+				}
+				return
+			}
+			if p, ok := constPath(obj); ok {
+				addLess(p, less)
+				done[obj] = true
+			}
+		}
 		// get is object.get(obj, path, ...): when obj is a constant input
 		// ref (or an alias of one) and path constant keys, it reads that
 		// path only.
@@ -139,10 +204,20 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 					out.whole = true
 				}
 			}
-			if !e.IsCall() || !e.Operator().Equal(objectGet) || len(e.Operands()) < 2 {
+			if e.IsCall() && e.Operator().Equal(isObject) && len(e.Operands()) == 1 {
+				if v, ok := e.Operand(0).Value.(ast.Var); ok && aliases[v] != nil {
+					typeTests[v]++
+				}
+			}
+			if !e.IsCall() || len(e.Operands()) < 2 {
 				return false
 			}
-			get(e.Operand(0), e.Operand(1))
+			switch {
+			case e.Operator().Equal(objectGet):
+				get(e.Operand(0), e.Operand(1))
+			case e.Operator().Equal(objectRemove):
+				remove(e.Operand(0), e.Operand(1))
+			}
 			return false
 		})
 		// The compiler leaves a call nested in a term where its value is
@@ -156,11 +231,21 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 		})
 		for v, ps := range aliasPaths {
 			// Each use but the binding is one of these calls.
-			if uses[v] != 1+len(ps) {
+			if uses[v] != 1+len(ps) || len(aliasLess[v]) > 0 || typeTests[v] > 0 {
 				continue
 			}
 			for _, p := range ps {
 				add(p)
+			}
+			done[aliases[v]] = true
+		}
+		for v, ls := range aliasLess {
+			if uses[v] != 1+len(ls)+typeTests[v] || len(aliasPaths[v]) > 0 {
+				continue
+			}
+			p, _ := constPath(aliases[v])
+			for _, less := range ls {
+				addLess(p, less)
 			}
 			done[aliases[v]] = true
 		}
@@ -202,7 +287,89 @@ func staticReads(c *ast.Compiler, ref ast.Ref) ruleReads {
 		ast.WalkTerms(r, visit)
 	}
 	if out.whole {
-		out.paths = nil
+		out.paths, out.less = nil, nil
+	}
+	if !slices.ContainsFunc(out.less, func(l []string) bool { return l != nil }) {
+		out.less = nil
+	}
+	return out
+}
+
+// constPath is the input path of t, an input ref whose every element is
+// a constant key.
+func constPath(t *ast.Term) (inputPath, bool) {
+	ref, ok := t.Value.(ast.Ref)
+	if !ok || !isInputRef(t) {
+		return nil, false
+	}
+	p, ok := constPrefix(ref)
+	return p, ok && len(p) > 0
+}
+
+func isDataRef(t *ast.Term) bool {
+	ref, ok := t.Value.(ast.Ref)
+	return ok && len(ref) > 0 && ref[0].Equal(ast.DefaultRootDocument)
+}
+
+// constantKeys are the keys object.remove's second operand names, sorted:
+// a set or array of strings, written out or the value of a rule that is
+// that and nothing else (loader_params := {...}).
+func constantKeys(c *ast.Compiler, t *ast.Term) ([]string, bool) {
+	if ref, ok := t.Value.(ast.Ref); ok && isDataRef(t) {
+		rules := c.GetRules(ref)
+		if len(rules) != 1 || !constantRule(rules[0], ref) {
+			return nil, false
+		}
+		t = rules[0].Head.Value
+	}
+	var keys []string
+	ok := true
+	each := func(k *ast.Term) {
+		s, isString := k.Value.(ast.String)
+		ok = ok && isString
+		keys = append(keys, string(s))
+	}
+	switch v := t.Value.(type) {
+	case ast.Set:
+		v.Foreach(each)
+	case *ast.Array:
+		v.Foreach(each)
+	default:
+		return nil, false
+	}
+	if !ok || len(keys) == 0 {
+		return nil, false
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), true
+}
+
+// constantRule reports whether r is the whole document at ref: a complete
+// rule with no arguments, no condition and no else, whose value is ground.
+func constantRule(r *ast.Rule, ref ast.Ref) bool {
+	h := r.Head
+	if r.Else != nil || len(h.Args) > 0 || h.Value == nil || !h.Value.IsGround() || h.RuleKind() != ast.SingleValue ||
+		!r.Ref().Equal(ref) || len(r.Body) != 1 {
+		return false
+	}
+	e := r.Body[0]
+	t, ok := e.Terms.(*ast.Term)
+	return ok && !e.Negated && len(e.With) == 0 && ast.Boolean(true).Equal(t.Value)
+}
+
+// intersect is the keys both lists leave out (nil when either is nil).
+func intersect(a, b []string) []string {
+	if a == nil || b == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range a {
+		if slices.Contains(b, k) {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -273,7 +440,7 @@ func pathEqual(a, b inputPath) bool {
 
 // constantIn reports whether the prepared single-rule query of r reduces to
 // a value, input unknown, in the fleet whose data store is given: partial
-// evaluation leaves no reference to input. An error means no, and so does
+// evaluation leaves the query r0 = value and nothing else. An error means no, and so does
 // a rule partial evaluation cannot settle within peBudget (a user rule
 // may loop): only sharing is lost.
 func constantIn(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, store storage.Store, r *Rule) bool {
@@ -287,23 +454,29 @@ func constantIn(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, st
 		rego.Capabilities(caps),
 		rego.Unknowns([]string{"input"}),
 	).Partial(ctx)
-	if err != nil || pq == nil || len(pq.Queries) != 1 {
+	if err != nil || pq == nil || len(pq.Queries) != 1 || len(pq.Support) > 0 {
 		return false
 	}
-	uses := false
+	// A value: no reference left, to input or to a rule kept as support
+	// (which may read input: data.partial...boot_param_forbidden's
+	// support reads forbidden_hits), nor a call.
+	refs := false
 	visit := func(t *ast.Term) bool {
-		if isInputRef(t) {
-			uses = true
+		switch t.Value.(type) {
+		case ast.Ref, ast.Call:
+			refs = true
 		}
-		return uses
+		return refs
 	}
-	for _, q := range pq.Queries {
-		ast.WalkTerms(q, visit)
+	for _, e := range pq.Queries[0] {
+		if !e.IsEquality() || e.Negated || len(e.With) > 0 {
+			return false
+		}
+		for _, op := range e.Operands() {
+			ast.WalkTerms(op, visit)
+		}
 	}
-	for _, m := range pq.Support {
-		ast.WalkTerms(m, visit)
-	}
-	return !uses
+	return !refs
 }
 
 // readsOf is the reads of a fleet's host rules, by rule index.

@@ -104,3 +104,40 @@ func TestStaticReadsWhole(t *testing.T) {
 		}
 	}
 }
+
+// object.remove(input..., keys) with constant keys (written out, or a rule
+// that is that value and nothing else) reads the object less those keys;
+// read any other way too, or with keys that are not constant, it is the
+// object whole.
+func TestStaticReadsObjectRemove(t *testing.T) {
+	lib := "package t\n\nL := {\"root\", \"ro\"}\n\nM := {\"root\"} if input.x\n\np := object.remove(input.boot.params, L)\n"
+	for _, tc := range []struct {
+		body  string
+		names string
+	}{
+		{`object.remove(input.boot.params, {"ro", "root"}).quiet == ""`, `[boot.params less ro,root]`},
+		{`some k, v in object.remove(input.boot.params, L); k == v`, `[boot.params less ro,root]`},
+		{`p.quiet == ""`, `[boot.params less ro,root]`},
+		{`p.quiet == input.boot.params.root`, `[boot.params less ro,root boot.params.root]`},
+		{`p.quiet == ""; count(input.boot.params) > 1`, `[boot.params]`},
+		{`count(object.remove(input.boot.params, L)) == count(object.remove(input.boot.params, ["ro"]))`, `[boot.params less ro]`},
+		{`object.remove(input.boot.params, M).quiet == ""`, `[boot.params x]`},
+		// A type test guards object.remove: the key of a value that is not
+		// an object is all of it.
+		{`x := input.boot.params; is_object(x); object.remove(x, L).quiet == ""`, `[boot.params less ro,root]`},
+		{`x := input.boot.params; is_object(x); x.quiet == ""`, `[boot.params]`},
+		{`k := "root"; object.remove(input.boot.params, {k}).quiet == ""`, `[boot.params]`},
+	} {
+		mod := lib + "\nr if {\n\t" + tc.body + "\n}\n"
+		c := ast.NewCompiler()
+		c.Compile(map[string]*ast.Module{"t.rego": ast.MustParseModule(mod)})
+		if c.Failed() {
+			t.Fatalf("%s: %v", tc.body, c.Errors)
+		}
+		got := staticReads(c, ast.MustParseRef("data.t.r")).named()
+		slices.Sort(got.names)
+		if got.whole || fmt.Sprint(got.names) != tc.names {
+			t.Errorf("%s: whole %v reads %v, want %s", tc.body, got.whole, got.names, tc.names)
+		}
+	}
+}

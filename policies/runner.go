@@ -132,8 +132,38 @@ func (fq *Queries) HostRules() []*Rule {
 // HasFleetRules reports whether the fleet runs any fleet-wide rule.
 func (fq *Queries) HasFleetRules() bool { return fq.fleet != nil }
 
-// Reads is what host rule i (of HostRules) reads in this fleet.
-func (fq *Queries) Reads(i int) RuleReads { return fq.reads[i] }
+// Reads is what host rule i (of HostRules) reads in this fleet: nothing
+// once Missed found it constant there.
+func (fq *Queries) Reads(i int) RuleReads {
+	if fq.constant[i].Load() {
+		return RuleReads{}
+	}
+	return fq.reads[i]
+}
+
+// constantAfter is how many inputs new to the run a host rule is evaluated
+// on before Missed checks whether it is constant in the fleet: no rule of a
+// fleet of repeated configurations (bench/gen's default, 100k hosts) meets
+// that many, and a check can take 20 ms (hugetlb-cma-on-gpu).
+const constantAfter = 64
+
+// Missed counts one evaluation of host rule i on an input new to the run.
+// A rule that keeps meeting new inputs is checked once, by partial
+// evaluation, for a result the same whatever the input in this fleet (as
+// boot-param-forbidden where the fleet forbids nothing, while it reads every
+// host's own boot params): then it reads nothing, and every host shares its
+// result. Checking every rule when the engine is made would cost a fleet
+// whose hosts repeat more than it saves.
+func (fq *Queries) Missed(ctx context.Context, i int) {
+	if fq.missed[i].Add(1) != constantAfter {
+		return
+	}
+	fq.evalMu.Lock()
+	defer fq.evalMu.Unlock()
+	if constantIn(ctx, fq.compiler, fq.caps, fq.store, fq.host.rules[i]) {
+		fq.constant[i].Store(true)
+	}
+}
 
 // Severity holds the fleet profile's severity overrides by rule id.
 func (fq *Queries) Severity() map[string]string { return fq.severity }
@@ -154,7 +184,7 @@ func (fq *Queries) EvalRules(ctx context.Context, idx []int, input ast.Value, bu
 	if err != nil {
 		return err
 	}
-	rs, err := evalBudget(ctx, ps, input, budget)
+	rs, err := fq.evalBudget(ctx, ps, input, budget)
 	if err != nil {
 		return err
 	}
@@ -196,6 +226,10 @@ func (r RuleReads) Paths() []InputPath { return r.paths }
 
 // Names are Paths as text.
 func (r RuleReads) Names() []string { return r.names }
+
+// Less are the keys of the object at Paths()[i] the rule never sees
+// (nil: none): its result does not depend on them.
+func (r RuleReads) Less(i int) []string { return r.lessAt(i) }
 
 // Coverage says which sections of a host were collected.
 type Coverage = coverage

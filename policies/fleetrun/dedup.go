@@ -140,22 +140,30 @@ func (h *valueHasher) value(v any) {
 			h.value(x)
 		}
 	case map[string]any:
-		h.buf = append(h.buf, '{')
-		h.buf = binary.AppendUvarint(h.buf, uint64(len(v)))
-		start := len(h.keys)
-		for k := range v {
-			h.keys = append(h.keys, k)
-		}
-		keys := h.keys[start:]
-		slices.Sort(keys)
-		for _, k := range keys {
-			h.str(k)
-			h.value(v[k])
-		}
-		h.keys = h.keys[:start]
+		h.object(v, nil)
 	default:
 		h.bad = true
 	}
+}
+
+// object writes m less the keys in less (sorted), as object.remove leaves
+// it.
+func (h *valueHasher) object(m map[string]any, less []string) {
+	start := len(h.keys)
+	for k := range m {
+		if _, left := slices.BinarySearch(less, k); !left {
+			h.keys = append(h.keys, k)
+		}
+	}
+	keys := h.keys[start:]
+	slices.Sort(keys)
+	h.buf = append(h.buf, '{')
+	h.buf = binary.AppendUvarint(h.buf, uint64(len(keys)))
+	for _, k := range keys {
+		h.str(k)
+		h.value(m[k])
+	}
+	h.keys = h.keys[:start]
 }
 
 // at is the value at an input path of a rule's input (the document less
@@ -204,13 +212,13 @@ func (k *ruleKeys) reset() {
 	k.h.bad = false
 }
 
-func (k *ruleKeys) path(doc map[string]any, p policies.InputPath, name string, secs *docSections) digest {
+func (k *ruleKeys) path(doc map[string]any, p policies.InputPath, less []string, name string, secs *docSections) digest {
 	if d, ok := k.memo[name]; ok {
 		return d
 	}
 	var d digest
 	shared := false
-	if len(p) > 0 {
+	if len(p) > 0 && less == nil {
 		if s, ok := p[0].Value.(ast.String); ok {
 			if sec := secs.of(string(s)); sec != nil {
 				d, shared = sec.pathDigest(p, name, &k.h)
@@ -224,7 +232,11 @@ func (k *ruleKeys) path(doc map[string]any, p policies.InputPath, name string, s
 		k.h.buf = k.h.buf[:0]
 		if v, ok := at(doc, p); ok {
 			k.h.buf = append(k.h.buf, 'y')
-			k.h.value(v)
+			if m, isMap := v.(map[string]any); isMap && less != nil {
+				k.h.object(m, less)
+			} else {
+				k.h.value(v)
+			}
 		} else {
 			k.h.buf = append(k.h.buf, 'u')
 		}
@@ -273,7 +285,7 @@ func (k *ruleKeys) appendKey(b []byte, doc map[string]any, fleet string, r *poli
 		b = append(b, d[:]...)
 	} else {
 		for i, p := range reads.Paths() {
-			d := k.path(doc, p, reads.Names()[i], secs)
+			d := k.path(doc, p, reads.Less(i), reads.Names()[i], secs)
 			b = append(b, d[:]...)
 		}
 	}

@@ -43,7 +43,9 @@
 //     path it reads (policies.Queries.Reads, found in the compiled Rego; a
 //     rule that reads input whole is keyed by all of it, host name
 //     included). A key already in runState.results reuses that rule's raw
-//     result.
+//     result. A rule that keeps missing is checked once for being constant
+//     in the fleet (policies.Queries.Missed); then its key is the fleet and
+//     the rule alone.
 //  7. Result (fleetrun.go). runState.evalMissing evaluates the rules
 //     without a result on the sections they read
 //     (Engine.RuleInputSections): in one query (Queries.EvalRules, one

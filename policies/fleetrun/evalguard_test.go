@@ -253,6 +253,17 @@ func genFleet(t testing.TB, dir string, seed uint64, n int) []string {
 			if rng.IntN(6) == 0 {
 				oddsnap.SetIn(doc, fmt.Sprintf("BOOT_IMAGE=/vmlinuz iommu=pt hugepages=%d", rng.IntN(3)), "boot", "running", "cmdline")
 			}
+			if rng.IntN(2) == 0 {
+				// The host's own root= (boot-config-pending, which leaves
+				// the loader's params out, is shared across those), at
+				// times with a param the next boot drops.
+				params := maps.Clone(doc["boot"].(map[string]any)["running"].(map[string]any)["params"].(map[string]any))
+				params["root"] = fmt.Sprintf("UUID=%d", i)
+				if rng.IntN(3) == 0 {
+					params[pick("quiet", "ro")] = ""
+				}
+				oddsnap.SetIn(doc, params, "boot", "running", "params")
+			}
 		}
 		docs = append(docs, doc)
 		b, err := json.Marshal(doc)

@@ -445,6 +445,9 @@ func (s *runState) evalRules(ctx context.Context, fq *policies.Queries, run Host
 	var slow []string
 	var errs []error
 	if len(missing) > 0 {
+		for _, i := range missing {
+			fq.Missed(ctx, i)
+		}
 		var err error
 		slow, err = s.evalMissing(ctx, fq, doc, missing, vals, &w.sections)
 		if ctx.Err() != nil {

@@ -311,18 +311,31 @@ cites("memory.cma_total_kb") if input.memory.cma_total_kb > 0
 # systems), GRUB sets BOOT_IMAGE, Ubuntu's 10_linux adds vt.handoff.
 loader_params := {"BOOT_IMAGE", "root", "ro", "rw", "initrd", "rootflags", "vt.handoff"}
 
+# The params boot-config-pending compares, the loader's left out: they are
+# never a change, and every host has its own (root=UUID=...). Read only
+# this way, hosts that differ there share the rule's result.
+running_params := object.remove(params, loader_params) if {
+	params := input.boot.running.params
+	is_object(params)
+}
+
+configured_params := object.remove(params, loader_params) if {
+	params := input.boot.configured.params
+	is_object(params)
+}
+
 # What the next boot changes, as "+p", "-p" and "p: old -> new".
 pending_changes := {change |
 	some p in pending_params
 	change := describe_change(p)
 }
 
-describe_change(p) := sprintf("+%s", [p]) if not p in object.keys(input.boot.running.params)
+describe_change(p) := sprintf("+%s", [p]) if not p in object.keys(running_params)
 
-describe_change(p) := sprintf("-%s", [p]) if not p in object.keys(input.boot.configured.params)
+describe_change(p) := sprintf("-%s", [p]) if not p in object.keys(configured_params)
 
-describe_change(p) := sprintf("%s: %s -> %s", [p, input.boot.running.params[p], input.boot.configured.params[p]]) if {
-	input.boot.running.params[p] != input.boot.configured.params[p]
+describe_change(p) := sprintf("%s: %s -> %s", [p, running_params[p], configured_params[p]]) if {
+	running_params[p] != configured_params[p]
 }
 
 # Params a loader's install tooling writes into an entry by itself: systemd's
@@ -339,7 +352,6 @@ tooling_added("systemd.machine_id") if {
 
 pending_params := {p |
 	some p in changed_params
-	not p in loader_params
 	not tooling_added(p)
 }
 
@@ -348,14 +360,14 @@ pending_params := {p |
 default changed_params := set()
 
 changed_params := {p |
-	some p, v in input.boot.configured.params
-	not input.boot.running.params[p] == v
+	some p, v in configured_params
+	not running_params[p] == v
 } | {p |
-	some p, v in input.boot.running.params
-	not input.boot.configured.params[p] == v
+	some p, v in running_params
+	not configured_params[p] == v
 } if {
-	is_object(input.boot.configured.params)
-	is_object(input.boot.running.params)
+	is_object(configured_params)
+	is_object(running_params)
 }
 
 # METADATA
@@ -395,7 +407,7 @@ boot_config_pending contains f if {
 	count(pending_changes) > 0
 	f := {
 		"msg": sprintf("the next boot changes the kernel command line (%s loader): %s", [input.boot.configured.loader, concat(", ", sort(pending_changes))]),
-		"evidence": sort([sprintf("boot.configured.params.%s", [p]) | some p in pending_params; p in object.keys(input.boot.configured.params)]),
+		"evidence": sort([sprintf("boot.configured.params.%s", [p]) | some p in pending_params; p in object.keys(configured_params)]),
 	}
 }
 

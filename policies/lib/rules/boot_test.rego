@@ -278,6 +278,25 @@ test_boot_config_pending_ignores_loader_params if {
 	count(boot.boot_config_pending) == 0 with input as h
 }
 
+# The rule sees the params less the loader's (so hosts that differ there
+# share its result): the same findings whatever loader params either side has.
+test_boot_config_pending_same_whatever_the_loader_params if {
+	running := {"hugetlb_cma": "2G", "quiet": ""}
+	configured := {"hugetlb_cma": "0", "iommu": "pt"}
+	want := boot.boot_config_pending with input as pending_host(running, configured)
+	count(want) == 1
+	every loader in [{"root": "UUID=x", "ro": ""}, {"BOOT_IMAGE": "/boot/vmlinuz-6.8", "rw": "", "initrd": "/initrd.img", "rootflags": "subvol=@", "vt.handoff": "7"}] {
+		boot.boot_config_pending == want with input as pending_host(object.union(running, loader), configured)
+		boot.boot_config_pending == want with input as pending_host(running, object.union(configured, loader))
+	}
+}
+
+# Params that are not a map are not compared, as params left out.
+test_boot_config_pending_needs_param_maps if {
+	count(boot.boot_config_pending) == 0 with input as pending_host("quiet", {"iommu": "pt"})
+	count(boot.boot_config_pending) == 0 with input as pending_host({"quiet": ""}, ["iommu"])
+}
+
 test_boot_config_pending_not_on_config_repo if {
 	h := object.union(pending_host({"quiet": ""}, {"hugetlb_cma": "0"}), {"source": {"kind": "config-repo"}})
 	count(boot.boot_config_pending) == 0 with input as h
