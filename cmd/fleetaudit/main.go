@@ -23,10 +23,11 @@ const defaultGCPercent = 200
 // largeRunHosts is the audit size from which the collector's target is Go's
 // own 100 again: there the heap is mostly what each host keeps until the
 // report (its name, record and findings), which grows with the fleet, so
-// the headroom at 200 costs more memory than it saves CPU (1,000,000 hosts
-// peaked at 305-358 MiB against 154-175 MiB at 100), and hosts of one
-// configuration, the common case of a large fleet, allocate little to
-// collect anyway.
+// the headroom at 200 costs more memory than it saves CPU (1,000,000
+// default-generator hosts on 2 cores peaked at 305-358 MiB with 200, and
+// at 251-268 MiB with 100 once this applied), and hosts of one
+// configuration, the common case of a large fleet, leave little garbage
+// to collect anyway.
 const largeRunHosts = 50_000
 
 // gcPercent says what to set the collector's target to for a run of hosts
