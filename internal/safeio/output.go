@@ -216,7 +216,7 @@ func replaceFile(target string, old fs.FileInfo, render func(io.Writer) error) (
 			}
 		}
 	}
-	bw := bufio.NewWriter(&writeback{f: tmp})
+	bw := bufio.NewWriter(tmp)
 	if err := render(bw); err != nil {
 		return err
 	}
@@ -233,28 +233,6 @@ func replaceFile(target string, old fs.FileInfo, render func(io.Writer) error) (
 		return fmt.Errorf("writing %s: %w", target, err)
 	}
 	return nil
-}
-
-// writeback writes to f and has each writebackChunk written to disk as soon
-// as it is written (startWriteback): the fsync before the rename then waits
-// for the last chunk, not for the whole file (a large fleet's report is
-// hundreds of MB, whose fsync was the run's last tenth of a second).
-type writeback struct {
-	f *os.File
-	// off is how much was written, started where writeback was started.
-	off, started int64
-}
-
-const writebackChunk = 8 << 20
-
-func (w *writeback) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	w.off += int64(n)
-	if w.off-w.started >= writebackChunk {
-		startWriteback(w.f, w.started, w.off-w.started)
-		w.started = w.off
-	}
-	return n, err
 }
 
 // createTemp is os.CreateTemp with a mode: the kernel applies the umask, as

@@ -1,7 +1,6 @@
 package safeio
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -55,35 +54,5 @@ func TestWriteOutput(t *testing.T) {
 		if !errors.As(err, &uw) || err.Error() != dir+": a directory; name a file, a FIFO or a character device" {
 			t.Errorf("a directory: %v", err)
 		}
-	}
-}
-
-// A file written in many pieces, over several writeback chunks and in
-// sizes that do not divide one, is replaced by exactly what was written.
-func TestWriteOutputLargeFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "report.json")
-	want := make([]byte, 3*writebackChunk+12345)
-	for i := range want {
-		want[i] = byte(i * 7 / 5)
-	}
-	err := WriteOutput(context.Background(), file, func(w io.Writer) error {
-		for rest, n := want, 1; len(rest) > 0; n = (n*3 + 1) % (1 << 20) {
-			k := min(len(rest), n)
-			if _, err := w.Write(rest[:k]); err != nil {
-				return err
-			}
-			rest = rest[k:]
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("file holds %d bytes, not the %d written", len(got), len(want))
 	}
 }
