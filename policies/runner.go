@@ -268,8 +268,8 @@ type FleetGroup = fleetGroup
 // NewFleetGroup is an empty group of projection p.
 func NewFleetGroup(p *Projection) *FleetGroup { return &fleetGroup{proj: p} }
 
-// AddHost counts one more host in the group.
-func (g *FleetGroup) AddHost() { g.count++ }
+// AddHosts counts n more hosts in the group.
+func (g *FleetGroup) AddHosts(n int) { g.count += n }
 
 // Count is the group's number of hosts.
 func (g *FleetGroup) Count() int { return g.count }

@@ -87,21 +87,11 @@ func (ps memberParts) key() digest {
 	return sha256.Sum256(key)
 }
 
-// projectionKey is a digest of a projection made from a digest of each
-// member's part: a shared section's is computed once, so a host costs a
-// hash per member, not a walk of its whole projection. Equal projections
-// have equal keys however they were made; ok is false when a value cannot
-// be hashed.
-func projectionKey(e *policies.Engine, proj map[string]any, d *docSections) (digest, bool) {
-	parts, ok := projectionParts(e, proj, d)
-	if !ok {
-		return digest{}, false
-	}
-	return parts.key(), true
-}
-
-// projectionParts are the digests of proj's member parts, by name; ok is
-// false when a value cannot be hashed.
+// projectionParts are the digests of proj's member parts, by name: a
+// shared section's is computed once, so a host costs a hash per member,
+// not a walk of its whole projection, and equal projections have equal
+// keys (memberParts.key) however they were made. ok is false when a value
+// cannot be hashed.
 func projectionParts(e *policies.Engine, proj map[string]any, d *docSections) (memberParts, bool) {
 	h := hashers.Get().(*valueHasher)
 	defer hashers.Put(h)
@@ -177,7 +167,7 @@ func (s *runState) fleetPass(ctx context.Context, a *Audit, workers int) (map[in
 			a.groups = append(a.groups, new(group))
 			fg.groups = append(fg.groups, policies.NewFleetGroup(t.proj))
 		}
-		fg.groups[g-fg.first].AddHost()
+		fg.groups[g-fg.first].AddHosts(1)
 		a.hosts[i].group = g + 1
 	}
 	errs := make([]error, len(fleets))
@@ -313,9 +303,9 @@ func (s *runState) evalFleet(ctx context.Context, fleet string, fgs []*policies.
 }
 
 // units are the units each fleet rule is evaluated on: its facts' own
-// groups (regroup) where fewer, else the fleet's groups. Only the fleet's
-// groups' input is made: evalFleet makes the others, one at a time (making
-// one settles terms groups share).
+// groups (regroup) where fewer, else the fleet's groups. Their inputs are
+// not made yet: evalFleet makes them one at a time (making one settles
+// terms groups share).
 func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries, fgs []*policies.FleetGroup, workers int) ([]*unit, error) {
 	rules := fq.FleetRules()
 	whole := &unit{groups: fgs, hosts: make([]int, len(fgs))}
@@ -337,43 +327,20 @@ func (s *runState) units(ctx context.Context, fleet string, fq *policies.Queries
 			}
 		}
 	}
-	// The fleet's groups' input is made as soon as a rule is known to
-	// need it, while the other rules' groups are found: it is the largest.
-	var wholeOnce sync.Once
-	var wholeErr error
-	wholeDone := make(chan struct{})
-	needWhole := func() {
-		wholeOnce.Do(func() {
-			go func() {
-				defer close(wholeDone)
-				whole.in, wholeErr = s.e.NewGroupInput(fleet, fgs)
-			}()
-		})
-	}
-	if slices.Contains(can, false) {
-		needWhole()
-	}
 	found := make([]*unit, len(keys))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, r := range firsts {
 		g.Go(func() error {
 			if gctx.Err() == nil {
-				if found[i] = s.regroup(r, fgs); found[i] == nil {
-					needWhole()
-				}
+				found[i] = s.regroup(r, fgs)
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	wholeOnce.Do(func() { close(wholeDone) })
-	<-wholeDone
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if wholeErr != nil {
-		return nil, wholeErr
 	}
 	for i, k := range keys {
 		regrouped[k] = found[i]

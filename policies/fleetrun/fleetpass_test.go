@@ -208,11 +208,11 @@ func TestProjectionKeyAcrossSections(t *testing.T) {
 		}
 		p := projectSections(e, doc, &w.sections)
 		delete(p, "host")
-		k, ok := projectionKey(e, p, &w.sections)
+		parts, ok := projectionParts(e, p, &w.sections)
 		if !ok {
 			t.Fatal("no key")
 		}
-		return k
+		return parts.key()
 	}
 	a, b := testhost.Bench(1), testhost.Bench(1)
 	b.Name = "other-name"

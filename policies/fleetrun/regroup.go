@@ -115,9 +115,7 @@ func (s *runState) regroup(r *policies.Rule, groups []*policies.FleetGroup) *uni
 	fgs := make([]*policies.FleetGroup, len(reps))
 	for j, i := range reps {
 		fgs[j] = policies.NewFleetGroup(groups[i].Projection())
-		for range hosts[j] {
-			fgs[j].AddHost()
-		}
+		fgs[j].AddHosts(hosts[j])
 	}
 	return &unit{groups: fgs, members: members, hosts: hosts}
 }

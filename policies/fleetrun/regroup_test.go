@@ -179,7 +179,7 @@ func TestBuiltinFleetRulesRegroup(t *testing.T) {
 		}
 		seen[p] = true
 		g := policies.NewFleetGroup(p)
-		g.AddHost()
+		g.AddHosts(1)
 		groups = append(groups, g)
 	}
 	fq, ok := e.Queries("gpu-training")

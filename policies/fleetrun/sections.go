@@ -49,7 +49,7 @@ type section struct {
 	projOnce sync.Once
 	proj     any
 	projOK   bool
-	// projDigest is proj's digest (projectionKey), made once.
+	// projDigest is proj's digest (projectionParts), made once.
 	projDigestOnce sync.Once
 	projDigest     digest
 	projDigestOK   bool
